@@ -1,0 +1,66 @@
+import { envSchema } from 'env-schema';
+import { Type, type Static } from 'typebox';
+
+/** The environment the service reads; defaults as in CONTRACT §10. */
+const ConfigSchema = Type.Object({
+  PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  DATABASE_URL: Type.String({ default: 'sqlite:./data/tollwatch.db' }),
+  REDIS_URL: Type.Optional(Type.String()),
+  TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
+  TOLLWATCH_ISSUER: Type.Optional(Type.String()),
+  TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
+  TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: 31 * 86_400 }),
+  TOLLWATCH_BASIC_AUTH: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+});
+
+type RawConfig = Static<typeof ConfigSchema>;
+
+/** Settled configuration: every derived default filled in. */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  redisUrl: string | undefined;
+  publicUrl: string;
+  issuer: string;
+  /** Accepted `audience` values at the token endpoint and in `aud`. */
+  audiences: string[];
+  tokenTtlSeconds: number;
+  basicAuth: boolean;
+  logLevel: string;
+}
+
+/** Reads configuration from an environment (and `.env` when `dotenv` is true). */
+export function loadConfig(env: Record<string, string | undefined> = process.env, dotenv = true): Config {
+  const raw = envSchema<RawConfig>({ schema: ConfigSchema, data: env, dotenv });
+  return settleConfig(raw);
+}
+
+function settleConfig(raw: RawConfig): Config {
+  const publicUrl = stripSlash(raw.TOLLWATCH_PUBLIC_URL ?? `http://localhost:${raw.PORT}`);
+  const audiences = (raw.TOLLWATCH_AUDIENCE ?? `${publicUrl}/api`)
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a.length > 0);
+  return {
+    port: raw.PORT,
+    host: raw.HOST,
+    databaseUrl: raw.DATABASE_URL,
+    redisUrl: raw.REDIS_URL || undefined,
+    publicUrl,
+    issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
+    audiences,
+    tokenTtlSeconds: raw.TOLLWATCH_TOKEN_TTL,
+    basicAuth: raw.TOLLWATCH_BASIC_AUTH === 'on',
+    logLevel: raw.LOG_LEVEL,
+  };
+}
+
+function stripSlash(url: string): string {
+  return url.endsWith('/') ? url.slice(0, -1) : url;
+}

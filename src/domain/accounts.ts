@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceError } from './errors.ts';
+import { defaultPermissions, isPermission, type Permission } from './permissions.ts';
+import { findPlan, type Plan } from './plans.ts';
+import { hashSecret, newClientId, newClientSecret } from './secrets.ts';
+
+export interface Account {
+  account_id: string;
+  name: string;
+  plan: string;
+  /** Trusted accounts' events form the shared data set (CONTRACT §6). */
+  trusted: boolean;
+  disabled: boolean;
+  created_at: string;
+}
+
+export interface Client {
+  client_id: string;
+  account_id: string;
+  name: string;
+  permissions: Permission[];
+  secret_hash: string;
+  secret_version: number;
+  created_at: string;
+}
+
+/** Where accounts and clients are kept. */
+export interface AccountsRepository {
+  insertAccount(account: Account): Promise<void>;
+  findAccount(accountId: string): Promise<Account | undefined>;
+  listAccounts(): Promise<Account[]>;
+  updateAccount(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<boolean>;
+  insertClient(client: Client): Promise<void>;
+  findClient(clientId: string): Promise<Client | undefined>;
+  listClients(accountId: string): Promise<Client[]>;
+  countClients(accountId: string): Promise<number>;
+  /** Stores a new secret hash and bumps the version; the new version, or undefined if no such client. */
+  replaceSecret(clientId: string, secretHash: string): Promise<number | undefined>;
+  deleteClient(clientId: string): Promise<boolean>;
+}
+
+/** A client as shown to its owner: never the secret or its hash. */
+export interface ClientView {
+  client_id: string;
+  account_id: string;
+  name: string;
+  permissions: Permission[];
+  created_at: string;
+}
+
+/** A client together with its secret, which exists only in this answer. */
+export interface IssuedCredentials extends ClientView {
+  client_secret: string;
+}
+
+/** Account and client management: used by the operator CLI and the HTTP layer alike. */
+export class AccountsService {
+  private readonly repo: AccountsRepository;
+  private readonly plans: readonly Plan[];
+  private readonly onCredentialsChanged: (clientId: string) => void;
+
+  constructor(repo: AccountsRepository, plans: readonly Plan[], onCredentialsChanged: (clientId: string) => void = () => {}) {
+    this.repo = repo;
+    this.plans = plans;
+    this.onCredentialsChanged = onCredentialsChanged;
+  }
+
+  /** Creates an account on a known plan. */
+  async createAccount(input: { name: string; plan: string; trusted?: boolean }): Promise<Account> {
+    const name = input.name.trim();
+    if (name.length === 0 || name.length > 200) {
+      throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
+        { field: 'name', message: 'must be 1 to 200 characters' },
+      ]);
+    }
+    this.requirePlan(input.plan);
+    const account: Account = {
+      account_id: randomUUID(),
+      name,
+      plan: input.plan,
+      trusted: input.trusted ?? false,
+      disabled: false,
+      created_at: new Date().toISOString(),
+    };
+    await this.repo.insertAccount(account);
+    return account;
+  }
+
+  listAccounts(): Promise<Account[]> {
+    return this.repo.listAccounts();
+  }
+
+  /** The account, or a `not_found` error. */
+  async getAccount(accountId: string): Promise<Account> {
+    const account = await this.repo.findAccount(accountId);
+    if (!account) throw new ServiceError('not_found', 'no such account');
+    return account;
+  }
+
+  async setPlan(accountId: string, plan: string): Promise<Account> {
+    this.requirePlan(plan);
+    return this.update(accountId, { plan });
+  }
+
+  async setDisabled(accountId: string, disabled: boolean): Promise<Account> {
+    return this.update(accountId, { disabled });
+  }
+
+  async setTrusted(accountId: string, trusted: boolean): Promise<Account> {
+    return this.update(accountId, { trusted });
+  }
+
+  /** Creates a client; the secret is returned here once and never again. */
+  async createClient(input: { accountId: string; name: string; permissions?: string[] }): Promise<IssuedCredentials> {
+    const account = await this.getAccount(input.accountId);
+    const plan = this.requirePlan(account.plan);
+    const name = input.name.trim();
+    if (name.length === 0 || name.length > 200) {
+      throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
+        { field: 'name', message: 'must be 1 to 200 characters' },
+      ]);
+    }
+    const permissions = input.permissions ? this.parsePermissions(input.permissions) : defaultPermissions(plan.maySubmit);
+    if (plan.maxClients !== null && (await this.repo.countClients(account.account_id)) >= plan.maxClients) {
+      throw new ServiceError('limit_reached', `the ${plan.name} plan allows at most ${plan.maxClients} clients`);
+    }
+    const secret = newClientSecret();
+    const client: Client = {
+      client_id: newClientId(),
+      account_id: account.account_id,
+      name,
+      permissions,
+      secret_hash: hashSecret(secret),
+      secret_version: 1,
+      created_at: new Date().toISOString(),
+    };
+    await this.repo.insertClient(client);
+    return { ...viewOf(client), client_secret: secret };
+  }
+
+  async listClients(accountId: string): Promise<ClientView[]> {
+    await this.getAccount(accountId);
+    return (await this.repo.listClients(accountId)).map(viewOf);
+  }
+
+  /** Replaces a client's secret; every token issued under the old one stops working. */
+  async resetSecret(clientId: string): Promise<{ client_id: string; client_secret: string }> {
+    const secret = newClientSecret();
+    const version = await this.repo.replaceSecret(clientId, hashSecret(secret));
+    if (version === undefined) throw new ServiceError('not_found', 'no such client');
+    this.onCredentialsChanged(clientId);
+    return { client_id: clientId, client_secret: secret };
+  }
+
+  /** Deletes a client; its tokens stop working at once. */
+  async deleteClient(clientId: string): Promise<void> {
+    if (!(await this.repo.deleteClient(clientId))) throw new ServiceError('not_found', 'no such client');
+    this.onCredentialsChanged(clientId);
+  }
+
+  private async update(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<Account> {
+    if (!(await this.repo.updateAccount(accountId, patch))) throw new ServiceError('not_found', 'no such account');
+    return this.getAccount(accountId);
+  }
+
+  private requirePlan(name: string): Plan {
+    const plan = findPlan(this.plans, name);
+    if (!plan) {
+      const known = this.plans.map((p) => p.name).join(', ');
+      throw new ServiceError('validation_failed', `unknown plan ${JSON.stringify(name)}; known plans: ${known}`, [
+        { field: 'plan', message: `must be one of: ${known}` },
+      ]);
+    }
+    return plan;
+  }
+
+  private parsePermissions(values: string[]): Permission[] {
+    const bad = values.filter((v) => !isPermission(v));
+    if (bad.length > 0 || values.length === 0) {
+      throw new ServiceError('validation_failed', `unknown permissions: ${bad.join(', ') || '(none given)'}`, [
+        { field: 'permissions', message: 'must be one or more of write:events, read:events, read:phone-numbers, read:ip-addresses' },
+      ]);
+    }
+    return [...new Set(values)] as Permission[];
+  }
+}
+
+function viewOf(client: Client): ClientView {
+  return {
+    client_id: client.client_id,
+    account_id: client.account_id,
+    name: client.name,
+    permissions: client.permissions,
+    created_at: client.created_at,
+  };
+}

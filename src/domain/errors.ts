@@ -1,0 +1,31 @@
+import type { FieldError } from './field-error.ts';
+
+/** The closed list of machine error codes of CONTRACT §4. */
+export type ErrorCode =
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'plan_not_allowed'
+  | 'validation_failed'
+  | 'duplicate_event'
+  | 'invalid_phone_number'
+  | 'invalid_ip_address'
+  | 'not_found'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'invalid_json'
+  | 'limit_reached'
+  | 'rate_limited'
+  | 'unavailable';
+
+/** An expected failure whose `detail` is safe to show the caller. */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly errors: FieldError[] | undefined;
+
+  constructor(code: ErrorCode, detail: string, errors?: FieldError[]) {
+    super(detail);
+    this.name = 'ServiceError';
+    this.code = code;
+    this.errors = errors;
+  }
+}

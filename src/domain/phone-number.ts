@@ -1,0 +1,77 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+
+/** A called number as written (separators removed) and the key all its written forms share. */
+export interface NormalisedNumber {
+  /** The number with URI wrapping and visual separators removed; case kept. */
+  written: string;
+  /** What lookups match on: `+CC…` for international forms, else `written` lower-cased. */
+  key: string;
+}
+
+const SEPARATORS = /[\s\-.()]/g;
+const DIALLABLE = /^\+?[0-9A-Za-z*#]{1,64}$/;
+
+/**
+ * Normalises a number from a lookup path or an event's `called_number` (CONTRACT §7): trims,
+ * reduces `tel:`/`sip:`/`sips:` URIs to their user part, drops visual separators. Null when
+ * what remains is not a diallable string.
+ */
+export function normalisePhoneNumber(input: string): NormalisedNumber | null {
+  let value = input.trim();
+  const uri = /^(tel|sips?):/i.exec(value);
+  if (uri) {
+    value = value.slice(uri[0].length);
+    if (uri[1]!.toLowerCase() !== 'tel') {
+      const at = value.indexOf('@');
+      if (at >= 0) value = value.slice(0, at);
+    }
+    // URI parameters (`;user=phone`, `;phone-context=…`) and headers (`?…`) are not the number.
+    value = value.split(/[;?]/, 1)[0] ?? '';
+  }
+  value = value.replace(SEPARATORS, '');
+  if (!DIALLABLE.test(value)) return null;
+  return { written: value, key: internationalKey(value) ?? value.toLowerCase() };
+}
+
+/**
+ * `+CC…`, `00CC…` and `011CC…` are one number dialled with different exit codes. `011` is the
+ * North American exit code; a few national numbers elsewhere also begin with 011 (e.g. UK
+ * area codes 0113–0118), but the contract decides that attackers' test calls, which dial
+ * internationally, are what matters, so 011 is read as an exit code.
+ */
+function internationalKey(value: string): string | null {
+  for (const prefix of ['+', '00', '011']) {
+    if (value.startsWith(prefix)) {
+      const rest = value.slice(prefix.length);
+      if (/^[0-9]+$/.test(rest) && !(prefix === '00' && rest.startsWith('0'))) return `+${rest}`;
+      return null;
+    }
+  }
+  return null;
+}
+
+/** Facts about a number that parses as E.164. */
+export interface NumberFacts {
+  e164: string;
+  /** ISO 3166-1 alpha-2, where the number belongs to one country. */
+  country: string | null;
+  /** e.g. `premium-rate`, `toll-free`, `mobile`, `fixed-line`; null when unknown. */
+  number_type: string | null;
+}
+
+/** Country and number type of an international key, or null when it is not a valid E.164 number. */
+export function phoneNumberFacts(key: string): NumberFacts | null {
+  if (!key.startsWith('+')) return null;
+  try {
+    const parsed = parsePhoneNumberFromString(key);
+    if (!parsed || !parsed.isValid()) return null;
+    const type = parsed.getType();
+    return {
+      e164: parsed.number,
+      country: parsed.country ?? null,
+      number_type: type ? type.toLowerCase().replace(/_/g, '-') : null,
+    };
+  } catch {
+    return null;
+  }
+}

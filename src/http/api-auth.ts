@@ -1,0 +1,74 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Permission } from '../domain/permissions.ts';
+import { InvalidTokenError } from '../oauth/access-tokens.ts';
+import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
+import { problem, sendProblem } from './problem.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | undefined;
+  }
+  interface FastifyContextConfig {
+    /** The permission a route needs; routes without one are public (OpenAPI only). */
+    permission?: Permission;
+  }
+}
+
+/** The authenticated principal of a route that declared a permission. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error('route reached without authentication');
+  return request.principal;
+}
+
+/**
+ * The `/api` onRequest hook: authenticates before any body is read (CONTRACT §3). Bearer is
+ * always accepted, Basic when enabled; a route's declared permission is checked here too.
+ */
+export function apiAuthHook(authenticator: ApiAuthenticator, basicAuth: boolean) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
+    const needed = request.routeOptions.config.permission;
+    if (!needed && request.is404 !== true) return;
+    let principal: Principal;
+    try {
+      principal = await fromAuthorization(authenticator, request.headers.authorization, basicAuth);
+    } catch (err) {
+      if (!(err instanceof InvalidTokenError)) throw err;
+      request.log.info({ reason: err.message }, 'api authentication refused');
+      reply.header('www-authenticate', 'Bearer realm="tollwatch", error="invalid_token"');
+      return sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
+    }
+    request.principal = principal;
+    if (needed && !principal.permissions.has(needed)) {
+      reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${needed}"`);
+      return sendProblem(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
+    }
+  };
+}
+
+async function fromAuthorization(
+  authenticator: ApiAuthenticator,
+  header: string | undefined,
+  basicAuth: boolean,
+): Promise<Principal> {
+  if (!header) throw new InvalidTokenError('no credentials');
+  const space = header.indexOf(' ');
+  const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
+  const value = space < 0 ? '' : header.slice(space + 1).trim();
+  if (scheme === 'bearer' && value) return authenticator.fromBearer(value);
+  if (scheme === 'basic' && value && basicAuth) {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) return authenticator.fromBasic(safeDecode(decoded.slice(0, colon)), safeDecode(decoded.slice(colon + 1)));
+  }
+  throw new InvalidTokenError(`unusable ${scheme} credentials`);
+}
+
+/** RFC 6749 §2.3.1 form-encodes Basic credentials; plain ones must still work. */
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return value;
+  }
+}
+

@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../domain/errors.ts';
+import type { FieldError } from '../domain/field-error.ts';
+import { problem, sendProblem, serverProblem } from './problem.ts';
+
+/** Store faults that mean "try again shortly", not "this server is broken". */
+const UNAVAILABLE_CODES = new Set([
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+  'SQLITE_CANTOPEN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+
+/** Whether an error means the store cannot be reached or written just now. */
+export function isStoreUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR') || code.startsWith('08'))) return true;
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+}
+
+/** Maps anything thrown under `/api` to a problem document (CONTRACT §4); leaks nothing. */
+export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof ServiceError) return sendProblem(reply, problem(error.code, error.message, error.errors));
+  if (error.validation) {
+    const errors = error.validation.map(fieldErrorOf(error.validationContext ?? 'request'));
+    return sendProblem(reply, problem('validation_failed', 'the request has invalid parameters', errors));
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return sendProblem(reply, problem('payload_too_large', 'the request body is larger than this endpoint accepts'));
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return sendProblem(reply, problem('unsupported_media_type', 'send the body as application/json'));
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return sendProblem(reply, problem('invalid_json', 'the request body is not valid JSON'));
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && request.body === undefined)) {
+    return sendProblem(reply, problem('invalid_json', 'the request body is not valid JSON'));
+  }
+  if (error.statusCode === 429) return sendProblem(reply, problem('rate_limited', 'too many requests; see Retry-After'));
+  if (isStoreUnavailable(error)) {
+    request.log.warn({ err: error }, 'store unavailable');
+    reply.header('retry-after', '5');
+    return sendProblem(reply, problem('unavailable', 'the service cannot reach its store just now; retry shortly'));
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return sendProblem(reply, serverProblem());
+}
+
+function fieldErrorOf(context: string) {
+  return (v: { instancePath: string; message?: string; params: Record<string, unknown> }): FieldError => {
+    const missing = typeof v.params['missingProperty'] === 'string' ? `/${v.params['missingProperty']}` : '';
+    const path = `${v.instancePath}${missing}`.replace(/^\//, '').replace(/\//g, '.');
+    return { field: path || context, message: v.message ?? 'is invalid' };
+  };
+}

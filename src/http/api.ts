@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../services.ts';
+import { apiAuthHook } from './api-auth.ts';
+import { apiErrorHandler } from './api-errors.ts';
+import { problem, sendProblem } from './problem.ts';
+import { eventsQueryRoutes } from './routes/events-query.ts';
+import { eventsSubmitRoute } from './routes/events-submit.ts';
+import { lookupRoutes } from './routes/lookups.ts';
+import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
+
+/** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
+const JSON_LIKE = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
+
+/** The `/api` scope: version header, authentication, JSON bodies, problem details. */
+export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
+  app.addSchema(Problem);
+  app.addSchema(HoneypotEventSchema);
+  app.addSchema(StoredEventSchema);
+
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('api-version', '1');
+  });
+  app.addHook('onRequest', apiAuthHook(services.authenticator, services.config.basicAuth));
+
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    const mediaType = (request.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
+    if (!JSON_LIKE.has(mediaType)) {
+      const error = Object.assign(new Error('unsupported media type'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 });
+      return done(error, undefined);
+    }
+    if (body === '') return done(Object.assign(new Error('empty body'), { code: 'FST_ERR_CTP_EMPTY_JSON_BODY', statusCode: 400 }), undefined);
+    parseJson(request, body as string, done);
+  });
+
+  app.setErrorHandler(apiErrorHandler);
+  app.setNotFoundHandler((_request: FastifyRequest, reply: FastifyReply) =>
+    sendProblem(reply, problem('not_found', 'no such resource')),
+  );
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(eventsSubmitRoute, { services });
+  await app.register(eventsQueryRoutes, { services });
+  await app.register(lookupRoutes, { services });
+}

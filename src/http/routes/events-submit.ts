@@ -1,0 +1,47 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Services } from '../../services.ts';
+import { principalOf } from '../api-auth.ts';
+import { authErrors } from '../schemas.ts';
+
+/** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
+export const EVENT_BODY_LIMIT = 128 * 1024;
+
+const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) });
+
+/** POST /api/events: submit one honeypot event (CONTRACT §5). */
+export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.post(
+    '/events',
+    {
+      config: { permission: 'write:events' },
+      bodyLimit: EVENT_BODY_LIMIT,
+      // The domain validator names every bad field with the contract's messages; the schema
+      // below documents the body for OpenAPI and is not run a second time.
+      validatorCompiler: () => () => true,
+      schema: {
+        summary: 'Submit one honeypot event',
+        description:
+          'Contributor Plan only. 201 once the event is durably stored; 200 for an identical replay of an event_uuid; 409 if the uuid was used with different content.',
+        tags: ['events'],
+        body: Type.Ref('HoneypotEvent'),
+        response: {
+          201: Acknowledgement,
+          200: Acknowledgement,
+          400: Type.Ref('Problem'),
+          409: Type.Ref('Problem'),
+          413: Type.Ref('Problem'),
+          415: Type.Ref('Problem'),
+          422: Type.Ref('Problem'),
+          ...authErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { account } = principalOf(request);
+      const { outcome, eventUuid } = await services.intake.submit(account, request.body);
+      reply.header('location', `/api/events/${eventUuid}`);
+      return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
+    },
+  );
+};

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { Permission } from '../domain/permissions.ts';
+import { isPermission } from '../domain/permissions.ts';
+import type { SigningKeys } from './signing-keys.ts';
+
+/** What a verified access token says. */
+export interface AccessClaims {
+  clientId: string;
+  accountId: string;
+  permissions: Permission[];
+  /** The client's secret version when the token was issued; a reset bumps it. */
+  secretVersion: number;
+  expiresAt: number;
+}
+
+export interface TokenSettings {
+  issuer: string;
+  audiences: string[];
+  ttlSeconds: number;
+}
+
+/** Thrown for any token that must not be honoured; the reason is for logs only. */
+export class InvalidTokenError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'InvalidTokenError';
+  }
+}
+
+/** Issues and verifies the service's signed JWT access tokens (CONTRACT §2). */
+export class AccessTokens {
+  private readonly keys: SigningKeys;
+  private readonly settings: TokenSettings;
+
+  constructor(keys: SigningKeys, settings: TokenSettings) {
+    this.keys = keys;
+    this.settings = settings;
+  }
+
+  get ttlSeconds(): number {
+    return this.settings.ttlSeconds;
+  }
+
+  /** The public keys, for the JWKS endpoint. */
+  jwks() {
+    return this.keys.jwks();
+  }
+
+  /** Whether a requested `audience` is one this service accepts. */
+  acceptsAudience(audience: string): boolean {
+    return this.settings.audiences.includes(audience);
+  }
+
+  /** Signs a token for a client of an account. */
+  async issue(input: {
+    clientId: string;
+    accountId: string;
+    permissions: Permission[];
+    secretVersion: number;
+    audience: string;
+  }): Promise<string> {
+    const { kid, privateKey } = this.keys.current();
+    return new SignJWT({
+      azp: input.clientId,
+      scope: input.permissions.join(' '),
+      account_id: input.accountId,
+      ver: input.secretVersion,
+    })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+      .setIssuer(this.settings.issuer)
+      .setSubject(input.clientId)
+      .setAudience(input.audience)
+      .setIssuedAt()
+      .setExpirationTime(`${this.settings.ttlSeconds}s`)
+      .setJti(randomUUID())
+      .sign(privateKey);
+  }
+
+  /** Verifies signature, issuer, audience, expiry and shape; revocation is the caller's check. */
+  async verify(token: string): Promise<AccessClaims> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, async (header) => this.verificationKeyFor(header.kid), {
+        issuer: this.settings.issuer,
+        audience: this.settings.audiences,
+        algorithms: ['ES256'],
+        typ: 'at+jwt',
+        requiredClaims: ['iat', 'exp', 'jti', 'sub'],
+      }));
+    } catch (err) {
+      if (err instanceof InvalidTokenError) throw err;
+      if (err instanceof joseErrors.JOSEError) throw new InvalidTokenError(err.code);
+      throw err;
+    }
+    const { azp, account_id, scope, ver, exp } = payload;
+    if (typeof azp !== 'string' || typeof account_id !== 'string' || typeof scope !== 'string') {
+      throw new InvalidTokenError('missing claims');
+    }
+    if (typeof ver !== 'number' || !Number.isInteger(ver) || typeof exp !== 'number') {
+      throw new InvalidTokenError('missing claims');
+    }
+    return {
+      clientId: azp,
+      accountId: account_id,
+      permissions: scope.split(' ').filter(isPermission) as Permission[],
+      secretVersion: ver,
+      expiresAt: exp,
+    };
+  }
+
+  private async verificationKeyFor(kid: string | undefined) {
+    const key = await this.keys.verificationKey(kid);
+    if (!key) throw new InvalidTokenError('unknown kid');
+    return key;
+  }
+}

@@ -1,0 +1,43 @@
+import type { Account, Client } from '../domain/accounts.ts';
+import type { Permission } from '../domain/permissions.ts';
+import { secretMatches } from '../domain/secrets.ts';
+import { InvalidTokenError, type AccessTokens } from './access-tokens.ts';
+import type { CredentialsCache } from './credentials-cache.ts';
+
+/** Who is calling, established from a token or from Basic credentials. */
+export interface Principal {
+  account: Account;
+  client: Client;
+  permissions: ReadonlySet<Permission>;
+}
+
+/** Establishes the principal of an `/api` call (CONTRACT §3), checking revocation every time. */
+export class ApiAuthenticator {
+  private readonly tokens: AccessTokens;
+  private readonly credentials: CredentialsCache;
+
+  constructor(tokens: AccessTokens, credentials: CredentialsCache) {
+    this.tokens = tokens;
+    this.credentials = credentials;
+  }
+
+  /** A principal from a bearer token; InvalidTokenError for anything not honoured. */
+  async fromBearer(token: string): Promise<Principal> {
+    const claims = await this.tokens.verify(token);
+    const found = await this.credentials.get(claims.clientId);
+    if (!found) throw new InvalidTokenError('client deleted');
+    const { client, account } = found;
+    if (client.account_id !== claims.accountId) throw new InvalidTokenError('account mismatch');
+    if (client.secret_version !== claims.secretVersion) throw new InvalidTokenError('secret reset');
+    if (account.disabled) throw new InvalidTokenError('account disabled');
+    return { account, client, permissions: new Set(claims.permissions) };
+  }
+
+  /** A principal from Basic credentials (client id and secret). */
+  async fromBasic(clientId: string, secret: string): Promise<Principal> {
+    const found = await this.credentials.get(clientId);
+    if (!found || !secretMatches(secret, found.client.secret_hash)) throw new InvalidTokenError('bad client credentials');
+    if (found.account.disabled) throw new InvalidTokenError('account disabled');
+    return { account: found.account, client: found.client, permissions: new Set(found.client.permissions) };
+  }
+}

@@ -1,0 +1,60 @@
+import type { Account, AccountsRepository, Client } from '../domain/accounts.ts';
+
+interface Entry {
+  found: { client: Client; account: Account } | undefined;
+  loadedAt: number;
+}
+
+/**
+ * Clients and their accounts as the API authenticator needs them on every request.
+ *
+ * An entry lives at most `ttlMs` (the bound on how late a change made elsewhere bites), is
+ * dropped at once when this process changes the client, and the whole cache is dropped when
+ * the store reports a commit by another process (the operator CLI on the same SQLite file).
+ */
+export class CredentialsCache {
+  private readonly repo: AccountsRepository;
+  private readonly ttlMs: number;
+  private readonly externalChangeCounter: (() => number) | undefined;
+  private readonly entries = new Map<string, Entry>();
+  private lastCounter: number | undefined;
+
+  constructor(repo: AccountsRepository, ttlMs: number, externalChangeCounter?: () => number) {
+    this.repo = repo;
+    this.ttlMs = ttlMs;
+    this.externalChangeCounter = externalChangeCounter;
+  }
+
+  /** The client and its account, or undefined when the client does not exist. */
+  async get(clientId: string): Promise<{ client: Client; account: Account } | undefined> {
+    this.dropIfChangedElsewhere();
+    const now = Date.now();
+    const cached = this.entries.get(clientId);
+    if (cached && now - cached.loadedAt < this.ttlMs) return cached.found;
+    const client = await this.repo.findClient(clientId);
+    const account = client && (await this.repo.findAccount(client.account_id));
+    const found = client && account ? { client, account } : undefined;
+    if (this.entries.size >= 10_000) this.entries.clear();
+    this.entries.set(clientId, { found, loadedAt: now });
+    return found;
+  }
+
+  /** Forgets one client, after this process changed it. */
+  invalidate(clientId: string): void {
+    this.entries.delete(clientId);
+  }
+
+  /** Forgets everything, e.g. on a revocation notice from another instance. */
+  clear(): void {
+    this.entries.clear();
+  }
+
+  private dropIfChangedElsewhere(): void {
+    if (!this.externalChangeCounter) return;
+    const counter = this.externalChangeCounter();
+    if (counter !== this.lastCounter) {
+      this.entries.clear();
+      this.lastCounter = counter;
+    }
+  }
+}

@@ -1,0 +1,137 @@
+import formbody from '@fastify/formbody';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { secretMatches } from '../domain/secrets.ts';
+import type { Services } from '../services.ts';
+import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
+
+interface ClientCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+interface TokenRequest {
+  grantType: string;
+  audience: string;
+  credentials: ClientCredentials;
+}
+
+const TOKEN_BODY_LIMIT = 8 * 1024;
+
+/**
+ * POST /oauth/token: the client-credentials grant (CONTRACT §2), as a list of small steps:
+ * no-store, read the body, find the credentials, check the grant, authenticate, check the
+ * audience, issue.
+ */
+export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
+  await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
+  app.setErrorHandler(oauthErrorHandler);
+
+  app.post(
+    '/oauth/token',
+    {
+      bodyLimit: TOKEN_BODY_LIMIT,
+      schema: {
+        summary: 'Obtain an access token (client credentials)',
+        tags: ['oauth'],
+        description:
+          'JSON or form body with client_id, client_secret, audience, grant_type=client_credentials; credentials may instead be sent as HTTP Basic.',
+      },
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+      const tokenRequest = readTokenRequest(request);
+      if (tokenRequest.grantType !== 'client_credentials') throw unsupportedGrantType();
+      const { client, account } = await authenticateClient(services, tokenRequest.credentials);
+      if (!services.tokens.acceptsAudience(tokenRequest.audience)) throw invalidTarget();
+      const accessToken = await services.tokens.issue({
+        clientId: client.client_id,
+        accountId: account.account_id,
+        permissions: client.permissions,
+        secretVersion: client.secret_version,
+        audience: tokenRequest.audience,
+      });
+      request.log.info({ client_id: client.client_id, account_id: account.account_id }, 'access token issued');
+      return {
+        access_token: accessToken,
+        token_type: 'Bearer',
+        expires_in: services.tokens.ttlSeconds,
+        scope: client.permissions.join(' '),
+      };
+    },
+  );
+}
+
+/** Reads the grant fields from a JSON or form body, and the credentials from it or Basic. */
+function readTokenRequest(request: FastifyRequest): TokenRequest {
+  const body = request.body;
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidRequest('the body must be a JSON object or a form with client_id, client_secret, audience and grant_type');
+  }
+  const fields = body as Record<string, unknown>;
+  const field = (name: string): string | undefined => {
+    const value = fields[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string') throw invalidRequest(`${name} must be a string`);
+    return value;
+  };
+  const grantType = field('grant_type');
+  if (!grantType) throw invalidRequest('grant_type is required');
+  const audience = field('audience');
+  const fromBody = { clientId: field('client_id'), clientSecret: field('client_secret') };
+  const fromHeader = basicCredentials(request.headers.authorization);
+  if (fromHeader && (fromBody.clientId !== undefined || fromBody.clientSecret !== undefined)) {
+    // RFC 6749 §2.3: a client must not use more than one authentication method per request.
+    if (fromBody.clientSecret !== undefined || fromBody.clientId !== fromHeader.clientId) {
+      throw invalidRequest('send client credentials either in the body or as HTTP Basic, not both');
+    }
+  }
+  const clientId = fromHeader?.clientId ?? fromBody.clientId;
+  const clientSecret = fromHeader?.clientSecret ?? fromBody.clientSecret;
+  if (!clientId) throw invalidRequest('client_id is required');
+  if (!clientSecret) throw invalidRequest('client_secret is required');
+  if (!audience) throw invalidRequest('audience is required');
+  if (clientId.length > 256 || clientSecret.length > 256 || audience.length > 2048) {
+    throw invalidRequest('a field is longer than allowed');
+  }
+  return { grantType, audience, credentials: { clientId, clientSecret } };
+}
+
+function basicCredentials(header: string | undefined): ClientCredentials | undefined {
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) throw invalidClient();
+  try {
+    // RFC 6749 §2.3.1: both parts are form-encoded before joining.
+    const decode = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+    return { clientId: decode(decoded.slice(0, colon)), clientSecret: decode(decoded.slice(colon + 1)) };
+  } catch {
+    throw invalidClient();
+  }
+}
+
+async function authenticateClient(services: Services, { clientId, clientSecret }: ClientCredentials) {
+  // Read from the store, not the cache: a secret reset elsewhere must bite here at once.
+  const client = await services.accountsRepo.findClient(clientId);
+  const account = client && (await services.accountsRepo.findAccount(client.account_id));
+  if (!client || !account || account.disabled || !secretMatches(clientSecret, client.secret_hash)) throw invalidClient();
+  return { client, account };
+}
+
+function oauthErrorHandler(error: FastifyError | OAuthError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('cache-control', 'no-store');
+  if (error instanceof OAuthError) {
+    if (error.status === 401) {
+      request.log.info({ ip: request.ip }, 'client authentication failed');
+      if (/^basic /i.test(request.headers.authorization ?? '')) reply.header('www-authenticate', 'Basic realm="tollwatch"');
+    }
+    return reply.code(error.status).send({ error: error.error, error_description: error.message });
+  }
+  const status = (error as FastifyError).statusCode;
+  if (status === 413) return reply.code(413).send({ error: 'invalid_request', error_description: 'the request body is too large' });
+  if (status !== undefined && status >= 400 && status < 500) {
+    return reply.code(400).send({ error: 'invalid_request', error_description: 'the request body could not be read' });
+  }
+  request.log.error({ err: error }, 'token endpoint failure');
+  return reply.code(500).send({ error: 'server_error', error_description: 'the server failed to answer; retry later' });
+}

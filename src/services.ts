@@ -1,0 +1,66 @@
+import type { Config } from './config.ts';
+import { AccountsService } from './domain/accounts.ts';
+import { EventIntake } from './domain/event-intake.ts';
+import { EventQuery } from './domain/event-query.ts';
+import { LookupService } from './domain/lookup-service.ts';
+import { DEFAULT_PLANS, type Plan } from './domain/plans.ts';
+import { AccessTokens } from './oauth/access-tokens.ts';
+import { ApiAuthenticator } from './oauth/api-authenticator.ts';
+import { CredentialsCache } from './oauth/credentials-cache.ts';
+import { SigningKeys } from './oauth/signing-keys.ts';
+import { SqlAccountsRepository } from './store/accounts-repository.ts';
+import { openDatabase, type Database } from './store/database.ts';
+import { SqlEventsRepository } from './store/events-repository.ts';
+import { GroupCommit } from './store/group-commit.ts';
+import { SqlLookupsRepository } from './store/lookups-repository.ts';
+
+/** Everything the HTTP layer and the CLI call, wired to one store. */
+export interface Services {
+  config: Config;
+  database: Database;
+  plans: readonly Plan[];
+  accounts: AccountsService;
+  accountsRepo: SqlAccountsRepository;
+  tokens: AccessTokens;
+  authenticator: ApiAuthenticator;
+  credentials: CredentialsCache;
+  intake: EventIntake;
+  eventQuery: EventQuery;
+  lookups: LookupService;
+  close(): Promise<void>;
+}
+
+/** How long a cached client may be trusted before it is read again (the revocation bound). */
+const CREDENTIALS_TTL_MS = 1000;
+
+/** Opens the store and builds the services over it. */
+export async function createServices(config: Config): Promise<Services> {
+  const database = await openDatabase(config.databaseUrl);
+  const plans = DEFAULT_PLANS;
+  const accountsRepo = new SqlAccountsRepository(database.db);
+  const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
+  const accounts = new AccountsService(accountsRepo, plans, (clientId) => credentials.invalidate(clientId));
+  const keys = await SigningKeys.open(database.db);
+  const tokens = new AccessTokens(keys, {
+    issuer: config.issuer,
+    audiences: config.audiences,
+    ttlSeconds: config.tokenTtlSeconds,
+  });
+  const eventsRepo = new SqlEventsRepository(database.db);
+  // A single-writer store commits concurrent submissions together: one fsync for many events.
+  const ingestRepo = database.caps.singleWriter ? new GroupCommit(eventsRepo) : eventsRepo;
+  return {
+    config,
+    database,
+    plans,
+    accounts,
+    accountsRepo,
+    tokens,
+    authenticator: new ApiAuthenticator(tokens, credentials),
+    credentials,
+    intake: new EventIntake(ingestRepo, plans),
+    eventQuery: new EventQuery(eventsRepo),
+    lookups: new LookupService(new SqlLookupsRepository(database.db)),
+    close: () => database.close(),
+  };
+}

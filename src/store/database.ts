@@ -1,0 +1,76 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLiteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
+import { migrateToLatest } from './migrations.ts';
+import type { Schema } from './schema.ts';
+
+/** An open store: the query builder, what its dialect can do, and its lifecycle. */
+export interface Database {
+  db: Kysely<Schema>;
+  caps: DialectCapabilities;
+  /** Resolves when the store answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  /**
+   * A number that changes whenever another process commits to the store (SQLite's
+   * `data_version`), so caches can notice changes made by the operator CLI. Undefined where
+   * the dialect has no such cheap signal.
+   */
+  externalChangeCounter: (() => number) | undefined;
+  close(): Promise<void>;
+}
+
+/** Opens the store named by a `DATABASE_URL` and brings its schema up to date. */
+export async function openDatabase(url: string): Promise<Database> {
+  const database = url.startsWith('postgres://') || url.startsWith('postgresql://') ? openPostgres(url) : openSqlite(url);
+  await migrateToLatest(database.db, database.caps);
+  return database;
+}
+
+function sqlitePath(url: string): string {
+  if (!url.startsWith('sqlite:')) throw new Error('DATABASE_URL must start with sqlite: or postgres://');
+  const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  if (path.length === 0) throw new Error('DATABASE_URL sqlite: needs a file path');
+  return path;
+}
+
+function openSqlite(url: string): Database {
+  const path = sqlitePath(url);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const native = new SQLiteDatabase(path);
+  // WAL lets lookups read while a write commits; synchronous=FULL fsyncs the WAL at every
+  // commit, so an acknowledged event survives power loss as well as a process crash.
+  native.pragma('journal_mode = WAL');
+  native.pragma('synchronous = FULL');
+  native.pragma('foreign_keys = ON');
+  native.pragma('busy_timeout = 5000');
+  const dataVersion = native.prepare('PRAGMA data_version').pluck();
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: native }) });
+  return {
+    db,
+    caps: SQLITE,
+    ping: async () => {
+      native.prepare('SELECT 1').get();
+    },
+    externalChangeCounter: () => dataVersion.get() as number,
+    close: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string): Database {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    caps: POSTGRES,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    externalChangeCounter: undefined,
+    close: () => db.destroy(),
+  };
+}

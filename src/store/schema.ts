@@ -1,0 +1,139 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * Row types of every table. Booleans are 0/1 integers and instants ISO-8601 text so that one
+ * set of queries serves SQLite and PostgreSQL alike; counters are 64-bit (`bigint` on
+ * PostgreSQL, where `pg` hands them back as strings, hence the `number | string` reads).
+ */
+export interface Schema {
+  accounts: AccountsTable;
+  clients: ClientsTable;
+  signing_keys: SigningKeysTable;
+  events: EventsTable;
+  number_stats: NumberStatsTable;
+  number_methods: NumberMethodsTable;
+  number_forms: NumberFormsTable;
+  number_sources: NumberSourcesTable;
+  ip_stats: IpStatsTable;
+  ip_user_agents: IpUserAgentsTable;
+  ip_transports: IpTransportsTable;
+  ip_numbers: IpNumbersTable;
+}
+
+type Counter = ColumnType<number | string, number, number>;
+type Flag = ColumnType<number, number, number>;
+
+export interface AccountsTable {
+  account_id: string;
+  name: string;
+  plan: string;
+  trusted: Flag;
+  disabled: Flag;
+  created_at: string;
+}
+
+export interface ClientsTable {
+  client_id: string;
+  account_id: string;
+  name: string;
+  /** Space-separated, as in the token's `scope` claim. */
+  permissions: string;
+  /** SHA-256 (hex) of the secret; the secret itself is never stored. */
+  secret_hash: string;
+  /** Bumped on every reset; tokens carry the version they were issued under. */
+  secret_version: number;
+  created_at: string;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: string;
+}
+
+export interface EventsTable {
+  id: Generated<number>;
+  account_id: string;
+  event_uuid: string;
+  app_name: string;
+  app_version: string;
+  event_timestamp: string;
+  created_by_node_id: string;
+  collected_method: string;
+  transport_type: string;
+  source_ip: string;
+  destination_ip: string;
+  called_number: string;
+  sip_method: string;
+  sip_user_agent: string;
+  sip_message: string;
+  /** Normalised instant, `YYYY-MM-DDTHH:MM:SS.fffffffffZ`: sorts as text, keeps nanoseconds. */
+  event_time: string;
+  number_key: string | null;
+  content_hash: string;
+  received_at: string;
+}
+
+/** Aggregates are kept per scope: an account id, or the shared data set (SHARED_SCOPE). */
+export interface NumberStatsTable {
+  scope: string;
+  number_key: string;
+  seen_count: Counter;
+  first_seen: string;
+  last_seen: string;
+  source_ip_count: Counter;
+}
+
+export interface NumberMethodsTable {
+  scope: string;
+  number_key: string;
+  sip_method: string;
+  count: Counter;
+}
+
+export interface NumberFormsTable {
+  scope: string;
+  number_key: string;
+  written: string;
+  count: Counter;
+}
+
+export interface NumberSourcesTable {
+  scope: string;
+  number_key: string;
+  source_ip: string;
+}
+
+export interface IpStatsTable {
+  scope: string;
+  source_ip: string;
+  seen_count: Counter;
+  first_seen: string;
+  last_seen: string;
+  called_number_count: Counter;
+}
+
+export interface IpUserAgentsTable {
+  scope: string;
+  source_ip: string;
+  user_agent: string;
+  count: Counter;
+}
+
+export interface IpTransportsTable {
+  scope: string;
+  source_ip: string;
+  transport: string;
+  count: Counter;
+}
+
+export interface IpNumbersTable {
+  scope: string;
+  source_ip: string;
+  number_key: string;
+}
+
+
+

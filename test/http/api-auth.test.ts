@@ -1,0 +1,191 @@
+import { SignJWT, generateKeyPair } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccessTokens } from '../../src/oauth/access-tokens.ts';
+import { SigningKeys } from '../../src/oauth/signing-keys.ts';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+async function expectInvalidToken(res: Response) {
+  expect(res.status).toBe(401);
+  expect(res.headers.get('content-type')).toContain('application/problem+json');
+  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
+  expect(res.headers.get('api-version')).toBe('1');
+  const body = (await res.json()) as Record<string, unknown>;
+  expect(body).toMatchObject({ status: 401, error: 'invalid_token', title: expect.any(String), type: expect.any(String) });
+}
+
+describe('authenticating /api calls (CONTRACT §3)', () => {
+  let h: Harness;
+  let who: TestAccount;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    who = await h.account();
+  });
+  afterAll(() => h.close());
+
+  const lookup = (authorization?: string) =>
+    fetch(`${h.url}/api/phone-numbers/100`, { headers: authorization ? { authorization } : {} });
+
+  it('accepts a bearer token', async () => {
+    const res = await lookup(`Bearer ${await who.token()}`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('api-version')).toBe('1');
+  });
+
+  it('401 for a missing, malformed or foreign-scheme credential', async () => {
+    await expectInvalidToken(await lookup());
+    await expectInvalidToken(await lookup('Bearer'));
+    await expectInvalidToken(await lookup('Bearer not.a.jwt'));
+    await expectInvalidToken(await lookup('Token abc'));
+    await expectInvalidToken(await lookup('Basic !!!notbase64'));
+  });
+
+  it('401 for a token signed by another key, even with our kid', async () => {
+    const real = await who.token();
+    const { kid } = JSON.parse(Buffer.from(real.split('.')[0]!, 'base64url').toString()) as { kid: string };
+    const { privateKey } = await generateKeyPair('ES256');
+    const forged = await new SignJWT({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:phone-numbers', ver: 1 })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+      .setIssuer('http://tollwatch.test')
+      .setAudience('http://tollwatch.test/api')
+      .setSubject(who.clientId)
+      .setIssuedAt()
+      .setJti('x')
+      .setExpirationTime('1h')
+      .sign(privateKey);
+    await expectInvalidToken(await lookup(`Bearer ${forged}`));
+  });
+
+  it('401 for an unsigned (alg none) token', async () => {
+    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url');
+    const payload = Buffer.from(
+      JSON.stringify({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:phone-numbers', ver: 1, exp: 9e9 }),
+    ).toString('base64url');
+    await expectInvalidToken(await lookup(`Bearer ${header}.${payload}.`));
+  });
+
+  it('401 for an expired token, whose signature is otherwise good', async () => {
+    const keys = await SigningKeys.open(h.services.database.db);
+    const shortLived = new AccessTokens(keys, { issuer: 'http://tollwatch.test', audiences: ['http://tollwatch.test/api'], ttlSeconds: 1 });
+    const token = await shortLived.issue({
+      clientId: who.clientId,
+      accountId: who.account.account_id,
+      permissions: ['read:phone-numbers'],
+      secretVersion: 1,
+      audience: 'http://tollwatch.test/api',
+    });
+    expect((await lookup(`Bearer ${token}`)).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await expectInvalidToken(await lookup(`Bearer ${token}`));
+  });
+
+  it('401 for a tampered token', async () => {
+    const [head, body, sig] = (await who.token()).split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(body, 'base64url').toString());
+    claims.scope = 'write:events read:events read:phone-numbers read:ip-addresses';
+    claims.account_id = 'someone-else';
+    await expectInvalidToken(await lookup(`Bearer ${head}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${sig}`));
+  });
+
+  it('401 for a good token presented to a server with another issuer or audience', async () => {
+    const token = await who.token();
+    const variants: Array<Record<string, string>> = [{ TOLLWATCH_ISSUER: 'http://other.test' }, { TOLLWATCH_AUDIENCE: 'http://elsewhere.test/api' }];
+    for (const env of variants) {
+      // Same store, so the same signing keys: only the issuer or audience check can refuse it.
+      const other = await startHarness({ DATABASE_URL: h.config.databaseUrl, ...env });
+      try {
+        await expectInvalidToken(await fetch(`${other.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } }));
+      } finally {
+        await other.app.close();
+        await other.services.close();
+      }
+    }
+  });
+
+  it('accepts Basic client credentials when enabled, refuses them when off', async () => {
+    const basic = `Basic ${Buffer.from(`${who.clientId}:${who.clientSecret}`).toString('base64')}`;
+    expect((await lookup(basic)).status).toBe(404);
+    await expectInvalidToken(await lookup(`Basic ${Buffer.from(`${who.clientId}:wrong`).toString('base64')}`));
+
+    const off = await startHarness({ DATABASE_URL: h.config.databaseUrl, TOLLWATCH_BASIC_AUTH: 'off' });
+    try {
+      await expectInvalidToken(await fetch(`${off.url}/api/phone-numbers/100`, { headers: { authorization: basic } }));
+    } finally {
+      await off.app.close();
+      await off.services.close();
+    }
+  });
+
+  it('403 insufficient_scope when the client lacks the permission', async () => {
+    const reader = await h.account({ permissions: ['read:ip-addresses'] });
+    const res = await reader.api('/api/phone-numbers/100');
+    expect(res.status).toBe(403);
+    expect(res.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+    expect(await res.json()).toMatchObject({ error: 'insufficient_scope', status: 403 });
+    expect((await postEvent(reader, sampleEvent())).status).toBe(403);
+    expect((await reader.api('/api/events')).status).toBe(403);
+    expect((await reader.api('/api/ip-addresses/192.0.2.1')).status).toBe(404);
+  });
+
+  it('a secret reset revokes earlier tokens at once; new ones work', async () => {
+    const victim = await h.account();
+    const token = await victim.token();
+    expect((await lookup(`Bearer ${token}`)).status).toBe(404);
+    const { client_secret } = await h.services.accounts.resetSecret(victim.clientId);
+    await expectInvalidToken(await lookup(`Bearer ${token}`));
+    // Basic with the old secret is refused too; the new secret gets a working token.
+    await expectInvalidToken(await lookup(`Basic ${Buffer.from(`${victim.clientId}:${victim.clientSecret}`).toString('base64')}`));
+    const res = await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: victim.clientId, client_secret: client_secret, audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
+    });
+    const fresh = ((await res.json()) as { access_token: string }).access_token;
+    expect((await lookup(`Bearer ${fresh}`)).status).toBe(404);
+    // The old secret no longer gets a token.
+    const old = await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: victim.clientId, client_secret: victim.clientSecret, audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
+    });
+    expect(old.status).toBe(401);
+  });
+
+  it('deleting a client revokes its tokens at once', async () => {
+    const gone = await h.account();
+    const token = await gone.token();
+    expect((await lookup(`Bearer ${token}`)).status).toBe(404);
+    await h.services.accounts.deleteClient(gone.clientId);
+    await expectInvalidToken(await lookup(`Bearer ${token}`));
+  });
+
+  it('disabling an account refuses its tokens and its token requests', async () => {
+    const off = await h.account();
+    const token = await off.token();
+    await h.services.accounts.setDisabled(off.account.account_id, true);
+    // The cache notices within its bound; the operator's change reaches it through the store.
+    h.services.credentials.clear();
+    await expectInvalidToken(await lookup(`Bearer ${token}`));
+    await expect(off.token()).rejects.toThrow(/401/);
+  });
+
+  it('every unknown /api path needs authentication, then answers a 404 problem', async () => {
+    await expectInvalidToken(await fetch(`${h.url}/api/nothing-here`));
+    const res = await who.api('/api/nothing-here');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(await res.json()).toMatchObject({ error: 'not_found', status: 404 });
+  });
+
+  it('serves the OpenAPI document and health without authentication', async () => {
+    const openapi = await fetch(`${h.url}/api/openapi.json`);
+    expect(openapi.status).toBe(200);
+    const doc = (await openapi.json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/api/events', '/api/phone-numbers/{phone_number}', '/api/ip-addresses/{ip_address}', '/oauth/token']),
+    );
+    expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${h.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${h.url}/docs`, { redirect: 'manual' })).status).toBeLessThan(400);
+  });
+});

@@ -1,0 +1,166 @@
+import { decodeJwt, decodeProtectedHeader, createLocalJWKSet, jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SENTRYPEER_AUDIENCE, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+const AUDIENCE = 'http://tollwatch.test/api';
+
+function tokenRequest(h: Harness, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) {
+  return fetch(`${h.url}/oauth/token`, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+describe('POST /oauth/token (CONTRACT §2)', () => {
+  let h: Harness;
+  let who: TestAccount;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    who = await h.account();
+  });
+  afterAll(() => h.close());
+
+  const valid = () => ({
+    client_id: who.clientId,
+    client_secret: who.clientSecret,
+    audience: AUDIENCE,
+    grant_type: 'client_credentials',
+  });
+
+  it('issues a signed JWT with every contract claim, as JSON, not cached', async () => {
+    const res = await tokenRequest(h, valid());
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 86400,
+      scope: 'write:events read:events read:phone-numbers read:ip-addresses',
+    });
+    const token = body.access_token as string;
+    const header = decodeProtectedHeader(token);
+    expect(header.alg).toBe('ES256');
+    expect(header.kid).toEqual(expect.any(String));
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({
+      iss: 'http://tollwatch.test',
+      sub: who.clientId,
+      aud: AUDIENCE,
+      azp: who.clientId,
+      scope: body.scope,
+      account_id: who.account.account_id,
+    });
+    expect(claims.exp! - claims.iat!).toBe(86400);
+    expect(claims.jti).toEqual(expect.any(String));
+
+    // The published JWKS verifies it: a third party can check our tokens.
+    const jwks = (await (await fetch(`${h.url}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys.every((k) => !('d' in k))).toBe(true);
+    await expect(jwtVerify(token, createLocalJWKSet(jwks as never), { issuer: 'http://tollwatch.test', audience: AUDIENCE })).resolves.toBeTruthy();
+  });
+
+  it('accepts a form body and HTTP Basic client authentication (RFC 6749)', async () => {
+    const form = new URLSearchParams({ ...valid() });
+    const res = await tokenRequest(h, form.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(res.status).toBe(200);
+
+    const basic = Buffer.from(`${who.clientId}:${who.clientSecret}`).toString('base64');
+    const viaBasic = await tokenRequest(
+      h,
+      new URLSearchParams({ audience: AUDIENCE, grant_type: 'client_credentials' }).toString(),
+      { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+    );
+    expect(viaBasic.status).toBe(200);
+  });
+
+  it('accepts the audience the SentryPeer node asks for when configured', async () => {
+    const res = await tokenRequest(h, { ...valid(), audience: SENTRYPEER_AUDIENCE });
+    expect(res.status).toBe(200);
+    expect(decodeJwt(((await res.json()) as { access_token: string }).access_token).aud).toBe(SENTRYPEER_AUDIENCE);
+  });
+
+  it('answers an unknown client and a wrong secret identically', async () => {
+    const unknown = await tokenRequest(h, { ...valid(), client_id: 'twc_nobody' });
+    const wrong = await tokenRequest(h, { ...valid(), client_secret: 'tws_wrong' });
+    expect(unknown.status).toBe(401);
+    expect(wrong.status).toBe(401);
+    const a = await unknown.json();
+    const b = await wrong.json();
+    expect(a).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+    expect(b).toEqual(a);
+  });
+
+  it.each([
+    ['client_id missing', { client_id: undefined }],
+    ['client_secret missing', { client_secret: undefined }],
+    ['audience missing', { audience: undefined }],
+    ['grant_type missing', { grant_type: undefined }],
+    ['client_id not a string', { client_id: 42 }],
+    ['audience not a string', { audience: ['x'] }],
+  ])('400 invalid_request when %s', async (_name, change) => {
+    const res = await tokenRequest(h, { ...valid(), ...change });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'invalid_request', error_description: expect.any(String) });
+  });
+
+  it.each([
+    ['malformed JSON', '{"client_id":'],
+    ['a JSON array', '[]'],
+    ['a JSON string', '"x"'],
+    ['an empty body', ''],
+  ])('400 invalid_request for %s', async (_name, body) => {
+    const res = await tokenRequest(h, body);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('invalid_request');
+  });
+
+  it('400 unsupported_grant_type for any other grant', async () => {
+    for (const grant_type of ['password', 'authorization_code', 'refresh_token', 'CLIENT_CREDENTIALS']) {
+      const res = await tokenRequest(h, { ...valid(), grant_type });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe('unsupported_grant_type');
+    }
+  });
+
+  it('400 invalid_target for an audience not configured', async () => {
+    const res = await tokenRequest(h, { ...valid(), audience: 'https://evil.example/api' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'invalid_target', error_description: expect.any(String) });
+  });
+
+  it('refuses credentials sent both in the body and as Basic', async () => {
+    const basic = Buffer.from(`${who.clientId}:${who.clientSecret}`).toString('base64');
+    const res = await tokenRequest(h, valid(), { 'content-type': 'application/json', authorization: `Basic ${basic}` });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('invalid_request');
+  });
+
+  it('publishes RFC 8414 metadata without authentication', async () => {
+    const res = await fetch(`${h.url}/.well-known/oauth-authorization-server`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      issuer: 'http://tollwatch.test',
+      token_endpoint: 'http://tollwatch.test/oauth/token',
+      jwks_uri: 'http://tollwatch.test/.well-known/jwks.json',
+      grant_types_supported: ['client_credentials'],
+    });
+  });
+
+  it('keeps its signing key across restarts of the store', async () => {
+    const before = (await (await fetch(`${h.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
+    const token = await who.token();
+    const again = await startHarness({ DATABASE_URL: h.config.databaseUrl });
+    try {
+      const after = (await (await fetch(`${again.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
+      expect(after.keys.map((k) => k.kid)).toEqual(before.keys.map((k) => k.kid));
+      const res = await fetch(`${again.url}/api/ip-addresses/192.0.2.1`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(404);
+    } finally {
+      await again.app.close();
+      await again.services.close();
+    }
+  });
+});

@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { Account } from '../../src/domain/accounts.ts';
+import { createServices, type Services } from '../../src/services.ts';
+
+/** A running service on a real port over a fresh store, made for one test file. */
+export interface Harness {
+  url: string;
+  config: Config;
+  services: Services;
+  app: FastifyInstance;
+  /** Creates an account and a client; `permissions` default as the CLI's. */
+  account(options?: { plan?: string; trusted?: boolean; permissions?: string[] }): Promise<TestAccount>;
+  close(): Promise<void>;
+}
+
+export interface TestAccount {
+  account: Account;
+  clientId: string;
+  clientSecret: string;
+  /** Fetches a fresh access token from the token endpoint. */
+  token(): Promise<string>;
+  /** An authenticated request with a cached token. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** The audience the recorded SentryPeer node asks for, accepted alongside our own. */
+export const SENTRYPEER_AUDIENCE = 'https://sentrypeer.com/api';
+
+/** Starts a service; `env` overrides configuration variables. */
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollwatch-test-'));
+  const config = loadConfig(
+    {
+      DATABASE_URL: process.env.TEST_DATABASE_URL ?? `sqlite:${join(dir, 'store.db')}`,
+      PORT: '0',
+      TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test',
+      TOLLWATCH_AUDIENCE: `http://tollwatch.test/api,${SENTRYPEER_AUDIENCE}`,
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+    false,
+  );
+  const services = await createServices(config);
+  const app = await buildApp(services);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no port');
+  const url = `http://127.0.0.1:${address.port}`;
+
+  return {
+    url,
+    config,
+    services,
+    app,
+    async account(options = {}) {
+      const account = await services.accounts.createAccount({
+        name: `test-${Math.random().toString(36).slice(2)}`,
+        plan: options.plan ?? 'contributor',
+        trusted: options.trusted ?? false,
+      });
+      const client = await services.accounts.createClient({
+        accountId: account.account_id,
+        name: 'test client',
+        permissions: options.permissions,
+      });
+      let cached: string | undefined;
+      const token = async () => {
+        const res = await fetch(`${url}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            client_id: client.client_id,
+            client_secret: client.client_secret,
+            audience: config.audiences[0],
+            grant_type: 'client_credentials',
+          }),
+        });
+        if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { access_token: string }).access_token;
+      };
+      return {
+        account,
+        clientId: client.client_id,
+        clientSecret: client.client_secret,
+        token,
+        async api(path, init = {}) {
+          cached ??= await token();
+          const headers = new Headers(init.headers);
+          if (!headers.has('authorization')) headers.set('authorization', `Bearer ${cached}`);
+          return fetch(`${url}${path}`, { ...init, headers });
+        },
+      };
+    },
+    async close() {
+      await app.close();
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+let counter = 0;
+
+/** A valid 13-field event; every call gets a fresh event_uuid unless overridden. */
+export function sampleEvent(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  counter += 1;
+  const uuid = crypto.randomUUID();
+  return {
+    app_name: 'sentrypeer',
+    app_version: '4.0.6',
+    event_timestamp: `2026-11-21 10:00:${String(counter % 60).padStart(2, '0')}.123456789`,
+    event_uuid: uuid,
+    created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
+    collected_method: 'responsive',
+    transport_type: 'UDP',
+    source_ip: '203.0.113.7',
+    destination_ip: '198.51.100.2',
+    called_number: '0046812118532',
+    sip_method: 'INVITE',
+    sip_user_agent: 'friendly-scanner',
+    sip_message: 'INVITE sip:0046812118532@198.51.100.2 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
+    ...overrides,
+  };
+}
+
+/** POSTs an event as JSON with an account's token. */
+export function postEvent(who: TestAccount, event: unknown, headers: Record<string, string> = {}) {
+  return who.api('/api/events', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof event === 'string' ? event : JSON.stringify(event),
+  });
+}
