@@ -39,7 +39,7 @@ export async function createServices(config: Config): Promise<Services> {
   const plans = DEFAULT_PLANS;
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
-  const accounts = new AccountsService(accountsRepo, plans, (clientId) => credentials.invalidate(clientId));
+  const accounts = new AccountsService(accountsRepo, plans, () => credentials.clear());
   const keys = await SigningKeys.open(database.db);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,

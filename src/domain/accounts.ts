@@ -57,12 +57,13 @@ export interface IssuedCredentials extends ClientView {
 export class AccountsService {
   private readonly repo: AccountsRepository;
   private readonly plans: readonly Plan[];
-  private readonly onCredentialsChanged: (clientId: string) => void;
+  private readonly onAccessChanged: () => void;
 
-  constructor(repo: AccountsRepository, plans: readonly Plan[], onCredentialsChanged: (clientId: string) => void = () => {}) {
+  /** `onAccessChanged` runs after any change to who may do what, so caches can forget. */
+  constructor(repo: AccountsRepository, plans: readonly Plan[], onAccessChanged: () => void = () => {}) {
     this.repo = repo;
     this.plans = plans;
-    this.onCredentialsChanged = onCredentialsChanged;
+    this.onAccessChanged = onAccessChanged;
   }
 
   /** Creates an account on a known plan. */
@@ -148,18 +149,19 @@ export class AccountsService {
     const secret = newClientSecret();
     const version = await this.repo.replaceSecret(clientId, hashSecret(secret));
     if (version === undefined) throw new ServiceError('not_found', 'no such client');
-    this.onCredentialsChanged(clientId);
+    this.onAccessChanged();
     return { client_id: clientId, client_secret: secret };
   }
 
   /** Deletes a client; its tokens stop working at once. */
   async deleteClient(clientId: string): Promise<void> {
     if (!(await this.repo.deleteClient(clientId))) throw new ServiceError('not_found', 'no such client');
-    this.onCredentialsChanged(clientId);
+    this.onAccessChanged();
   }
 
   private async update(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<Account> {
     if (!(await this.repo.updateAccount(accountId, patch))) throw new ServiceError('not_found', 'no such account');
+    this.onAccessChanged();
     return this.getAccount(accountId);
   }
 

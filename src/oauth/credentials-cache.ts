@@ -9,7 +9,7 @@ interface Entry {
  * Clients and their accounts as the API authenticator needs them on every request.
  *
  * An entry lives at most `ttlMs` (the bound on how late a change made elsewhere bites), is
- * dropped at once when this process changes the client, and the whole cache is dropped when
+ * dropped at once when this process changes access, and the whole cache is dropped when
  * the store reports a commit by another process (the operator CLI on the same SQLite file).
  */
 export class CredentialsCache {
@@ -39,12 +39,7 @@ export class CredentialsCache {
     return found;
   }
 
-  /** Forgets one client, after this process changed it. */
-  invalidate(clientId: string): void {
-    this.entries.delete(clientId);
-  }
-
-  /** Forgets everything, e.g. on a revocation notice from another instance. */
+  /** Forgets everything: after this process changed access, or on a notice from another instance. */
   clear(): void {
     this.entries.clear();
   }

@@ -163,8 +163,6 @@ describe('authenticating /api calls (CONTRACT §3)', () => {
     const off = await h.account();
     const token = await off.token();
     await h.services.accounts.setDisabled(off.account.account_id, true);
-    // The cache notices within its bound; the operator's change reaches it through the store.
-    h.services.credentials.clear();
     await expectInvalidToken(await lookup(`Bearer ${token}`));
     await expect(off.token()).rejects.toThrow(/401/);
   });

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+type Page = { data: Array<Record<string, string>>; next_cursor: string | null };
+
+describe('querying one’s own events (CONTRACT §8)', () => {
+  let h: Harness;
+  let owner: TestAccount;
+  const uuids: string[] = [];
+
+  beforeAll(async () => {
+    h = await startHarness();
+    owner = await h.account();
+    // 25 events, one per minute on 2026-11-20, alternating attributes for the filters.
+    for (let i = 0; i < 25; i++) {
+      const event = sampleEvent({
+        event_timestamp: `2026-11-20 10:${String(i).padStart(2, '0')}:00.${String(i).padStart(9, '0')}`,
+        called_number: i % 2 === 0 ? '0046812118532' : '+15005550006',
+        source_ip: i % 3 === 0 ? '203.0.113.1' : '203.0.113.2',
+        sip_method: i % 5 === 0 ? 'REGISTER' : 'INVITE',
+        created_by_node_id: i < 10 ? '11111111-1111-4111-8111-111111111111' : '22222222-2222-4222-8222-222222222222',
+        collected_method: i % 4 === 0 ? 'passive' : 'responsive',
+        transport_type: i % 2 === 0 ? 'TCP' : 'UDP',
+      });
+      uuids.push(event.event_uuid as string);
+      expect((await postEvent(owner, event)).status).toBe(201);
+    }
+  });
+  afterAll(() => h.close());
+
+  const page = async (query: string): Promise<Page> => {
+    const res = await owner.api(`/api/events${query}`);
+    expect(res.status, await res.clone().text()).toBe(200);
+    return (await res.json()) as Page;
+  };
+
+  it('returns the caller’s events newest first, 100 by default', async () => {
+    const all = await page('');
+    expect(all.data.map((e) => e.event_uuid)).toEqual([...uuids].reverse());
+    expect(all.next_cursor).toBeNull();
+    expect(all.data[0]).toHaveProperty('sip_message');
+    expect(all.data[0]).toHaveProperty('event_time', '2026-11-20T10:24:00.000000024Z');
+  });
+
+  it('walks every event exactly once through the cursor, also while new events arrive', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let first = true;
+    do {
+      const p: Page = await page(`?limit=7${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(p.data.length).toBeLessThanOrEqual(7);
+      seen.push(...p.data.map((e) => e.event_uuid!));
+      cursor = p.next_cursor;
+      if (first) {
+        // A newer event arriving mid-walk must not shift later pages.
+        first = false;
+        expect((await postEvent(owner, sampleEvent({ event_timestamp: '2026-11-21 00:00:00', called_number: '999' }))).status).toBe(201);
+      }
+    } while (cursor);
+    expect(seen).toEqual([...uuids].reverse());
+  });
+
+  it('filters by every field of the contract', async () => {
+    const range = await page('?since=2026-11-20T10:05:00Z&until=2026-11-20%2010:10:00');
+    expect(range.data.map((e) => e.event_uuid)).toEqual(uuids.slice(5, 10).reverse());
+    expect((await page('?called_number=%2B46812118532')).data).toHaveLength(13);
+    expect((await page('?called_number=01146812118532')).data).toHaveLength(13);
+    expect((await page('?source_ip=203.0.113.1')).data).toHaveLength(9);
+    expect((await page('?sip_method=REGISTER')).data).toHaveLength(5);
+    expect((await page('?node_id=11111111-1111-4111-8111-111111111111')).data).toHaveLength(10);
+    expect((await page('?collected_method=passive')).data).toHaveLength(7);
+    expect((await page('?transport_type=TCP&sip_method=REGISTER')).data.map((e) => e.event_uuid)).toEqual([uuids[20], uuids[10], uuids[0]]);
+  });
+
+  it('422 validation_failed naming each bad parameter', async () => {
+    const res = await owner.api('/api/events?limit=1001&since=yesterday&source_ip=nope&cursor=garbage&node_id=x');
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error: string; errors: Array<{ field: string }> };
+    expect(body.error).toBe('validation_failed');
+    expect(body.errors.map((e) => e.field)).toEqual(expect.arrayContaining(['limit']));
+    const semantic = await owner.api('/api/events?since=yesterday&source_ip=nope&cursor=garbage&node_id=x&called_number=%24');
+    const fields = ((await semantic.json()) as { errors: Array<{ field: string }> }).errors.map((e) => e.field);
+    expect(fields).toEqual(['since', 'called_number', 'source_ip', 'node_id', 'cursor']);
+    for (const bad of ['?limit=0', '?limit=abc', '?transport_type=SCTP', '?collected_method=all', '?unknown=1']) {
+      expect((await owner.api(`/api/events${bad}`)).status, bad).toBe(422);
+    }
+  });
+
+  it('one event by uuid, any case; 404 for a malformed or unknown uuid', async () => {
+    expect((await owner.api(`/api/events/${uuids[3]!.toUpperCase()}`)).status).toBe(200);
+    for (const id of ['not-a-uuid', crypto.randomUUID()]) {
+      const res = await owner.api(`/api/events/${id}`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ error: 'not_found' });
+    }
+  });
+});

@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_FIELDS } from '../../src/domain/honeypot-event.ts';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+async function expectProblem(res: Response, status: number, error: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toContain('application/problem+json');
+  const body = (await res.json()) as Record<string, unknown>;
+  expect(body).toMatchObject({ status, error, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+|node_modules|SQLITE|select |insert /i);
+  return body as { errors?: Array<{ field: string; message: string }> };
+}
+
+describe('POST /api/events (CONTRACT §5)', () => {
+  let h: Harness;
+  let owner: TestAccount;
+
+  const count = async (who: TestAccount) => (await h.services.eventQuery.list(who.account, { limit: 1000 })).data.length;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    owner = await h.account();
+  });
+  afterAll(() => h.close());
+
+  it('201 with a thanks message and a Location, once committed', async () => {
+    const event = sampleEvent();
+    const res = await postEvent(owner, event);
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/api/events/${event.event_uuid}`);
+    expect(res.headers.get('api-version')).toBe('1');
+    expect(await res.json()).toEqual({ message: expect.any(String) });
+    const stored = await owner.api(`/api/events/${event.event_uuid}`);
+    expect(stored.status).toBe(200);
+    expect(await stored.json()).toMatchObject({ ...event, event_time: '2026-11-21T10:00:' + String(event.event_timestamp).slice(17, 19) + '.123456789Z' });
+  });
+
+  it('accepts the JSON body with no content type, text/plain and form-urlencoded (curl -d)', async () => {
+    for (const contentType of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8']) {
+      const event = sampleEvent();
+      const headers: Record<string, string> = { authorization: `Bearer ${await owner.token()}` };
+      if (contentType) headers['content-type'] = contentType;
+      const res = await fetch(`${h.url}/api/events`, { method: 'POST', headers, body: Buffer.from(JSON.stringify(event)) });
+      expect(res.status, String(contentType)).toBe(201);
+    }
+  });
+
+  it('415 for other media types, nothing stored', async () => {
+    const before = await count(owner);
+    for (const contentType of ['application/xml', 'multipart/form-data; boundary=x', 'application/x-ndjson', 'image/png']) {
+      const res = await postEvent(owner, sampleEvent(), { 'content-type': contentType });
+      await expectProblem(res, 415, 'unsupported_media_type');
+    }
+    expect(await count(owner)).toBe(before);
+  });
+
+  it('400 for malformed JSON and an empty body', async () => {
+    await expectProblem(await postEvent(owner, '{"app_name": "x",'), 400, 'invalid_json');
+    await expectProblem(await postEvent(owner, ''), 400, 'invalid_json');
+    await expectProblem(await postEvent(owner, '{"__proto__": {"x": 1}}'), 400, 'invalid_json');
+  });
+
+  it('413 over 128 KiB', async () => {
+    const event = sampleEvent({ sip_message: 'x'.repeat(130 * 1024) });
+    await expectProblem(await postEvent(owner, event), 413, 'payload_too_large');
+  });
+
+  it('422 listing every missing field at once', async () => {
+    const body = await expectProblem(await postEvent(owner, {}), 422, 'validation_failed');
+    expect(body.errors?.map((e) => e.field)).toEqual([...EVENT_FIELDS]);
+  });
+
+  it('422 for a body that is not an object', async () => {
+    for (const body of ['[]', '"event"', '42', 'null']) {
+      await expectProblem(await postEvent(owner, body), 422, 'validation_failed');
+    }
+  });
+
+  it('422 listing every bad field, nothing stored', async () => {
+    const before = await count(owner);
+    const res = await postEvent(
+      owner,
+      sampleEvent({
+        app_name: '',
+        app_version: 4,
+        event_timestamp: '2026-02-30 10:00:00',
+        event_uuid: 'not-a-uuid',
+        created_by_node_id: '{732e7f50-637d-4fde-81e0-5c32f1bb5a92}',
+        collected_method: 'Responsive',
+        transport_type: 'SCTP',
+        source_ip: '256.1.1.1',
+        destination_ip: '10.0.0',
+        sip_method: 'INV ITE',
+        sip_user_agent: null,
+        sip_message: '',
+      }),
+    );
+    const body = await expectProblem(res, 422, 'validation_failed');
+    expect(body.errors?.map((e) => e.field)).toEqual([
+      'app_name',
+      'app_version',
+      'event_timestamp',
+      'event_uuid',
+      'created_by_node_id',
+      'collected_method',
+      'transport_type',
+      'source_ip',
+      'destination_ip',
+      'sip_method',
+      'sip_user_agent',
+      'sip_message',
+    ]);
+    expect(await count(owner)).toBe(before);
+  });
+
+  it('lets called_number and sip_user_agent be empty', async () => {
+    expect((await postEvent(owner, sampleEvent({ called_number: '', sip_user_agent: '' }))).status).toBe(201);
+  });
+
+  it('enforces field sizes: 1,024 characters, sip_message 65,535 bytes, sip_method 32', async () => {
+    expect((await postEvent(owner, sampleEvent({ app_name: 'a'.repeat(1024) }))).status).toBe(201);
+    const long = await expectProblem(await postEvent(owner, sampleEvent({ app_name: 'a'.repeat(1025) })), 422, 'validation_failed');
+    expect(long.errors).toEqual([{ field: 'app_name', message: expect.stringContaining('1024') }]);
+    expect((await postEvent(owner, sampleEvent({ sip_message: 'x'.repeat(65_535) }))).status).toBe(201);
+    // 21,846 three-byte characters are 65,538 bytes: over, though fewer characters.
+    const wide = await expectProblem(await postEvent(owner, sampleEvent({ sip_message: '€'.repeat(21_846) })), 422, 'validation_failed');
+    expect(wide.errors?.[0]?.field).toBe('sip_message');
+    expect((await postEvent(owner, sampleEvent({ sip_method: 'X'.repeat(32) }))).status).toBe(201);
+    await expectProblem(await postEvent(owner, sampleEvent({ sip_method: 'X'.repeat(33) })), 422, 'validation_failed');
+  });
+
+  it('rejects timestamps in impossible shapes and more than 24 h ahead', async () => {
+    const ahead = new Date(Date.now() + 25 * 3600_000).toISOString();
+    const nearFuture = new Date(Date.now() + 23 * 3600_000).toISOString();
+    for (const event_timestamp of ['2026-13-01 00:00:00', '2025-02-29 00:00:00', '22-02-2022 11:19:15', '2026-11-22 24:00:00', ahead, '2026-11-22 06:25:32.1234567890']) {
+      const body = await expectProblem(await postEvent(owner, sampleEvent({ event_timestamp })), 422, 'validation_failed');
+      expect(body.errors?.map((e) => e.field)).toEqual(['event_timestamp']);
+    }
+    for (const event_timestamp of ['2024-02-29 23:59:59', '2026-11-22 06:25:32', '2026-11-22T06:25:32.5+02:00', nearFuture]) {
+      expect((await postEvent(owner, sampleEvent({ event_timestamp }))).status, event_timestamp).toBe(201);
+    }
+  });
+
+  it('stores UUIDs lower-case and addresses canonical; ignores unknown fields', async () => {
+    const upper = crypto.randomUUID().toUpperCase();
+    const res = await postEvent(owner, sampleEvent({ event_uuid: upper, source_ip: '2001:DB8:0:0:0:0:0:1', extra: 'dropped' }));
+    expect(res.status).toBe(201);
+    const stored = (await (await owner.api(`/api/events/${upper}`)).json()) as Record<string, unknown>;
+    expect(stored.event_uuid).toBe(upper.toLowerCase());
+    expect(stored.source_ip).toBe('2001:db8::1');
+    expect(stored).not.toHaveProperty('extra');
+  });
+
+  it('an identical replay answers 200 with the same body and stores nothing new', async () => {
+    const event = sampleEvent();
+    const first = await postEvent(owner, event);
+    expect(first.status).toBe(201);
+    const before = await count(owner);
+    const again = await postEvent(owner, { ...event, extra: 'ignored' });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual(await first.json());
+    expect(await count(owner)).toBe(before);
+    // Aggregates did not count it twice.
+    const lookup = (await (await owner.api('/api/ip-addresses/203.0.113.7')).json()) as { seen_count: number };
+    const direct = (await h.services.eventQuery.list(owner.account, { source_ip: '203.0.113.7', limit: 1000 })).data.length;
+    expect(lookup.seen_count).toBe(direct);
+  });
+
+  it('the same uuid with different content is a 409 and changes nothing', async () => {
+    const event = sampleEvent();
+    expect((await postEvent(owner, event)).status).toBe(201);
+    await expectProblem(await postEvent(owner, { ...event, sip_method: 'OPTIONS' }), 409, 'duplicate_event');
+    const stored = (await (await owner.api(`/api/events/${event.event_uuid}`)).json()) as { sip_method: string };
+    expect(stored.sip_method).toBe('INVITE');
+  });
+
+  it('concurrent submissions of one uuid store it once', async () => {
+    const event = sampleEvent();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => postEvent(owner, event)));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(9);
+  });
+
+  it('another account may use the same uuid: not a conflict', async () => {
+    const other = await h.account();
+    const event = sampleEvent();
+    expect((await postEvent(owner, event)).status).toBe(201);
+    expect((await postEvent(other, { ...event, sip_method: 'REGISTER' })).status).toBe(201);
+  });
+
+  it('403 plan_not_allowed for accounts not on the Contributor Plan, even with write:events', async () => {
+    for (const plan of ['tester', 'business', 'service_provider']) {
+      const who = await h.account({ plan, permissions: ['write:events', 'read:events'] });
+      const res = await postEvent(who, sampleEvent());
+      const body = await expectProblem(res, 403, 'plan_not_allowed');
+      expect(body).not.toHaveProperty('errors');
+      expect(await count(who)).toBe(0);
+    }
+  });
+
+  it('a plan change takes effect on the next request', async () => {
+    const who = await h.account({ plan: 'tester', permissions: ['write:events'] });
+    expect((await postEvent(who, sampleEvent())).status).toBe(403);
+    await h.services.accounts.setPlan(who.account.account_id, 'contributor');
+    expect((await postEvent(who, sampleEvent())).status).toBe(201);
+  });
+});
