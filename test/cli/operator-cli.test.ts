@@ -1,0 +1,118 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollwatch-cli-'));
+const DATABASE_URL = `sqlite:${join(dir, 'cli.db')}`;
+const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
+
+/** Runs the real `tollwatch` executable as an operator would. */
+function tollwatch(...args: string[]) {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, DATABASE_URL, LOG_LEVEL: 'silent' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function json(...args: string[]) {
+  const run = tollwatch('--json', ...args);
+  expect(run.stderr).toBe('');
+  expect(run.status).toBe(0);
+  expect(run.stdout.trim().split('\n')).toHaveLength(1);
+  return JSON.parse(run.stdout) as Record<string, any>;
+}
+
+describe('operator CLI (CONTRACT §10)', () => {
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates accounts and clients, printing one JSON object each', () => {
+    const account = json('accounts', 'create', '--name', 'Fleet', '--plan', 'contributor', '--trusted');
+    expect(account).toEqual({ account_id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'Fleet', plan: 'contributor', trusted: true });
+
+    const client = json('clients', 'create', '--account', account.account_id, '--name', 'node-1');
+    expect(client).toEqual({
+      client_id: expect.any(String),
+      client_secret: expect.any(String),
+      account_id: account.account_id,
+      permissions: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'],
+    });
+
+    const listed = json('clients', 'list', '--account', account.account_id);
+    expect(listed.clients).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(client.client_secret);
+    expect(listed.clients[0]).not.toHaveProperty('secret_hash');
+  });
+
+  it('gives non-contributor accounts every permission but write:events by default, or the ones named', () => {
+    const account = json('accounts', 'create', '--name', 'Carrier', '--plan', 'business');
+    expect(json('clients', 'create', '--account', account.account_id, '--name', 'pbx').permissions).toEqual([
+      'read:events',
+      'read:phone-numbers',
+      'read:ip-addresses',
+    ]);
+    expect(
+      json('clients', 'create', '--account', account.account_id, '--name', 'narrow', '--permissions', 'read:phone-numbers').permissions,
+    ).toEqual(['read:phone-numbers']);
+  });
+
+  it('lists accounts, changes plans, disables', () => {
+    const account = json('accounts', 'create', '--name', 'Shop', '--plan', 'tester');
+    expect(json('accounts', 'set-plan', account.account_id, 'service_provider')).toMatchObject({ plan: 'service_provider' });
+    expect(json('accounts', 'disable', account.account_id)).toMatchObject({ disabled: true });
+    const all = json('accounts', 'list').accounts as Array<Record<string, unknown>>;
+    expect(all.find((a) => a.account_id === account.account_id)).toMatchObject({ plan: 'service_provider', disabled: true });
+  });
+
+  it('resets secrets and deletes clients', () => {
+    const account = json('accounts', 'create', '--name', 'Reset', '--plan', 'contributor');
+    const client = json('clients', 'create', '--account', account.account_id, '--name', 'n');
+    const reset = json('clients', 'reset-secret', client.client_id);
+    expect(reset).toEqual({ client_id: client.client_id, client_secret: expect.any(String) });
+    expect(reset.client_secret).not.toBe(client.client_secret);
+    expect(json('clients', 'delete', client.client_id)).toEqual({ client_id: client.client_id, deleted: true });
+    expect(json('clients', 'list', '--account', account.account_id).clients).toEqual([]);
+  });
+
+  it('enforces the plan’s client limit', () => {
+    const account = json('accounts', 'create', '--name', 'Tiny', '--plan', 'tester');
+    json('clients', 'create', '--account', account.account_id, '--name', 'first');
+    const second = tollwatch('--json', 'clients', 'create', '--account', account.account_id, '--name', 'second');
+    expect(second.status).toBe(1);
+    expect(second.stdout).toBe('');
+    expect(second.stderr).toMatch(/^tollwatch: .*at most 1 client/);
+  });
+
+  it('reports errors on standard error with a non-zero status, never a stack trace', () => {
+    for (const args of [
+      ['accounts', 'create', '--name', 'X', '--plan', 'platinum'],
+      ['accounts', 'set-plan', '00000000-0000-0000-0000-000000000000', 'tester'],
+      ['clients', 'reset-secret', 'twc_nobody'],
+      ['clients', 'delete', 'twc_nobody'],
+      ['clients', 'create', '--account', 'nobody', '--name', 'x'],
+      ['clients', 'create', '--account', 'nobody', '--name', 'x', '--permissions', 'root'],
+    ]) {
+      const run = tollwatch('--json', ...args);
+      expect(run.status, args.join(' ')).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^tollwatch: /);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+    const usage = tollwatch('accounts', 'create');
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain('--name');
+    expect(tollwatch('nonsense').status).toBe(2);
+  });
+
+  it('reports an unusable DATABASE_URL cleanly', () => {
+    const run = spawnSync(process.execPath, [BIN, 'accounts', 'list'], {
+      env: { ...process.env, DATABASE_URL: 'mysql://nope' },
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^tollwatch: DATABASE_URL/);
+  });
+});
