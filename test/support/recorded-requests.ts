@@ -9,7 +9,7 @@ export interface RecordedRequest {
   recordedStatus: number;
 }
 
-const FIXTURES = new URL('../../../shared/fixtures/', import.meta.url);
+const FIXTURES = new URL('../fixtures/', import.meta.url);
 
 /** The requests in `sentrypeer-node-http.txt`, verbatim. */
 export function recordedRequests(): RecordedRequest[] {
