@@ -1,24 +1,33 @@
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { AccountsService } from './domain/accounts.ts';
+import type { AuditTrail } from './domain/audit.ts';
 import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { LookupService } from './domain/lookup-service.ts';
-import { DEFAULT_PLANS, type Plan } from './domain/plans.ts';
+import { PlanCatalog } from './domain/plans.ts';
+import { FailureThrottle } from './limits/failure-throttle.ts';
+import { memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
 import { AccessTokens } from './oauth/access-tokens.ts';
 import { ApiAuthenticator } from './oauth/api-authenticator.ts';
 import { CredentialsCache } from './oauth/credentials-cache.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
+import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
+import { SqlPlansRepository } from './store/plans-repository.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
 export interface Services {
   config: Config;
   database: Database;
-  plans: readonly Plan[];
+  plans: PlanCatalog;
+  audit: AuditTrail;
+  limiter: PlanLimiter;
+  authFailures: FailureThrottle;
   accounts: AccountsService;
   accountsRepo: SqlAccountsRepository;
   tokens: AccessTokens;
@@ -32,14 +41,18 @@ export interface Services {
 
 /** How long a cached client may be trusted before it is read again (the revocation bound). */
 const CREDENTIALS_TTL_MS = 1000;
+/** How long the plan table is kept before it is read again. */
+const PLANS_TTL_MS = 5000;
 
-/** Opens the store and builds the services over it. */
-export async function createServices(config: Config): Promise<Services> {
+/** Opens the store and builds the services over it; `log` receives the audit lines. */
+export async function createServices(config: Config, log?: Logger): Promise<Services> {
   const database = await openDatabase(config.databaseUrl);
-  const plans = DEFAULT_PLANS;
+  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter);
+  const audit = new SqlAuditTrail(database.db, log);
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
-  const accounts = new AccountsService(accountsRepo, plans, () => credentials.clear());
+  const accounts = new AccountsService(accountsRepo, plans, audit, () => credentials.clear());
+  const limiters: LimiterFactory = memoryLimiters;
   const keys = await SigningKeys.open(database.db);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
@@ -53,6 +66,9 @@ export async function createServices(config: Config): Promise<Services> {
     config,
     database,
     plans,
+    audit,
+    limiter: new PlanLimiter(limiters),
+    authFailures: new FailureThrottle(limiters),
     accounts,
     accountsRepo,
     tokens,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { ServiceError } from './errors.ts';
 import { defaultPermissions, isPermission, type Permission } from './permissions.ts';
-import { findPlan, type Plan } from './plans.ts';
+import type { Plan, PlanCatalog } from './plans.ts';
 import { hashSecret, newClientId, newClientSecret } from './secrets.ts';
 
 export interface Account {
@@ -56,25 +57,27 @@ export interface IssuedCredentials extends ClientView {
 /** Account and client management: used by the operator CLI and the HTTP layer alike. */
 export class AccountsService {
   private readonly repo: AccountsRepository;
-  private readonly plans: readonly Plan[];
+  private readonly plans: PlanCatalog;
+  private readonly audit: AuditTrail;
   private readonly onAccessChanged: () => void;
 
   /** `onAccessChanged` runs after any change to who may do what, so caches can forget. */
-  constructor(repo: AccountsRepository, plans: readonly Plan[], onAccessChanged: () => void = () => {}) {
+  constructor(repo: AccountsRepository, plans: PlanCatalog, audit: AuditTrail = NO_AUDIT, onAccessChanged: () => void = () => {}) {
     this.repo = repo;
     this.plans = plans;
+    this.audit = audit;
     this.onAccessChanged = onAccessChanged;
   }
 
   /** Creates an account on a known plan. */
-  async createAccount(input: { name: string; plan: string; trusted?: boolean }): Promise<Account> {
+  async createAccount(input: { name: string; plan: string; trusted?: boolean }, actor = 'operator'): Promise<Account> {
     const name = input.name.trim();
     if (name.length === 0 || name.length > 200) {
       throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
         { field: 'name', message: 'must be 1 to 200 characters' },
       ]);
     }
-    this.requirePlan(input.plan);
+    await this.requirePlan(input.plan);
     const account: Account = {
       account_id: randomUUID(),
       name,
@@ -84,6 +87,7 @@ export class AccountsService {
       created_at: new Date().toISOString(),
     };
     await this.repo.insertAccount(account);
+    await this.record('account.created', actor, account.account_id, null, { plan: account.plan, trusted: account.trusted });
     return account;
   }
 
@@ -98,23 +102,31 @@ export class AccountsService {
     return account;
   }
 
-  async setPlan(accountId: string, plan: string): Promise<Account> {
-    this.requirePlan(plan);
-    return this.update(accountId, { plan });
+  async setPlan(accountId: string, plan: string, actor = 'operator'): Promise<Account> {
+    await this.requirePlan(plan);
+    const before = await this.getAccount(accountId);
+    const after = await this.update(accountId, { plan });
+    await this.record('account.plan_changed', actor, accountId, null, { from: before.plan, to: plan });
+    return after;
   }
 
-  async setDisabled(accountId: string, disabled: boolean): Promise<Account> {
-    return this.update(accountId, { disabled });
+  async setDisabled(accountId: string, disabled: boolean, actor = 'operator'): Promise<Account> {
+    const after = await this.update(accountId, { disabled });
+    await this.record(disabled ? 'account.disabled' : 'account.enabled', actor, accountId, null);
+    return after;
   }
 
-  async setTrusted(accountId: string, trusted: boolean): Promise<Account> {
-    return this.update(accountId, { trusted });
+  /** Whether the account's future events join the shared data set; past events stay where they are. */
+  async setTrusted(accountId: string, trusted: boolean, actor = 'operator'): Promise<Account> {
+    const after = await this.update(accountId, { trusted });
+    await this.record('account.trust_changed', actor, accountId, null, { trusted });
+    return after;
   }
 
   /** Creates a client; the secret is returned here once and never again. */
-  async createClient(input: { accountId: string; name: string; permissions?: string[] }): Promise<IssuedCredentials> {
+  async createClient(input: { accountId: string; name: string; permissions?: string[] }, actor = 'operator'): Promise<IssuedCredentials> {
     const account = await this.getAccount(input.accountId);
-    const plan = this.requirePlan(account.plan);
+    const plan = await this.requirePlan(account.plan);
     const name = input.name.trim();
     if (name.length === 0 || name.length > 200) {
       throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
@@ -136,6 +148,7 @@ export class AccountsService {
       created_at: new Date().toISOString(),
     };
     await this.repo.insertClient(client);
+    await this.record('client.created', actor, account.account_id, client.client_id, { permissions });
     return { ...viewOf(client), client_secret: secret };
   }
 
@@ -145,18 +158,22 @@ export class AccountsService {
   }
 
   /** Replaces a client's secret; every token issued under the old one stops working. */
-  async resetSecret(clientId: string): Promise<{ client_id: string; client_secret: string }> {
+  async resetSecret(clientId: string, actor = 'operator'): Promise<{ client_id: string; client_secret: string }> {
     const secret = newClientSecret();
     const version = await this.repo.replaceSecret(clientId, hashSecret(secret));
     if (version === undefined) throw new ServiceError('not_found', 'no such client');
     this.onAccessChanged();
+    const client = await this.repo.findClient(clientId);
+    await this.record('client.secret_reset', actor, client?.account_id ?? null, clientId, { secret_version: version });
     return { client_id: clientId, client_secret: secret };
   }
 
   /** Deletes a client; its tokens stop working at once. */
-  async deleteClient(clientId: string): Promise<void> {
-    if (!(await this.repo.deleteClient(clientId))) throw new ServiceError('not_found', 'no such client');
+  async deleteClient(clientId: string, actor = 'operator'): Promise<void> {
+    const client = await this.repo.findClient(clientId);
+    if (!client || !(await this.repo.deleteClient(clientId))) throw new ServiceError('not_found', 'no such client');
     this.onAccessChanged();
+    await this.record('client.deleted', actor, client.account_id, clientId);
   }
 
   private async update(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<Account> {
@@ -165,10 +182,14 @@ export class AccountsService {
     return this.getAccount(accountId);
   }
 
-  private requirePlan(name: string): Plan {
-    const plan = findPlan(this.plans, name);
+  private record(action: AuditAction, actor: string, accountId: string | null, clientId: string | null, detail?: Record<string, unknown>) {
+    return this.audit.record({ action, actor, accountId, clientId, ...(detail ? { detail } : {}) });
+  }
+
+  private async requirePlan(name: string): Promise<Plan> {
+    const plan = await this.plans.find(name);
     if (!plan) {
-      const known = this.plans.map((p) => p.name).join(', ');
+      const known = (await this.plans.all()).map((p) => p.name).join(', ');
       throw new ServiceError('validation_failed', `unknown plan ${JSON.stringify(name)}; known plans: ${known}`, [
         { field: 'plan', message: `must be one of: ${known}` },
       ]);

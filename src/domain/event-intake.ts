@@ -2,7 +2,7 @@ import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import type { EventsRepository, IngestOutcome } from './events.ts';
 import { validateHoneypotEvent, type HoneypotEvent } from './honeypot-event.ts';
-import { findPlan, type Plan } from './plans.ts';
+import type { PlanCatalog } from './plans.ts';
 import { writeScopeOf } from './visibility.ts';
 
 /** What submitting one event did. */
@@ -14,23 +14,23 @@ export interface Submitted {
 /** Event submission (CONTRACT §5): plan, validation, idempotent storage. */
 export class EventIntake {
   private readonly repo: EventsRepository;
-  private readonly plans: readonly Plan[];
+  private readonly plans: PlanCatalog;
 
-  constructor(repo: EventsRepository, plans: readonly Plan[]) {
+  constructor(repo: EventsRepository, plans: PlanCatalog) {
     this.repo = repo;
     this.plans = plans;
   }
 
   /** Refuses accounts whose plan may not submit. */
-  assertMaySubmit(account: Account): void {
-    if (!findPlan(this.plans, account.plan)?.maySubmit) {
+  async assertMaySubmit(account: Account): Promise<void> {
+    if (!(await this.plans.find(account.plan))?.maySubmit) {
       throw new ServiceError('plan_not_allowed', `the ${account.plan} plan may not submit events; submission needs the Contributor Plan`);
     }
   }
 
   /** Validates and stores one event; resolves only once the store has committed it. */
   async submit(account: Account, body: unknown, now = new Date()): Promise<Submitted> {
-    this.assertMaySubmit(account);
+    await this.assertMaySubmit(account);
     const event = this.validate(body, now);
     const [outcome] = await this.repo.ingest({ accountId: account.account_id, scope: writeScopeOf(account) }, [event]);
     if (outcome === 'conflict') {

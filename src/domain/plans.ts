@@ -1,3 +1,5 @@
+import { ServiceError } from './errors.ts';
+
 /** A rate window: at most `limit` requests per `windowSeconds`. */
 export interface RateWindow {
   limit: number;
@@ -33,4 +35,67 @@ export const DEFAULT_PLANS: readonly Plan[] = [
 /** Finds a plan by name in a plan table. */
 export function findPlan(plans: readonly Plan[], name: string): Plan | undefined {
   return plans.find((p) => p.name === name);
+}
+
+/** Where plans are kept. */
+export interface PlansRepository {
+  list(): Promise<Plan[]>;
+  save(plan: Plan): Promise<void>;
+}
+
+/**
+ * The plan table, read from the store and kept for `ttlMs` (or until another process commits,
+ * where the store can tell), so that an operator's change reaches every instance quickly
+ * without a read per request.
+ */
+export class PlanCatalog {
+  private readonly repo: PlansRepository;
+  private readonly ttlMs: number;
+  private readonly externalChangeCounter: (() => number) | undefined;
+  private plans: Plan[] | undefined;
+  private loadedAt = 0;
+  private lastCounter: number | undefined;
+
+  constructor(repo: PlansRepository, ttlMs: number, externalChangeCounter?: () => number) {
+    this.repo = repo;
+    this.ttlMs = ttlMs;
+    this.externalChangeCounter = externalChangeCounter;
+  }
+
+  /** Every plan. */
+  async all(): Promise<Plan[]> {
+    const counter = this.externalChangeCounter?.();
+    if (!this.plans || Date.now() - this.loadedAt >= this.ttlMs || counter !== this.lastCounter) {
+      this.plans = await this.repo.list();
+      this.loadedAt = Date.now();
+      this.lastCounter = counter;
+    }
+    return this.plans;
+  }
+
+  /** A plan by name. */
+  async find(name: string): Promise<Plan | undefined> {
+    return findPlan(await this.all(), name);
+  }
+
+  /** Creates or replaces a plan after checking it makes sense. */
+  async save(plan: Plan): Promise<void> {
+    const problems = planProblems(plan);
+    if (problems.length > 0) throw new ServiceError('validation_failed', problems.join('; '));
+    await this.repo.save(plan);
+    this.plans = undefined;
+  }
+}
+
+function planProblems(plan: Plan): string[] {
+  const problems: string[] = [];
+  const positive = (n: number) => Number.isSafeInteger(n) && n > 0;
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(plan.name)) problems.push('a plan name is lower-case letters, digits, _ and -');
+  if (!positive(plan.lookups.limit) || !positive(plan.lookups.windowSeconds)) problems.push('lookups need a positive limit and window');
+  if (plan.submissions && (!positive(plan.submissions.limit) || !positive(plan.submissions.windowSeconds))) {
+    problems.push('submissions need a positive limit and window');
+  }
+  if (plan.maySubmit && !plan.submissions) problems.push('a plan that may submit needs a submission limit');
+  if (plan.maxClients !== null && !positive(plan.maxClients)) problems.push('max clients must be positive or unlimited');
+  return problems;
 }

@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditTrail } from '../domain/audit.ts';
 import type { Permission } from '../domain/permissions.ts';
+import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
 import { problem, sendProblem } from './problem.ts';
@@ -20,20 +22,40 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/** Refusals that are a token's normal end of life, not an attack: not counted as failures. */
+const LIFECYCLE_REASONS = new Set(['ERR_JWT_EXPIRED', 'secret reset', 'client deleted', 'account disabled']);
+
+export interface ApiAuthOptions {
+  authenticator: ApiAuthenticator;
+  basicAuth: boolean;
+  failures: FailureThrottle;
+  audit: AuditTrail;
+}
+
 /**
  * The `/api` onRequest hook: authenticates before any body is read (CONTRACT §3). Bearer is
  * always accepted, Basic when enabled; a route's declared permission is checked here too.
+ * Addresses that keep failing are slowed, then refused with 429 before any verification work.
  */
-export function apiAuthHook(authenticator: ApiAuthenticator, basicAuth: boolean) {
+export function apiAuthHook({ authenticator, basicAuth, failures, audit }: ApiAuthOptions) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const needed = request.routeOptions.config.permission;
     if (!needed && request.is404 !== true) return;
+    const refusedFor = await failures.refusal(request.ip, undefined);
+    if (refusedFor !== undefined) {
+      reply.header('retry-after', refusedFor);
+      return sendProblem(reply, problem('rate_limited', 'too many failed authentications from this address; retry later'));
+    }
     let principal: Principal;
     try {
       principal = await fromAuthorization(authenticator, request.headers.authorization, basicAuth);
     } catch (err) {
       if (!(err instanceof InvalidTokenError)) throw err;
-      request.log.info({ reason: err.message }, 'api authentication refused');
+      // Recorded without waiting: the audit write must not hold the answer.
+      audit
+        .record({ action: 'api.auth_failed', actor: 'anonymous', ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } })
+        .catch((auditError: unknown) => request.log.warn({ err: auditError }, 'audit write failed'));
+      if (!LIFECYCLE_REASONS.has(err.message)) await failures.failed(request.ip, undefined);
       reply.header('www-authenticate', 'Bearer realm="tollwatch", error="invalid_token"');
       return sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
     }

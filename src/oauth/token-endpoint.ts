@@ -1,6 +1,8 @@
 import formbody from '@fastify/formbody';
+import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretMatches } from '../domain/secrets.ts';
+import { API_HEADERS } from '../http/api.ts';
 import type { Services } from '../services.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
 
@@ -24,6 +26,7 @@ const TOKEN_BODY_LIMIT = 8 * 1024;
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
+  await app.register(helmet, API_HEADERS);
   app.setErrorHandler(oauthErrorHandler);
 
   app.post(
@@ -41,7 +44,21 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       const tokenRequest = readTokenRequest(request);
       if (tokenRequest.grantType !== 'client_credentials') throw unsupportedGrantType();
-      const { client, account } = await authenticateClient(services, tokenRequest.credentials);
+      const { clientId } = tokenRequest.credentials;
+      const refusedFor = await services.authFailures.refusal(request.ip, clientId);
+      if (refusedFor !== undefined) {
+        reply.header('retry-after', refusedFor);
+        throw new OAuthError(429, 'rate_limited', 'too many failed authentications; retry later');
+      }
+      const authenticated = await authenticateClient(services, tokenRequest.credentials);
+      if (!authenticated) {
+        void services.audit
+          .record({ action: 'token.refused', actor: 'anonymous', clientId, ip: request.ip, detail: { reason: 'invalid_client' } })
+          .catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
+        await services.authFailures.failed(request.ip, clientId);
+        throw invalidClient();
+      }
+      const { client, account } = authenticated;
       if (!services.tokens.acceptsAudience(tokenRequest.audience)) throw invalidTarget();
       const accessToken = await services.tokens.issue({
         clientId: client.client_id,
@@ -50,7 +67,14 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
         secretVersion: client.secret_version,
         audience: tokenRequest.audience,
       });
-      request.log.info({ client_id: client.client_id, account_id: account.account_id }, 'access token issued');
+      await services.audit.record({
+        action: 'token.issued',
+        actor: `client:${client.client_id}`,
+        accountId: account.account_id,
+        clientId: client.client_id,
+        ip: request.ip,
+        detail: { audience: tokenRequest.audience },
+      });
       return {
         access_token: accessToken,
         token_type: 'Bearer',
@@ -114,7 +138,7 @@ async function authenticateClient(services: Services, { clientId, clientSecret }
   // Read from the store, not the cache: a secret reset elsewhere must bite here at once.
   const client = await services.accountsRepo.findClient(clientId);
   const account = client && (await services.accountsRepo.findAccount(client.account_id));
-  if (!client || !account || account.disabled || !secretMatches(clientSecret, client.secret_hash)) throw invalidClient();
+  if (!client || !account || account.disabled || !secretMatches(clientSecret, client.secret_hash)) return undefined;
   return { client, account };
 }
 
@@ -122,7 +146,6 @@ function oauthErrorHandler(error: FastifyError | OAuthError, request: FastifyReq
   reply.header('cache-control', 'no-store');
   if (error instanceof OAuthError) {
     if (error.status === 401) {
-      request.log.info({ ip: request.ip }, 'client authentication failed');
       if (/^basic /i.test(request.headers.authorization ?? '')) reply.header('www-authenticate', 'Basic realm="tollwatch"');
     }
     return reply.code(error.status).send({ error: error.error, error_description: error.message });

@@ -1,5 +1,6 @@
 import type { CreateTableBuilder, Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import { DEFAULT_PLANS } from '../domain/plans.ts';
 import type { DialectCapabilities } from './dialect.ts';
 
 /** Migrations in order; each is applied once and recorded in `kysely_migration`. */
@@ -114,6 +115,52 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
         await countTable(db, 'ip_user_agents', ['scope', 'source_ip', 'user_agent'], counter);
         await countTable(db, 'ip_transports', ['scope', 'source_ip', 'transport'], counter);
         await setTable(db, 'ip_numbers', ['scope', 'source_ip', 'number_key']);
+      },
+    },
+    '002_plans_and_audit': {
+      async up(db: Kysely<any>) {
+        // Plans live in the store so the operator can change them for every instance at once.
+        await db.schema
+          .createTable('plans')
+          .addColumn('name', 'text', (c) => c.primaryKey())
+          .addColumn('may_submit', 'integer', (c) => c.notNull())
+          .addColumn('lookups_limit', 'integer', (c) => c.notNull())
+          .addColumn('lookups_window', 'integer', (c) => c.notNull())
+          .addColumn('submissions_limit', 'integer')
+          .addColumn('submissions_window', 'integer')
+          .addColumn('max_clients', 'integer')
+          .execute();
+        for (const plan of DEFAULT_PLANS) {
+          await db
+            .insertInto('plans')
+            .values({
+              name: plan.name,
+              may_submit: plan.maySubmit ? 1 : 0,
+              lookups_limit: plan.lookups.limit,
+              lookups_window: plan.lookups.windowSeconds,
+              submissions_limit: plan.submissions?.limit ?? null,
+              submissions_window: plan.submissions?.windowSeconds ?? null,
+              max_clients: plan.maxClients,
+            })
+            .execute();
+        }
+
+        let audit: CreateTableBuilder<string, string> = db.schema.createTable('audit_log');
+        audit =
+          caps.serialType === 'integer'
+            ? audit.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+            : audit.addColumn('id', 'bigserial', (c) => c.primaryKey());
+        await audit
+          .addColumn('at', 'text', (c) => c.notNull())
+          .addColumn('action', 'text', (c) => c.notNull())
+          .addColumn('actor', 'text', (c) => c.notNull())
+          .addColumn('account_id', 'text')
+          .addColumn('client_id', 'text')
+          .addColumn('ip', 'text')
+          .addColumn('detail', 'text')
+          .execute();
+        await db.schema.createIndex('audit_by_account').on('audit_log').columns(['account_id', 'at']).execute();
+        await db.schema.createIndex('audit_by_time').on('audit_log').column('at').execute();
       },
     },
   };

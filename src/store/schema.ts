@@ -18,6 +18,8 @@ export interface Schema {
   ip_user_agents: IpUserAgentsTable;
   ip_transports: IpTransportsTable;
   ip_numbers: IpNumbersTable;
+  plans: PlansTable;
+  audit_log: AuditLogTable;
 }
 
 type Counter = ColumnType<number | string, number, number>;
@@ -137,3 +139,25 @@ export interface IpNumbersTable {
 
 
 
+
+export interface PlansTable {
+  name: string;
+  may_submit: number;
+  lookups_limit: number;
+  lookups_window: number;
+  submissions_limit: number | null;
+  submissions_window: number | null;
+  max_clients: number | null;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: string;
+  action: string;
+  actor: string;
+  account_id: string | null;
+  client_id: string | null;
+  ip: string | null;
+  /** JSON object with the action's particulars; never a secret. */
+  detail: string | null;
+}

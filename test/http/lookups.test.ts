@@ -10,7 +10,7 @@ describe('lookups (CONTRACT §7)', () => {
     h = await startHarness();
     // The service's own fleet: a trusted account whose events form the shared data set.
     fleet = await h.account({ trusted: true });
-    caller = await h.account({ plan: 'service_provider' });
+    caller = await h.account({ plan: 'contributor', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     const events = [
       sampleEvent({ called_number: '0046812118532', source_ip: '203.0.113.7', sip_method: 'INVITE', event_timestamp: '2026-11-20 08:00:00.5' }),
       sampleEvent({ called_number: '+46812118532', source_ip: '203.0.113.8', sip_method: 'INVITE', event_timestamp: '2026-11-21 09:00:00.123456789' }),

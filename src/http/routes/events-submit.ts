@@ -14,7 +14,7 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
   app.post(
     '/events',
     {
-      config: { permission: 'write:events' },
+      config: { permission: 'write:events', rateGroup: 'submissions' },
       bodyLimit: EVENT_BODY_LIMIT,
       // The domain validator names every bad field with the contract's messages; the schema
       // below documents the body for OpenAPI and is not run a second time.

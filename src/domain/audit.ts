@@ -1,0 +1,32 @@
+/** Actions worth a permanent record of who did what and when (issue 4). */
+export type AuditAction =
+  | 'token.issued'
+  | 'token.refused'
+  | 'api.auth_failed'
+  | 'account.created'
+  | 'account.plan_changed'
+  | 'account.disabled'
+  | 'account.enabled'
+  | 'account.trust_changed'
+  | 'client.created'
+  | 'client.secret_reset'
+  | 'client.deleted'
+  | 'plan.saved';
+
+export interface AuditEntry {
+  action: AuditAction;
+  /** Who acted: `operator` (CLI), `client:<id>`, or `anonymous`. */
+  actor: string;
+  accountId?: string | null;
+  clientId?: string | null;
+  ip?: string | null;
+  detail?: Record<string, unknown>;
+}
+
+/** Where audit entries go: the store's audit table and the structured log. */
+export interface AuditTrail {
+  record(entry: AuditEntry): Promise<void>;
+}
+
+/** An audit trail that keeps nothing, for code paths that need one but audit nothing. */
+export const NO_AUDIT: AuditTrail = { record: async () => {} };

@@ -1,0 +1,43 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../domain/errors.ts';
+import type { PlanCatalog } from '../domain/plans.ts';
+import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The allowance a route spends from (CONTRACT §9); unlimited routes name none. */
+    rateGroup?: LimitGroup;
+    /** How many units a request spends, e.g. one per event of a batch; 1 when absent. */
+    rateCost?: (request: FastifyRequest) => number;
+  }
+}
+
+/**
+ * The `/api` preHandler that spends a request's cost from its account's plan allowance and
+ * answers with the IETF RateLimit fields; over the limit it refuses with 429 `rate_limited`.
+ * It runs after authentication and body parsing, so a batch is counted per event.
+ */
+export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog) {
+  return async function limit(request: FastifyRequest, reply: FastifyReply) {
+    const { rateGroup, rateCost } = request.routeOptions.config;
+    const principal = request.principal;
+    if (!rateGroup || !principal) return;
+    const plan = await plans.find(principal.account.plan);
+    const window = rateGroup === 'lookups' ? plan?.lookups : plan?.submissions;
+    // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
+    if (!window) return;
+    const state = await limiter.consume(rateGroup, principal.account.account_id, window, rateCost?.(request) ?? 1);
+    reply
+      .header('ratelimit-limit', state.limit)
+      .header('ratelimit-remaining', state.remaining)
+      .header('ratelimit-reset', state.resetSeconds)
+      .header('ratelimit-policy', `${window.limit};w=${window.windowSeconds}`);
+    if (!state.allowed) {
+      reply.header('retry-after', state.resetSeconds);
+      throw new ServiceError(
+        'rate_limited',
+        `the ${plan!.name} plan allows ${window.limit} ${rateGroup} per ${window.windowSeconds} s; retry after ${state.resetSeconds} s`,
+      );
+    }
+  };
+}
