@@ -7,17 +7,20 @@ import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
 
 export interface AppOptions {
-  logger?: FastifyServerOptions['logger'];
+  /** The process logger; no logging when absent (tests). */
+  loggerInstance?: FastifyServerOptions['loggerInstance'];
 }
 
 /** Builds the HTTP application over a set of services; `server.ts` makes it listen. */
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? false,
-    // Slow clients must not hold connections forever.
-    connectionTimeout: 30_000,
-    requestTimeout: 30_000,
+    ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
+    // Slow clients must not hold connections forever: the whole request, headers included,
+    // must arrive within the request timeout, and an idle socket is closed after it.
+    connectionTimeout: services.config.requestTimeoutMs,
+    requestTimeout: services.config.requestTimeoutMs,
     keepAliveTimeout: 72_000,
+    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000) },
     bodyLimit: 128 * 1024,
     routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
@@ -49,5 +52,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.server.maxConnections = services.config.maxConnections;
   return app;
 }

@@ -12,6 +12,10 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
   TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: 31 * 86_400 }),
   TOLLWATCH_BASIC_AUTH: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  TOLLWATCH_AUTH_FAILURES_PER_ADDRESS: Type.Integer({ default: 30, minimum: 1 }),
+  TOLLWATCH_AUTH_FAILURES_PER_CLIENT: Type.Integer({ default: 100, minimum: 1 }),
+  TOLLWATCH_MAX_CONNECTIONS: Type.Integer({ default: 4096, minimum: 1 }),
+  TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -32,6 +36,12 @@ export interface Config {
   audiences: string[];
   tokenTtlSeconds: number;
   basicAuth: boolean;
+  /** Failed authentications tolerated per 15 minutes before refusal. */
+  authThrottle: { perAddress: number; perClient: number };
+  /** Open connections beyond this are dropped. */
+  maxConnections: number;
+  /** A request (headers and body) must arrive within this; slow clients are cut off. */
+  requestTimeoutMs: number;
   logLevel: string;
 }
 
@@ -57,6 +67,9 @@ function settleConfig(raw: RawConfig): Config {
     audiences,
     tokenTtlSeconds: raw.TOLLWATCH_TOKEN_TTL,
     basicAuth: raw.TOLLWATCH_BASIC_AUTH === 'on',
+    authThrottle: { perAddress: raw.TOLLWATCH_AUTH_FAILURES_PER_ADDRESS, perClient: raw.TOLLWATCH_AUTH_FAILURES_PER_CLIENT },
+    maxConnections: raw.TOLLWATCH_MAX_CONNECTIONS,
+    requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
     logLevel: raw.LOG_LEVEL,
   };
 }

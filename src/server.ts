@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace';
+import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { createServices } from './services.ts';
@@ -6,13 +7,9 @@ import { createServices } from './services.ts';
 /** The process entry: configuration, logger, listen, graceful shutdown. */
 async function main() {
   const config = loadConfig();
-  const services = await createServices(config);
-  const app = await buildApp(services, {
-    logger: {
-      level: config.logLevel,
-      redact: ['req.headers.authorization', 'req.headers.cookie'],
-    },
-  });
+  const log = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] });
+  const services = await createServices(config, { log });
+  const app = await buildApp(services, { loggerInstance: log });
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');

@@ -6,7 +6,7 @@ import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { LookupService } from './domain/lookup-service.ts';
 import { PlanCatalog } from './domain/plans.ts';
-import { FailureThrottle } from './limits/failure-throttle.ts';
+import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from './limits/failure-throttle.ts';
 import { memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
 import { AccessTokens } from './oauth/access-tokens.ts';
 import { ApiAuthenticator } from './oauth/api-authenticator.ts';
@@ -44,8 +44,16 @@ const CREDENTIALS_TTL_MS = 1000;
 /** How long the plan table is kept before it is read again. */
 const PLANS_TTL_MS = 5000;
 
-/** Opens the store and builds the services over it; `log` receives the audit lines. */
-export async function createServices(config: Config, log?: Logger): Promise<Services> {
+export interface ServiceOptions {
+  /** Receives the structured audit lines. */
+  log?: Logger;
+  /** How failed authentications are slowed and refused. */
+  throttle?: Partial<ThrottleSettings>;
+}
+
+/** Opens the store and builds the services over it. */
+export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
+  const { log } = options;
   const database = await openDatabase(config.databaseUrl);
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter);
   const audit = new SqlAuditTrail(database.db, log);
@@ -68,7 +76,7 @@ export async function createServices(config: Config, log?: Logger): Promise<Serv
     plans,
     audit,
     limiter: new PlanLimiter(limiters),
-    authFailures: new FailureThrottle(limiters),
+    authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     accounts,
     accountsRepo,
     tokens,

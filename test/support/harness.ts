@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Account } from '../../src/domain/accounts.ts';
-import { createServices, type Services } from '../../src/services.ts';
+import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 
 /** A running service on a real port over a fresh store, made for one test file. */
 export interface Harness {
@@ -32,7 +32,7 @@ export interface TestAccount {
 export const SENTRYPEER_AUDIENCE = 'https://sentrypeer.com/api';
 
 /** Starts a service; `env` overrides configuration variables. */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, options: ServiceOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'tollwatch-test-'));
   const config = loadConfig(
     {
@@ -45,7 +45,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     },
     false,
   );
-  const services = await createServices(config);
+  const services = await createServices(config, options);
   const app = await buildApp(services);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
