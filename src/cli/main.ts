@@ -74,8 +74,7 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     .description("mark whether an account's future events join the shared data set")
     .action(
       run(async (s, id: string, value: string) => {
-        if (value !== 'yes' && value !== 'no') throw new ServiceError('validation_failed', 'say yes or no');
-        return accountOutput(await s.accounts.setTrusted(id, value === 'yes'), `trusted: ${value}`);
+        return accountOutput(await s.accounts.setTrusted(id, parseYesNo(value)), `trusted: ${value}`);
       }),
     );
 
@@ -125,6 +124,70 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
       }),
     );
 
+  const plans = program.command('plans').description('manage plans (what accounts on each may do)');
+  plans
+    .command('list')
+    .description('list plans and their limits')
+    .action(
+      run(async (s) => {
+        const all = await s.plans.all();
+        return {
+          json: { plans: all },
+          text: all
+            .map(
+              (p) =>
+                `${p.name.padEnd(18)} submit: ${p.maySubmit ? 'yes' : 'no '}  lookups: ${describeWindow(p.lookups)}  submissions: ${p.submissions ? describeWindow(p.submissions) : '-'}  clients: ${p.maxClients ?? 'unlimited'}`,
+            )
+            .join('\n'),
+        };
+      }),
+    );
+  plans
+    .command('set <name>')
+    .description('create or change a plan; limits are N/second, N/minute, N/hour or N/day')
+    .option('--may-submit <yes|no>', 'whether accounts on it may submit events')
+    .option('--lookups <N/window>', 'phone and IP lookups allowed')
+    .option('--submissions <N/window|none>', 'event submissions allowed')
+    .option('--max-clients <N|unlimited>', 'API clients an account may hold')
+    .action(
+      run(async (s, name: string, opts: { maySubmit?: string; lookups?: string; submissions?: string; maxClients?: string }) => {
+        const current = (await s.plans.find(name)) ?? {
+          name,
+          maySubmit: false,
+          lookups: { limit: 5, windowSeconds: 3600 },
+          submissions: null,
+          maxClients: 1,
+        };
+        const plan = {
+          ...current,
+          ...(opts.maySubmit !== undefined ? { maySubmit: parseYesNo(opts.maySubmit) } : {}),
+          ...(opts.lookups !== undefined ? { lookups: parseWindow(opts.lookups) } : {}),
+          ...(opts.submissions !== undefined ? { submissions: opts.submissions === 'none' ? null : parseWindow(opts.submissions) } : {}),
+          ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients === 'unlimited' ? null : parseCount(opts.maxClients) } : {}),
+        };
+        await s.plans.save(plan);
+        await s.audit.record({ action: 'plan.saved', actor: 'operator', detail: { plan } });
+        return { json: plan, text: `plan ${name} saved` };
+      }),
+    );
+
+  program
+    .command('audit')
+    .description('show the newest audit entries')
+    .option('--account <account_id>', 'only this account')
+    .option('--limit <n>', 'how many', '50')
+    .action(
+      run(async (s, opts: { account?: string; limit: string }) => {
+        let query = s.database.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(parseCount(opts.limit));
+        if (opts.account) query = query.where('account_id', '=', opts.account);
+        const rows = (await query.execute()).map((r) => ({ ...r, detail: r.detail ? (JSON.parse(r.detail) as unknown) : null }));
+        return {
+          json: { entries: rows },
+          text: rows.map((r) => `${r.at}  ${r.action.padEnd(22)} ${r.actor}  ${r.account_id ?? ''} ${r.client_id ?? ''} ${r.ip ?? ''}`).join('\n'),
+        };
+      }),
+    );
+
   try {
     await program.parseAsync(argv, { from: 'user' });
     if (output) io.out.write(`${program.opts().json ? JSON.stringify(output.json) : output.text}\n`);
@@ -140,6 +203,29 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
 
 function accountOutput(a: { account_id: string; name: string; plan: string; trusted: boolean; disabled: boolean }, what: string): Output {
   return { json: a, text: `account ${a.account_id}: ${what}` };
+}
+
+const WINDOWS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86_400 };
+
+function parseWindow(value: string): { limit: number; windowSeconds: number } {
+  const m = /^(\d+)\/(second|minute|hour|day)$/.exec(value.trim());
+  if (!m) throw new ServiceError('validation_failed', `${JSON.stringify(value)} is not N/second, N/minute, N/hour or N/day`);
+  return { limit: Number(m[1]), windowSeconds: WINDOWS[m[2]!]! };
+}
+
+function describeWindow(window: { limit: number; windowSeconds: number }): string {
+  const unit = Object.entries(WINDOWS).find(([, seconds]) => seconds === window.windowSeconds)?.[0];
+  return unit ? `${window.limit}/${unit}` : `${window.limit}/${window.windowSeconds}s`;
+}
+
+function parseCount(value: string): number {
+  if (!/^\d+$/.test(value)) throw new ServiceError('validation_failed', `${JSON.stringify(value)} is not a whole number`);
+  return Number(value);
+}
+
+function parseYesNo(value: string): boolean {
+  if (value !== 'yes' && value !== 'no') throw new ServiceError('validation_failed', 'say yes or no');
+  return value === 'yes';
 }
 
 function describe(err: unknown): string {

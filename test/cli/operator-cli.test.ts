@@ -107,6 +107,40 @@ describe('operator CLI (CONTRACT §10)', () => {
     expect(tollwatch('nonsense').status).toBe(2);
   });
 
+  it('lists and edits plans, refusing nonsense', () => {
+    const names = (json('plans', 'list').plans as Array<{ name: string }>).map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['tester', 'contributor', 'business', 'service_provider']));
+    expect(json('plans', 'set', 'gold', '--may-submit', 'yes', '--lookups', '100/minute', '--submissions', '1000/hour', '--max-clients', 'unlimited')).toEqual({
+      name: 'gold',
+      maySubmit: true,
+      lookups: { limit: 100, windowSeconds: 60 },
+      submissions: { limit: 1000, windowSeconds: 3600 },
+      maxClients: null,
+    });
+    expect(json('plans', 'set', 'tester', '--lookups', '10/hour')).toMatchObject({ name: 'tester', lookups: { limit: 10, windowSeconds: 3600 }, maxClients: 1 });
+    const account = json('accounts', 'create', '--name', 'Gold', '--plan', 'gold');
+    expect(account.plan).toBe('gold');
+    for (const args of [
+      ['plans', 'set', 'gold', '--lookups', '10/fortnight'],
+      ['plans', 'set', 'gold', '--lookups', '0/hour'],
+      ['plans', 'set', 'silver', '--may-submit', 'yes'],
+      ['plans', 'set', 'Bad Name'],
+    ]) {
+      const run = tollwatch('--json', ...args);
+      expect(run.status, args.join(' ')).toBe(1);
+      expect(run.stderr).toMatch(/^tollwatch: /);
+    }
+  });
+
+  it('shows the audit trail, newest first, filtered by account', () => {
+    const account = json('accounts', 'create', '--name', 'Audited', '--plan', 'contributor');
+    const client = json('clients', 'create', '--account', account.account_id, '--name', 'n');
+    json('clients', 'reset-secret', client.client_id);
+    const entries = json('audit', '--account', account.account_id).entries as Array<Record<string, unknown>>;
+    expect(entries.map((e) => e.action)).toEqual(['client.secret_reset', 'client.created', 'account.created']);
+    expect(entries[0]).toMatchObject({ actor: 'operator', client_id: client.client_id, account_id: account.account_id });
+  });
+
   it('reports an unusable DATABASE_URL cleanly', () => {
     const run = spawnSync(process.execPath, [BIN, 'accounts', 'list'], {
       env: { ...process.env, DATABASE_URL: 'mysql://nope' },
