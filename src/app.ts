@@ -1,7 +1,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { apiScope } from './http/api.ts';
+import { problem, sendProblem } from './http/problem.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
@@ -25,6 +26,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
     ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
+    frameworkErrors: badUrlAnswer,
   });
 
   await app.register(swagger, {
@@ -54,4 +56,17 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.server.maxConnections = services.config.maxConnections;
   return app;
+}
+
+/**
+ * A path the router cannot even decode (e.g. a lone `%`) never reaches a route scope; under
+ * `/api` it still gets a problem document, naming the value that was malformed.
+ */
+function badUrlAnswer(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const url = request.raw.url ?? '';
+  if (!url.startsWith('/api/')) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
+  reply.header('api-version', '1');
+  if (url.startsWith('/api/phone-numbers/')) return sendProblem(reply, problem('invalid_phone_number', 'the phone number in the path is not valid URL encoding'));
+  if (url.startsWith('/api/ip-addresses/')) return sendProblem(reply, problem('invalid_ip_address', 'the address in the path is not valid URL encoding'));
+  return sendProblem(reply, problem('not_found', 'no such resource'));
 }
