@@ -1,9 +1,21 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import type { EventsRepository, IngestOutcome } from './events.ts';
+import type { FieldError } from './field-error.ts';
 import { validateHoneypotEvent, type HoneypotEvent } from './honeypot-event.ts';
 import type { PlanCatalog } from './plans.ts';
 import { writeScopeOf } from './visibility.ts';
+
+/** What became of one item of a batch, in the batch's order. */
+export type BatchItemOutcome =
+  | { index: number; event_uuid: string; status: 'created' | 'replayed' | 'conflict' }
+  | { index: number; event_uuid: string | null; status: 'invalid'; errors: FieldError[] };
+
+/** Most events one batch may carry. */
+export const MAX_BATCH = 1000;
+
+/** A batch item that could not even be read as JSON (an NDJSON line). */
+export const UNREADABLE = Symbol('unreadable item');
 
 /** What submitting one event did. */
 export interface Submitted {
@@ -39,6 +51,37 @@ export class EventIntake {
     return { outcome: outcome ?? 'created', eventUuid: event.event_uuid };
   }
 
+  /**
+   * Validates each item on its own and stores every valid one in one transaction, answering
+   * only after it commits. Items are independent: a bad item does not stop the others.
+   */
+  async submitBatch(account: Account, items: unknown[], now = new Date()): Promise<BatchItemOutcome[]> {
+    await this.assertMaySubmit(account);
+    if (items.length === 0) throw new ServiceError('validation_failed', 'a batch holds at least one event');
+    if (items.length > MAX_BATCH) throw new ServiceError('payload_too_large', `a batch holds at most ${MAX_BATCH} events`);
+    const outcomes: BatchItemOutcome[] = [];
+    const valid: Array<{ index: number; event: HoneypotEvent }> = [];
+    items.forEach((item, index) => {
+      if (item === UNREADABLE) {
+        outcomes[index] = { index, event_uuid: null, status: 'invalid', errors: [{ field: '(body)', message: 'is not valid JSON' }] };
+        return;
+      }
+      const result = validateHoneypotEvent(item, now);
+      if (result.ok) valid.push({ index, event: result.event });
+      else outcomes[index] = { index, event_uuid: uuidOf(item), status: 'invalid', errors: result.errors };
+    });
+    if (valid.length > 0) {
+      const stored = await this.repo.ingest(
+        { accountId: account.account_id, scope: writeScopeOf(account) },
+        valid.map((v) => v.event),
+      );
+      valid.forEach(({ index, event }, i) => {
+        outcomes[index] = { index, event_uuid: event.event_uuid, status: stored[i] ?? 'created' };
+      });
+    }
+    return outcomes;
+  }
+
   private validate(body: unknown, now: Date): HoneypotEvent {
     const result = validateHoneypotEvent(body, now);
     if (!result.ok) {
@@ -47,4 +90,10 @@ export class EventIntake {
     }
     return result.event;
   }
+}
+
+/** The uuid an invalid item claimed, when it is a string worth echoing. */
+function uuidOf(item: unknown): string | null {
+  const uuid = (item as { event_uuid?: unknown } | null)?.event_uuid;
+  return typeof uuid === 'string' && uuid.length <= 64 ? uuid : null;
 }

@@ -7,6 +7,16 @@ import { readScopesOf } from './visibility.ts';
 
 const TOP_USER_AGENTS = 10;
 
+/** Most values one bulk lookup may carry. */
+export const MAX_BULK = 1000;
+
+/** A bulk item that could not be looked up. */
+export interface BulkItemError {
+  input: unknown;
+  error: 'invalid_phone_number' | 'invalid_ip_address';
+  message: string;
+}
+
 /** The answer to "have attackers tried to call this number?" (CONTRACT §7). */
 export type PhoneNumberAnswer =
   | {
@@ -74,6 +84,38 @@ export class LookupService {
       ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
       message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
     };
+  }
+
+  /** Looks up many numbers; each answer as the single lookup's, or the item's own error. */
+  async phoneNumbers(account: Account, inputs: unknown[]): Promise<Array<PhoneNumberAnswer | BulkItemError>> {
+    return this.bulk(inputs, 'invalid_phone_number', (input) => this.phoneNumber(account, input));
+  }
+
+  /** Looks up many source addresses. */
+  async ipAddresses(account: Account, inputs: unknown[]): Promise<Array<IpAddressAnswer | BulkItemError>> {
+    return this.bulk(inputs, 'invalid_ip_address', (input) => this.ipAddress(account, input));
+  }
+
+  private async bulk<T>(
+    inputs: unknown[],
+    code: BulkItemError['error'],
+    one: (input: string) => Promise<T>,
+  ): Promise<Array<T | BulkItemError>> {
+    if (inputs.length > MAX_BULK) throw new ServiceError('payload_too_large', `a bulk lookup holds at most ${MAX_BULK} values`);
+    const answers: Array<T | BulkItemError> = [];
+    for (const input of inputs) {
+      if (typeof input !== 'string') {
+        answers.push({ input, error: code, message: 'must be a string' });
+        continue;
+      }
+      try {
+        answers.push(await one(input));
+      } catch (err) {
+        if (!(err instanceof ServiceError) || err.code !== code) throw err;
+        answers.push({ input, error: code, message: err.message });
+      }
+    }
+    return answers;
   }
 
   /** Looks up a source address. */

@@ -5,9 +5,11 @@ import { apiAuthHook } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
+import { eventsBatchRoute } from './routes/events-batch.ts';
 import { eventsQueryRoutes } from './routes/events-query.ts';
 import { eventsSubmitRoute } from './routes/events-submit.ts';
 import { lookupRoutes } from './routes/lookups.ts';
+import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
 import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 
 /** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
@@ -65,4 +67,6 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   await app.register(eventsSubmitRoute, { services });
   await app.register(eventsQueryRoutes, { services });
   await app.register(lookupRoutes, { services });
+  await app.register(eventsBatchRoute, { services });
+  await app.register(bulkLookupRoutes, { services });
 }

@@ -1,0 +1,80 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import sjson from 'secure-json-parse';
+import { Type } from 'typebox';
+import { MAX_BATCH, UNREADABLE } from '../../domain/event-intake.ts';
+import { ServiceError } from '../../domain/errors.ts';
+import type { Services } from '../../services.ts';
+import { principalOf } from '../api-auth.ts';
+import { authErrors } from '../schemas.ts';
+
+/** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
+export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
+
+const BatchResult = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      event_uuid: Type.Union([Type.String(), Type.Null()]),
+      status: Type.Union([Type.Literal('created'), Type.Literal('replayed'), Type.Literal('conflict'), Type.Literal('invalid')]),
+      errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+    }),
+  ),
+  created: Type.Integer(),
+  replayed: Type.Integer(),
+  conflict: Type.Integer(),
+  invalid: Type.Integer(),
+});
+
+/** The items of a batch body, or the error for a body that is no acceptable list. */
+function itemsOf(request: FastifyRequest): unknown[] {
+  const body = request.body;
+  if (!Array.isArray(body)) {
+    throw new ServiceError('validation_failed', 'a batch is a JSON array of events, or NDJSON (one event per line)');
+  }
+  if (body.length === 0) throw new ServiceError('validation_failed', 'a batch holds at least one event');
+  if (body.length > MAX_BATCH) throw new ServiceError('payload_too_large', `a batch holds at most ${MAX_BATCH} events`);
+  return body;
+}
+
+/** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
+export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  // NDJSON: one event per line; a line that is not JSON is that item's own failure.
+  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (_request, body, done) => {
+    const items = (body as string)
+      .split('\n')
+      .filter((line) => line.trim().length > 0)
+      .map((line) => {
+        try {
+          return sjson.parse(line, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+        } catch {
+          return UNREADABLE;
+        }
+      });
+    done(null, items);
+  });
+
+  app.post(
+    '/events/batch',
+    {
+      config: { permission: 'write:events', rateGroup: 'submissions', rateCost: (request) => (Array.isArray(request.body) ? Math.max(1, request.body.length) : 1) },
+      bodyLimit: BATCH_BODY_LIMIT,
+      // Shape and size are checked before the rate limiter spends anything on the batch.
+      preValidation: async (request) => void itemsOf(request),
+      validatorCompiler: () => () => true,
+      schema: {
+        summary: 'Submit up to 1,000 events at once',
+        description:
+          'A JSON array of events, or NDJSON (`Content-Type: application/x-ndjson`). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
+        tags: ['events'],
+        body: Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }),
+        response: { 200: BatchResult, 400: Type.Ref('Problem'), 413: Type.Ref('Problem'), 415: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
+      },
+    },
+    async (request) => {
+      const results = await services.intake.submitBatch(principalOf(request).account, itemsOf(request));
+      const count = (status: string) => results.filter((r) => r.status === status).length;
+      return { results, created: count('created'), replayed: count('replayed'), conflict: count('conflict'), invalid: count('invalid') };
+    },
+  );
+};

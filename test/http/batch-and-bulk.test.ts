@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+type BatchAnswer = {
+  results: Array<{ index: number; event_uuid: string | null; status: string; errors?: Array<{ field: string }> }>;
+  created: number;
+  replayed: number;
+  conflict: number;
+  invalid: number;
+};
+
+describe('POST /api/events/batch', () => {
+  let h: Harness;
+  let owner: TestAccount;
+
+  const batch = (who: TestAccount, body: string, contentType = 'application/json') =>
+    who.api('/api/events/batch', { method: 'POST', headers: { 'content-type': contentType }, body });
+  const stored = async (who: TestAccount) => (await h.services.eventQuery.list(who.account, { limit: 1000 })).data.length;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    await h.services.plans.save({ name: 'batchy', maySubmit: true, lookups: { limit: 100_000, windowSeconds: 3600 }, submissions: { limit: 1500, windowSeconds: 3600 }, maxClients: null });
+    owner = await h.account({ plan: 'batchy' });
+  });
+  afterAll(() => h.close());
+
+  it('stores each valid event, refuses each bad one, and answers every outcome in order', async () => {
+    const existing = sampleEvent();
+    expect((await postEvent(owner, existing)).status).toBe(201);
+    const fresh = sampleEvent();
+    const items = [
+      fresh,
+      { ...sampleEvent(), source_ip: 'nope', sip_method: '' },
+      existing,
+      { ...existing, sip_method: 'OPTIONS' },
+      fresh,
+      'not an object',
+    ];
+    const before = await stored(owner);
+    const res = await batch(owner, JSON.stringify(items));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as BatchAnswer;
+    expect(body.results.map((r) => [r.index, r.status])).toEqual([
+      [0, 'created'],
+      [1, 'invalid'],
+      [2, 'replayed'],
+      [3, 'conflict'],
+      [4, 'replayed'],
+      [5, 'invalid'],
+    ]);
+    expect(body.results[1]!.errors!.map((e) => e.field)).toEqual(['source_ip', 'sip_method']);
+    expect(body.results[0]!.event_uuid).toBe(fresh.event_uuid);
+    expect(body).toMatchObject({ created: 1, replayed: 2, conflict: 1, invalid: 2 });
+    expect(await stored(owner)).toBe(before + 1);
+  });
+
+  it('accepts NDJSON, where an unreadable line is only that item’s failure', async () => {
+    const a = sampleEvent();
+    const b = sampleEvent();
+    const ndjson = `${JSON.stringify(a)}\n{"broken":\n\n${JSON.stringify(b)}\r\n`;
+    const res = await batch(owner, ndjson, 'application/x-ndjson');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as BatchAnswer;
+    expect(body.results.map((r) => r.status)).toEqual(['created', 'invalid', 'created']);
+    expect(body.results[1]!.errors).toEqual([{ field: '(body)', message: 'is not valid JSON' }]);
+  });
+
+  it('replays the recorded SentryPeer log as one NDJSON batch', async () => {
+    const { recordedEvents } = await import('../support/recorded-requests.ts');
+    const lines = recordedEvents();
+    const res = await batch(owner, lines.join('\n'), 'application/x-ndjson');
+    const body = (await res.json()) as BatchAnswer;
+    expect(body.invalid).toBe(0);
+    expect(body.created + body.replayed).toBe(lines.length);
+  });
+
+  it('refuses what is not a list, an empty list, more than 1,000 events, and NDJSON on the single route', async () => {
+    const notList = await batch(owner, JSON.stringify(sampleEvent()));
+    expect(notList.status).toBe(422);
+    expect(await notList.json()).toMatchObject({ error: 'validation_failed' });
+    expect((await batch(owner, '[]')).status).toBe(422);
+    const remaining = async () => Number((await batch(owner, '[1]')).headers.get('ratelimit-remaining'));
+    const before = await remaining();
+    const tooMany = await batch(owner, JSON.stringify(Array.from({ length: 1001 }, () => sampleEvent())));
+    expect(tooMany.status).toBe(413);
+    expect(await tooMany.json()).toMatchObject({ error: 'payload_too_large' });
+    // Refused for its size before any allowance was spent on it.
+    expect(await remaining()).toBe(before - 1);
+    expect((await batch(owner, '[{"a":', 'application/json')).status).toBe(400);
+    expect((await batch(owner, '<events/>', 'application/xml')).status).toBe(415);
+    const single = await postEvent(owner, JSON.stringify(sampleEvent()), { 'content-type': 'application/x-ndjson' });
+    expect(single.status).toBe(415);
+  });
+
+  it('needs write:events and the Contributor Plan, like single intake', async () => {
+    const reader = await h.account({ permissions: ['read:events'] });
+    expect((await batch(reader, JSON.stringify([sampleEvent()]))).status).toBe(403);
+    const business = await h.account({ plan: 'business', permissions: ['write:events'] });
+    const res = await batch(business, JSON.stringify([sampleEvent()]));
+    expect(res.status).toBe(403);
+    expect(await res.json()).toMatchObject({ error: 'plan_not_allowed' });
+  });
+
+  it('counts against the submission limit per event, and a refused batch stores nothing', async () => {
+    await h.services.plans.save({ name: 'small_batches', maySubmit: true, lookups: { limit: 10, windowSeconds: 60 }, submissions: { limit: 5, windowSeconds: 60 }, maxClients: null });
+    const who = await h.account({ plan: 'small_batches' });
+    const first = await batch(who, JSON.stringify(Array.from({ length: 4 }, () => sampleEvent())));
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-remaining')).toBe('1');
+    const second = await batch(who, JSON.stringify(Array.from({ length: 2 }, () => sampleEvent())));
+    expect(second.status).toBe(429);
+    expect(await stored(who)).toBe(4);
+    // The refused batch did not eat the allowance: one more event still fits.
+    expect((await postEvent(who, sampleEvent())).status).toBe(201);
+  });
+});
+
+describe('bulk lookups', () => {
+  let h: Harness;
+  let who: TestAccount;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    who = await h.account();
+    expect((await postEvent(who, sampleEvent({ called_number: '0046812118532', source_ip: '203.0.113.5' }))).status).toBe(201);
+  });
+  afterAll(() => h.close());
+
+  const bulk = (path: string, body: unknown) =>
+    who.api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('answers each phone number as the single lookup would, in order, with per-item errors', async () => {
+    const res = await bulk('/api/phone-numbers/lookup', { phone_numbers: ['+46812118532', '+15555550100', 'abc$', 42, '01146812118532'] });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: Array<Record<string, unknown>> };
+    const single = (await (await who.api('/api/phone-numbers/%2B46812118532')).json()) as Record<string, unknown>;
+    expect(results[0]).toEqual(single);
+    expect(results[1]).toEqual({ phone_number: '+15555550100', found: false, message: expect.any(String) });
+    expect(results[2]).toEqual({ input: 'abc$', error: 'invalid_phone_number', message: expect.any(String) });
+    expect(results[3]).toEqual({ input: 42, error: 'invalid_phone_number', message: 'must be a string' });
+    expect(results[4]).toMatchObject({ found: true, seen_count: 1 });
+  });
+
+  it('answers each address', async () => {
+    const res = await bulk('/api/ip-addresses/lookup', { ip_addresses: ['203.0.113.5', '192.0.2.1', '1.2.3'] });
+    const { results } = (await res.json()) as { results: Array<Record<string, unknown>> };
+    expect(results.map((r) => r.found ?? r.error)).toEqual([true, false, 'invalid_ip_address']);
+  });
+
+  it('refuses malformed bodies and more than 1,000 values with problem documents', async () => {
+    for (const body of [{}, { phone_numbers: [] }, { phone_numbers: 'x' }, []]) {
+      const res = await bulk('/api/phone-numbers/lookup', body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(await res.json()).toMatchObject({ error: 'validation_failed' });
+    }
+    const many = await bulk('/api/phone-numbers/lookup', { phone_numbers: Array.from({ length: 1001 }, () => '100') });
+    expect([413, 422]).toContain(many.status);
+  });
+
+  it('counts against the lookup limit per value', async () => {
+    const tester = await h.account({ plan: 'tester' });
+    const ok = await tester.api('/api/phone-numbers/lookup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ phone_numbers: ['1', '2', '3'] }) });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('ratelimit-remaining')).toBe('2');
+    const over = await tester.api('/api/ip-addresses/lookup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ip_addresses: ['192.0.2.1', '192.0.2.2', '192.0.2.3'] }) });
+    expect(over.status).toBe(429);
+  });
+});
