@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config.ts';
 import { ServiceError } from '../domain/errors.ts';
 import { createServices, type Services } from '../services.ts';
+import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
 
 /** What a command prints: one JSON object with --json, readable lines otherwise. */
 type Output = { json: object; text: string };
@@ -168,6 +169,20 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
         await s.plans.save(plan);
         await s.audit.record({ action: 'plan.saved', actor: 'operator', detail: { plan } });
         return { json: plan, text: `plan ${name} saved` };
+      }),
+    );
+
+  program
+    .command('aggregates')
+    .description('lookup aggregates')
+    .command('rebuild')
+    .description('recompute every lookup aggregate from the stored events (after bulk loads or trust changes)')
+    .action(
+      run(async (s) => {
+        const started = Date.now();
+        await rebuildAggregates(s.database.db);
+        const seconds = (Date.now() - started) / 1000;
+        return { json: { rebuilt: true, seconds }, text: `aggregates rebuilt in ${seconds.toFixed(1)} s` };
       }),
     );
 

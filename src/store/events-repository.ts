@@ -116,6 +116,7 @@ async function ingestOne(
       sip_message: event.sip_message,
       event_time: event.event_time,
       number_key: event.number_key,
+      number_written: event.number_written,
       content_hash: event.content_hash,
       received_at: receivedAt,
     })

@@ -1,5 +1,6 @@
 import type { CreateTableBuilder, Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import { normalisePhoneNumber } from '../domain/phone-number.ts';
 import { DEFAULT_PLANS } from '../domain/plans.ts';
 import type { DialectCapabilities } from './dialect.ts';
 
@@ -161,6 +162,30 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
           .execute();
         await db.schema.createIndex('audit_by_account').on('audit_log').columns(['account_id', 'at']).execute();
         await db.schema.createIndex('audit_by_time').on('audit_log').column('at').execute();
+      },
+    },
+    '003_event_number_written': {
+      async up(db: Kysely<any>) {
+        // The written form of called_number, so aggregates can be rebuilt from events in SQL.
+        await db.schema.alterTable('events').addColumn('number_written', 'text').execute();
+        // Backfill in pages, in JavaScript, because normalisation is domain code.
+        let after = 0;
+        for (;;) {
+          const rows: Array<{ id: number; called_number: string }> = await db
+            .selectFrom('events')
+            .select(['id', 'called_number'])
+            .where('number_key', 'is not', null)
+            .where('id', '>', after)
+            .orderBy('id')
+            .limit(5000)
+            .execute();
+          if (rows.length === 0) break;
+          for (const row of rows) {
+            const written = normalisePhoneNumber(row.called_number)?.written ?? null;
+            await db.updateTable('events').set({ number_written: written }).where('id', '=', row.id).execute();
+          }
+          after = Number(rows.at(-1)!.id);
+        }
       },
     },
   };

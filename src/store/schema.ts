@@ -74,6 +74,7 @@ export interface EventsTable {
   /** Normalised instant, `YYYY-MM-DDTHH:MM:SS.fffffffffZ`: sorts as text, keeps nanoseconds. */
   event_time: string;
   number_key: string | null;
+  number_written: string | null;
   content_hash: string;
   received_at: string;
 }
