@@ -59,9 +59,22 @@ export interface NumberFacts {
   number_type: string | null;
 }
 
+/** Facts already worked out: parsing against the full metadata is the dearest part of a lookup. */
+const factsCache = new Map<string, NumberFacts | null>();
+const FACTS_CACHE_SIZE = 50_000;
+
 /** Country and number type of an international key, or null when it is not a valid E.164 number. */
 export function phoneNumberFacts(key: string): NumberFacts | null {
   if (!key.startsWith('+')) return null;
+  const cached = factsCache.get(key);
+  if (cached !== undefined) return cached;
+  const facts = parseFacts(key);
+  if (factsCache.size >= FACTS_CACHE_SIZE) factsCache.clear();
+  factsCache.set(key, facts);
+  return facts;
+}
+
+function parseFacts(key: string): NumberFacts | null {
   try {
     const parsed = parsePhoneNumberFromString(key);
     if (!parsed || !parsed.isValid()) return null;

@@ -1,10 +1,10 @@
-import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import { apiAuthHook } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
+import { securityHeaders } from './security-headers.ts';
 import { eventsBatchRoute } from './routes/events-batch.ts';
 import { eventsQueryRoutes } from './routes/events-query.ts';
 import { eventsSubmitRoute } from './routes/events-submit.ts';
@@ -15,24 +15,16 @@ import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 /** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
 const JSON_LIKE = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
 
-/** Security headers for JSON answers: nothing to render, frame or sniff. */
-export const API_HEADERS = {
-  contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-  crossOriginEmbedderPolicy: false,
-  // HSTS belongs to whatever terminates TLS in front of us.
-  strictTransportSecurity: false,
-} as const;
-
 /** The `/api` scope: version header, authentication, JSON bodies, problem details. */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.addSchema(StoredEventSchema);
 
-  await app.register(helmet, API_HEADERS);
+  // Answers hold one account's private data: never stored by shared caches.
+  const headers = { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
   app.addHook('onRequest', async (_request, reply) => {
-    // Answers hold one account's private data: never stored by shared caches.
-    reply.header('api-version', '1').header('cache-control', 'no-store');
+    reply.headers(headers);
   });
   app.addHook(
     'onRequest',

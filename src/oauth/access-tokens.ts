@@ -28,10 +28,19 @@ export class InvalidTokenError extends Error {
   }
 }
 
+/** Most verified tokens remembered; one per active client is the usual need. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /** Issues and verifies the service's signed JWT access tokens (CONTRACT §2). */
 export class AccessTokens {
   private readonly keys: SigningKeys;
   private readonly settings: TokenSettings;
+  /**
+   * Tokens whose signature and claims were already verified, until they expire. A token's
+   * bytes cannot change, so re-verifying its signature on every request proves nothing new;
+   * revocation is not cached here but checked by the caller on every request.
+   */
+  private readonly verified = new Map<string, AccessClaims>();
 
   constructor(keys: SigningKeys, settings: TokenSettings) {
     this.keys = keys;
@@ -79,6 +88,19 @@ export class AccessTokens {
 
   /** Verifies signature, issuer, audience, expiry and shape; revocation is the caller's check. */
   async verify(token: string): Promise<AccessClaims> {
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.expiresAt * 1000 > Date.now()) return known;
+      this.verified.delete(token);
+      throw new InvalidTokenError('ERR_JWT_EXPIRED');
+    }
+    const claims = await this.verifyAfresh(token);
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.clear();
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  private async verifyAfresh(token: string): Promise<AccessClaims> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, async (header) => this.verificationKeyFor(header.kid), {

@@ -1,8 +1,7 @@
 import formbody from '@fastify/formbody';
-import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretMatches } from '../domain/secrets.ts';
-import { API_HEADERS } from '../http/api.ts';
+import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
 
@@ -26,7 +25,10 @@ const TOKEN_BODY_LIMIT = 8 * 1024;
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
-  await app.register(helmet, API_HEADERS);
+  const headers = securityHeaders();
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(headers);
+  });
   app.setErrorHandler(oauthErrorHandler);
 
   app.post(

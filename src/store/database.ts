@@ -47,15 +47,53 @@ function openSqlite(url: string): Database {
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 5000');
   const dataVersion = native.prepare('PRAGMA data_version').pluck();
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: native }) });
+  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
   return {
     db,
     caps: SQLITE,
     ping: async () => {
       native.prepare('SELECT 1').get();
     },
-    externalChangeCounter: () => dataVersion.get() as number,
+    externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
     close: () => db.destroy(),
+  };
+}
+
+/** Reads `read` at most once per `everyMs`: the change signal is asked on every request. */
+function sampled(read: () => number, everyMs: number): () => number {
+  let value = read();
+  let readAt = Date.now();
+  return () => {
+    const now = Date.now();
+    if (now - readAt >= everyMs) {
+      value = read();
+      readAt = now;
+    }
+    return value;
+  };
+}
+
+/** Most distinct SQL texts kept prepared; multi-row inserts of varying size would grow it. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's SQLite driver prepares every query it runs, and parsing SQL costs more than
+ * running our small indexed queries. The same few texts recur, so keep them prepared.
+ * Statements run synchronously one at a time on this one connection, so reuse is safe.
+ */
+function withStatementCache(native: SQLiteDatabase.Database) {
+  const statements = new Map<string, SQLiteDatabase.Statement>();
+  return {
+    close: () => native.close(),
+    prepare(text: string) {
+      let statement = statements.get(text);
+      if (!statement) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
+        statement = native.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
   };
 }
 

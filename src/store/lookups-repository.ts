@@ -1,11 +1,25 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookups.ts';
 import type { Schema } from './schema.ts';
 
+/** One row of a lookup read: the per-scope totals, or one named count. */
+interface LookupRow {
+  kind: 'stats' | 'part';
+  /** For stats: the scope; for parts: the method, written form, user agent or transport. */
+  name: string;
+  /** For parts of an address: which part ('agent' or 'transport'). */
+  part: string | null;
+  n: number | string;
+  first_seen: string | null;
+  last_seen: string | null;
+  distinct_count: number | string | null;
+}
+
 /**
- * Reads of the kept aggregates. Each lookup touches one primary-key row per scope plus the
- * number's small per-method / per-form / per-agent rows, so its cost follows what is known
- * about that one number or address, never the number of stored events.
+ * Reads of the kept aggregates. Each lookup is one statement of primary-key range reads over
+ * the caller's scope and the shared one: its cost follows what is known about that one number
+ * or address, never the number of stored events. Per-scope rows are merged here, since a
+ * GROUP BY across two scopes would sort in a temporary B-tree on every lookup.
  */
 export class SqlLookupsRepository implements LookupsRepository {
   private readonly db: Kysely<Schema>;
@@ -15,84 +29,48 @@ export class SqlLookupsRepository implements LookupsRepository {
   }
 
   async phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined> {
-    const stats = await this.db
-      .selectFrom('number_stats')
-      .selectAll()
-      .where('scope', 'in', scopes)
-      .where('number_key', '=', numberKey)
-      .execute();
+    const inScopes = sql.join(scopes);
+    const rows = await this.read(sql`
+      select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, source_ip_count as distinct_count
+        from number_stats where scope in (${inScopes}) and number_key = ${numberKey}
+      union all
+      select 'part', sip_method, 'method', count, null, null, null from number_methods where scope in (${inScopes}) and number_key = ${numberKey}
+      union all
+      select 'part', written, 'form', count, null, null, null from number_forms where scope in (${inScopes}) and number_key = ${numberKey}`);
+    const stats = rows.filter((r) => r.kind === 'stats');
     if (stats.length === 0) return undefined;
-
-    const [methods, forms, sourceIpCount] = await Promise.all([
-      this.db
-        .selectFrom('number_methods')
-        .select(['sip_method', (eb) => eb.fn.sum<number | string>('count').as('n')])
-        .where('scope', 'in', scopes)
-        .where('number_key', '=', numberKey)
-        .groupBy('sip_method')
-        .orderBy('sip_method')
-        .execute(),
-      this.db
-        .selectFrom('number_forms')
-        .select(['written', (eb) => eb.fn.sum<number | string>('count').as('n')])
-        .where('scope', 'in', scopes)
-        .where('number_key', '=', numberKey)
-        .groupBy('written')
-        .orderBy('n', 'desc')
-        .orderBy('written')
-        .execute(),
-      stats.length === 1
-        ? Number(stats[0]!.source_ip_count)
-        : this.distinctUnion('number_sources', 'number_key', 'source_ip', scopes, numberKey, stats),
-    ]);
-
     return {
       ...span(stats),
-      sourceIpCount,
-      sipMethods: Object.fromEntries(methods.map((m) => [m.sip_method, Number(m.n)])),
-      forms: forms.map((f) => f.written),
+      sourceIpCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('number_sources', 'number_key', 'source_ip', scopes, numberKey, stats),
+      sipMethods: Object.fromEntries([...sumParts(rows, 'method')].sort(byName)),
+      forms: [...sumParts(rows, 'form')].sort(byCountThenName).map(([written]) => written),
     };
   }
 
   async ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined> {
-    const stats = await this.db
-      .selectFrom('ip_stats')
-      .selectAll()
-      .where('scope', 'in', scopes)
-      .where('source_ip', '=', sourceIp)
-      .execute();
+    const inScopes = sql.join(scopes);
+    const rows = await this.read(sql`
+      select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, called_number_count as distinct_count
+        from ip_stats where scope in (${inScopes}) and source_ip = ${sourceIp}
+      union all
+      select 'part', user_agent, 'agent', count, null, null, null from ip_user_agents where scope in (${inScopes}) and source_ip = ${sourceIp}
+      union all
+      select 'part', transport, 'transport', count, null, null, null from ip_transports where scope in (${inScopes}) and source_ip = ${sourceIp}`);
+    const stats = rows.filter((r) => r.kind === 'stats');
     if (stats.length === 0) return undefined;
-
-    const [agents, transports, calledNumberCount] = await Promise.all([
-      this.db
-        .selectFrom('ip_user_agents')
-        .select(['user_agent', (eb) => eb.fn.sum<number | string>('count').as('n')])
-        .where('scope', 'in', scopes)
-        .where('source_ip', '=', sourceIp)
-        .groupBy('user_agent')
-        .orderBy('n', 'desc')
-        .orderBy('user_agent')
-        .limit(topUserAgents)
-        .execute(),
-      this.db
-        .selectFrom('ip_transports')
-        .select(['transport', (eb) => eb.fn.sum<number | string>('count').as('n')])
-        .where('scope', 'in', scopes)
-        .where('source_ip', '=', sourceIp)
-        .groupBy('transport')
-        .orderBy('transport')
-        .execute(),
-      stats.length === 1
-        ? Number(stats[0]!.called_number_count)
-        : this.distinctUnion('ip_numbers', 'source_ip', 'number_key', scopes, sourceIp, stats),
-    ]);
-
     return {
       ...span(stats),
-      calledNumberCount,
-      userAgents: agents.map((a) => ({ user_agent: a.user_agent, count: Number(a.n) })),
-      transports: Object.fromEntries(transports.map((t) => [t.transport, Number(t.n)])),
+      calledNumberCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('ip_numbers', 'source_ip', 'number_key', scopes, sourceIp, stats),
+      userAgents: [...sumParts(rows, 'agent')]
+        .sort(byCountThenName)
+        .slice(0, topUserAgents)
+        .map(([user_agent, count]) => ({ user_agent, count })),
+      transports: Object.fromEntries([...sumParts(rows, 'transport')].sort(byName)),
     };
+  }
+
+  private async read(query: RawBuilder<LookupRow>): Promise<LookupRow[]> {
+    return (await query.execute(this.db)).rows;
   }
 
   /**
@@ -105,11 +83,10 @@ export class SqlLookupsRepository implements LookupsRepository {
     memberColumn: 'source_ip' | 'number_key',
     scopes: string[],
     key: string,
-    stats: Array<{ scope: string; source_ip_count?: number | string; called_number_count?: number | string }>,
+    stats: LookupRow[],
   ): Promise<number> {
     const [first, second] = scopes as [string, string];
-    const firstRow = stats.find((s) => s.scope === first);
-    const firstCount = Number(firstRow?.source_ip_count ?? firstRow?.called_number_count ?? 0);
+    const firstCount = Number(stats.find((s) => s.name === first)?.distinct_count ?? 0);
     const extra = await sql<{ n: number | string }>`
       select count(*) as n from ${sql.table(table)} o
       where o.scope = ${second} and o.${sql.ref(keyColumn)} = ${key}
@@ -121,15 +98,31 @@ export class SqlLookupsRepository implements LookupsRepository {
   }
 }
 
+/** Sums the per-scope counts of one part by name. */
+function sumParts(rows: LookupRow[], part: string): Map<string, number> {
+  const sums = new Map<string, number>();
+  for (const row of rows) if (row.part === part) sums.set(row.name, (sums.get(row.name) ?? 0) + Number(row.n));
+  return sums;
+}
+
+function byName([a]: [string, number], [b]: [string, number]): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Most seen first; ties in name order, so answers are stable. */
+function byCountThenName(x: [string, number], y: [string, number]): number {
+  return y[1] - x[1] || byName(x, y);
+}
+
 /** Earliest first sighting, latest last sighting and total count over per-scope rows. */
-function span(rows: Array<{ seen_count: number | string; first_seen: string; last_seen: string }>) {
+function span(rows: LookupRow[]) {
   let seenCount = 0;
-  let firstSeen = rows[0]!.first_seen;
-  let lastSeen = rows[0]!.last_seen;
+  let firstSeen = rows[0]!.first_seen!;
+  let lastSeen = rows[0]!.last_seen!;
   for (const row of rows) {
-    seenCount += Number(row.seen_count);
-    if (row.first_seen < firstSeen) firstSeen = row.first_seen;
-    if (row.last_seen > lastSeen) lastSeen = row.last_seen;
+    seenCount += Number(row.n);
+    if (row.first_seen! < firstSeen) firstSeen = row.first_seen!;
+    if (row.last_seen! > lastSeen) lastSeen = row.last_seen!;
   }
   return { seenCount, firstSeen, lastSeen };
 }

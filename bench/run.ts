@@ -1,0 +1,241 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cpus, totalmem } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { loadConfig } from '../src/config.ts';
+import { createServices } from '../src/services.ts';
+import { openDatabase } from '../src/store/database.ts';
+import { generateEvents, poolNumber } from './generate-events.ts';
+
+/**
+ * `npm run bench`: every figure of issue 5 in one run on this machine, each beside the bare
+ * node:http baseline measured with the same load tool and settings. Prints a table and writes
+ * JSON under bench/results/. Generated stores are cached in bench/.data/ between runs.
+ *
+ * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000,10000000).
+ */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000,10000000').split(',').map(Number);
+const ROOT = new URL('..', import.meta.url).pathname;
+const DATA = join(ROOT, 'bench/.data');
+const RESULTS = join(ROOT, 'bench/results');
+const NUMBERS = 200_000;
+
+interface Row {
+  phase: string;
+  connections: number;
+  requestsPerSecond: number;
+  eventsPerSecond?: number;
+  p50: number;
+  p99: number;
+  ratioToBaseline?: number;
+  non2xx: number;
+  errors: number;
+  rssMiB?: number;
+}
+
+const rows: Row[] = [];
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function rssMiB(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : undefined;
+}
+
+async function waitFor(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} never became ready`);
+}
+
+async function startProcess(script: string, env: Record<string, string>, readyPath: string) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(ROOT, script)], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`${url}${readyPath}`, child);
+  return {
+    url,
+    child,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+type Options = autocannon.Options;
+
+/** Runs one load and records it; `expected` is the status every answer should have. */
+async function measure(phase: string, options: Options, pid: number | undefined, { eventsPerRequest = 0, expected = 200 } = {}): Promise<Row> {
+  const result = await autocannon({ duration: SECONDS, ...options });
+  const byStatus = result.statusCodeStats as unknown as Record<string, { count: number }>;
+  const answered = Object.values(byStatus).reduce((sum, s) => sum + s.count, 0);
+  const ok = expected === 200 ? result['2xx'] : (byStatus[String(expected)]?.count ?? 0);
+  const row: Row = {
+    phase,
+    connections: options.connections ?? 10,
+    requestsPerSecond: Math.round(ok / SECONDS),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: answered - ok,
+    errors: result.errors + result.timeouts,
+    rssMiB: rssMiB(pid),
+  };
+  if (eventsPerRequest) row.eventsPerSecond = Math.round((ok * eventsPerRequest) / SECONDS);
+  rows.push(row);
+  log(`  ${phase} @${row.connections}: ${row.requestsPerSecond} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.eventsPerSecond ? `, ${row.eventsPerSecond} events/s` : ''}`);
+  return row;
+}
+
+/** Opens a store, gives it an unthrottled plan, an account and a client; returns the credentials. */
+async function prepareStore(databaseUrl: string) {
+  const services = await createServices(loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }, false));
+  try {
+    await services.plans.save({
+      name: 'bench',
+      maySubmit: true,
+      lookups: { limit: 2_000_000_000, windowSeconds: 1 },
+      submissions: { limit: 2_000_000_000, windowSeconds: 1 },
+      maxClients: null,
+    });
+    const account = await services.accounts.createAccount({ name: `bench ${randomUUID().slice(0, 8)}`, plan: 'bench' });
+    return await services.accounts.createClient({ accountId: account.account_id, name: 'bench' });
+  } finally {
+    await services.close();
+  }
+}
+
+async function tokenFor(url: string, client: { client_id: string; client_secret: string }): Promise<string> {
+  const res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${url}/api`, grant_type: 'client_credentials' }),
+  });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+/** A store holding `size` generated events, built once and reused. */
+async function storeWith(size: number): Promise<string> {
+  mkdirSync(DATA, { recursive: true });
+  const path = join(DATA, `events-${size}.db`);
+  if (existsSync(path)) return `sqlite:${path}`;
+  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs)`);
+  rmSync(`${path}.partial`, { force: true });
+  const database = await openDatabase(`sqlite:${path}.partial`);
+  await generateEvents(database, { events: size, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true, log });
+  await database.close();
+  for (const suffix of ['-wal', '-shm']) rmSync(`${path}.partial${suffix}`, { force: true });
+  const { renameSync } = await import('node:fs');
+  renameSync(`${path}.partial`, path);
+  return `sqlite:${path}`;
+}
+
+const foundPath = () => `/api/phone-numbers/${encodeURIComponent(poolNumber(Math.floor(Math.random() ** 2 * 1000)))}`;
+const notFoundPath = () => `/api/phone-numbers/%2B999${Math.floor(Math.random() * 1e9)}`;
+
+function eventJson(): string {
+  return JSON.stringify({
+    app_name: 'sentrypeer',
+    app_version: '4.0.6',
+    event_timestamp: new Date().toISOString().replace('T', ' ').slice(0, -1) + '123456',
+    event_uuid: randomUUID(),
+    created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
+    collected_method: 'responsive',
+    transport_type: 'UDP',
+    source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
+    destination_ip: '192.0.2.1',
+    called_number: `00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`,
+    sip_method: 'INVITE',
+    sip_user_agent: 'friendly-scanner',
+    sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
+  });
+}
+
+async function main() {
+  mkdirSync(RESULTS, { recursive: true });
+  log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${SECONDS} s per measurement`);
+
+  log('1. bare node:http baseline');
+  const bare = await startProcess('bench/bare-server.ts', {}, '/');
+  const baseline: Record<number, number> = {};
+  for (const connections of [1, 16, 64]) {
+    baseline[connections] = (await measure('bare node:http', { url: bare.url, connections }, bare.child.pid)).requestsPerSecond;
+  }
+  await bare.stop();
+
+  log('2. authenticated phone lookups (10,000 events stored)');
+  const smallUrl = await storeWith(SIZES[0] ?? 10_000);
+  const client = await prepareStore(smallUrl);
+  let service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
+  let token = await tokenFor(service.url, client);
+  const headers = () => ({ authorization: `Bearer ${token}` });
+  for (const [name, path, expected] of [['lookup found', foundPath, 200], ['lookup not found', notFoundPath, 404]] as const) {
+    for (const connections of [1, 16, 64]) {
+      const row = await measure(name, { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: path(), headers: headers() }) }] }, service.child.pid, { expected });
+      row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
+    }
+  }
+
+  log('3. intake with durability on (synchronous=FULL; 201 only after commit)');
+  const post = (body: () => string, contentType = 'application/json') => [
+    { method: 'POST' as const, setupRequest: (r: autocannon.Request) => ({ ...r, path: '/api/events', headers: { ...headers(), 'content-type': contentType }, body: body() }) },
+  ];
+  for (const connections of [16, 64]) {
+    await measure('single-event intake', { url: service.url, connections, requests: post(eventJson) }, service.child.pid, { eventsPerRequest: 1, expected: 201 });
+  }
+  const batchBody = () => `[${Array.from({ length: 1000 }, eventJson).join(',')}]`;
+  await measure(
+    'batch intake (1,000/request)',
+    { url: service.url, connections: 4, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: '/api/events/batch', headers: { ...headers(), 'content-type': 'application/json' }, body: batchBody() }) }] },
+    service.child.pid,
+    { eventsPerRequest: 1000 },
+  );
+  await service.stop();
+
+  log('4. lookup latency against store size');
+  for (const size of SIZES) {
+    const url = await storeWith(size);
+    const sized = await prepareStore(url);
+    service = await startProcess('src/server.ts', { DATABASE_URL: url }, '/readyz');
+    token = await tokenFor(service.url, sized);
+    // Warm the page cache the way a long-running server would have it.
+    await autocannon({ url: service.url, connections: 16, duration: 2, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] });
+    await measure(`lookup found, ${size.toLocaleString('en')} events`, { url: service.url, connections: 16, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
+    await service.stop();
+  }
+
+  console.log('\nphase                                   conns    req/s  events/s   p50 ms   p99 ms  × bare  non-2xx  errors  RSS MiB');
+  for (const r of rows) {
+    console.log(
+      `${r.phase.padEnd(38)} ${String(r.connections).padStart(6)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.eventsPerSecond ?? '').padStart(9)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.ratioToBaseline ?? '').padStart(7)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.rssMiB ?? '').padStart(8)}`,
+    );
+  }
+  const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version }, seconds: SECONDS, rows }, null, 2));
+  console.log(`\nwritten to ${file}`);
+}
+
+await main();
