@@ -43,7 +43,8 @@ const MAX_SIP_METHOD_CHARS = 32;
 // RFC 3261 §25.1 `token`.
 const SIP_TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
 
-type Check = (value: string, now: Date) => { value: string } | { error: string };
+/** A field's verdict: its stored value (and anything derived on the way), or why it is refused. */
+type Check = (value: string, now: Date) => { value: string; derived?: string } | { error: string };
 
 const enumeration =
   (...allowed: string[]): Check =>
@@ -64,7 +65,7 @@ const ipAddress: Check = (value) => {
 const CHECKS: Partial<Record<EventField, Check>> = {
   event_timestamp: (value, now) => {
     const parsed = parseEventTimestamp(value, now);
-    return 'error' in parsed ? parsed : { value };
+    return 'error' in parsed ? parsed : { value, derived: parsed.iso };
   },
   event_uuid: uuid,
   created_by_node_id: uuid,
@@ -89,6 +90,7 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
   const input = body as Record<string, unknown>;
   const errors: FieldError[] = [];
   const stored = {} as Record<EventField, string>;
+  let eventTime = '';
 
   for (const field of EVENT_FIELDS) {
     const value = Object.hasOwn(input, field) ? input[field] : undefined;
@@ -100,18 +102,18 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
     const check = CHECKS[field];
     const result = check ? check(value as string, now) : { value: value as string };
     if ('error' in result) errors.push({ field, message: result.error });
-    else stored[field] = result.value;
+    else {
+      stored[field] = result.value;
+      if (field === 'event_timestamp') eventTime = result.derived ?? '';
+    }
   }
   if (errors.length > 0) return { ok: false, errors };
-
-  const instant = parseEventTimestamp(stored.event_timestamp, now);
-  if ('error' in instant) return { ok: false, errors: [{ field: 'event_timestamp', message: instant.error }] };
   const number = stored.called_number === '' ? null : normalisePhoneNumber(stored.called_number);
   return {
     ok: true,
     event: {
       ...stored,
-      event_time: instant.iso,
+      event_time: eventTime,
       number_written: number?.written ?? null,
       number_key: number?.key ?? null,
       content_hash: createHash('sha256')

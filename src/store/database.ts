@@ -46,6 +46,10 @@ function openSqlite(url: string): Database {
   native.pragma('synchronous = FULL');
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 5000');
+  // The default 16 MiB page cache is small beside a store of millions of events and their
+  // indexes; lookups and inserts both touch index pages all over the file.
+  native.pragma('cache_size = -262144');
+  native.pragma('temp_store = MEMORY');
   const dataVersion = native.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
   return {

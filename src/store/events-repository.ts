@@ -40,17 +40,62 @@ export class SqlEventsRepository implements EventsRepository {
     return outcomes ?? [];
   }
 
-  /** Stores several owners' events in one transaction (one commit, one fsync). */
+  /**
+   * Stores several owners' events in one transaction (one commit, one fsync), set-based: one
+   * multi-row insert of the events, then one multi-row upsert per aggregate table with the
+   * deltas summed here, whatever the number of events.
+   */
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
     const receivedAt = new Date().toISOString();
+    const outcomes: IngestOutcome[][] = groups.map((g) => new Array<IngestOutcome>(g.events.length));
+    // The first occurrence of an (account, uuid) is stored or compared with the store; later
+    // occurrences in the same call are compared with whatever ends up stored.
+    const first = new Map<string, Item>();
+    const candidates: Item[] = [];
+    const repeats: Array<{ item: Item; of: Item }> = [];
+    groups.forEach((group, g) =>
+      group.events.forEach((event, e) => {
+        const item: Item = { g, e, accountId: group.owner.accountId, scope: group.owner.scope, event };
+        const key = identity(item.accountId, event.event_uuid);
+        const earlier = first.get(key);
+        if (earlier) repeats.push({ item, of: earlier });
+        else {
+          first.set(key, item);
+          candidates.push(item);
+        }
+      }),
+    );
+
     return this.db.transaction().execute(async (trx) => {
-      const all: IngestOutcome[][] = [];
-      for (const { owner, events } of groups) {
-        const outcomes: IngestOutcome[] = [];
-        for (const event of events) outcomes.push(await ingestOne(trx, owner, event, receivedAt));
-        all.push(outcomes);
+      const inserted = new Set<string>();
+      for (const chunk of chunks(candidates, 500)) {
+        const rows = await trx
+          .insertInto('events')
+          .values(chunk.map((item) => eventRow(item, receivedAt)))
+          .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing())
+          .returning(['account_id', 'event_uuid'])
+          .execute();
+        for (const row of rows) inserted.add(identity(row.account_id, row.event_uuid));
       }
-      return all;
+      const storedHash = await existingHashes(trx, candidates.filter((c) => !inserted.has(identity(c.accountId, c.event.event_uuid))));
+      for (const item of candidates) {
+        const key = identity(item.accountId, item.event.event_uuid);
+        if (inserted.has(key)) {
+          storedHash.set(key, item.event.content_hash);
+          outcomes[item.g]![item.e] = 'created';
+        } else {
+          outcomes[item.g]![item.e] = storedHash.get(key) === item.event.content_hash ? 'replayed' : 'conflict';
+        }
+      }
+      for (const { item, of } of repeats) {
+        const stored = storedHash.get(identity(of.accountId, of.event.event_uuid));
+        outcomes[item.g]![item.e] = stored === item.event.content_hash ? 'replayed' : 'conflict';
+      }
+      await addToAggregates(
+        trx,
+        candidates.filter((c) => inserted.has(identity(c.accountId, c.event.event_uuid))),
+      );
+      return outcomes;
     });
   }
 
@@ -91,145 +136,199 @@ export class SqlEventsRepository implements EventsRepository {
   }
 }
 
-async function ingestOne(
-  trx: Transaction<Schema>,
-  owner: { accountId: string; scope: string },
-  event: HoneypotEvent,
-  receivedAt: string,
-): Promise<IngestOutcome> {
-  const inserted = await trx
-    .insertInto('events')
-    .values({
-      account_id: owner.accountId,
-      app_name: event.app_name,
-      app_version: event.app_version,
-      event_timestamp: event.event_timestamp,
-      event_uuid: event.event_uuid,
-      created_by_node_id: event.created_by_node_id,
-      collected_method: event.collected_method,
-      transport_type: event.transport_type,
-      source_ip: event.source_ip,
-      destination_ip: event.destination_ip,
-      called_number: event.called_number,
-      sip_method: event.sip_method,
-      sip_user_agent: event.sip_user_agent,
-      sip_message: event.sip_message,
-      event_time: event.event_time,
-      number_key: event.number_key,
-      number_written: event.number_written,
-      content_hash: event.content_hash,
-      received_at: receivedAt,
-    })
-    .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-
-  if (!inserted) {
-    const existing = await trx
-      .selectFrom('events')
-      .select('content_hash')
-      .where('account_id', '=', owner.accountId)
-      .where('event_uuid', '=', event.event_uuid)
-      .executeTakeFirstOrThrow();
-    return existing.content_hash === event.content_hash ? 'replayed' : 'conflict';
-  }
-
-  await addToAggregates(trx, owner.scope, event);
-  return 'created';
+/** One event on its way into the store, with where it came from in the call. */
+interface Item {
+  g: number;
+  e: number;
+  accountId: string;
+  scope: string;
+  event: HoneypotEvent;
 }
 
-/** Folds one new event into the scope's number and address aggregates. */
-async function addToAggregates(trx: Transaction<Schema>, scope: string, event: HoneypotEvent): Promise<void> {
-  const t = event.event_time;
-  const key = event.number_key;
+const identity = (accountId: string, eventUuid: string) => `${accountId}\u0000${eventUuid}`;
 
-  if (key !== null) {
-    const newSource = await trx
+/** Splits rows so that no statement exceeds the stores' bound-parameter limits. */
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function eventRow(item: Item, receivedAt: string) {
+  const { event } = item;
+  return {
+    account_id: item.accountId,
+    app_name: event.app_name,
+    app_version: event.app_version,
+    event_timestamp: event.event_timestamp,
+    event_uuid: event.event_uuid,
+    created_by_node_id: event.created_by_node_id,
+    collected_method: event.collected_method,
+    transport_type: event.transport_type,
+    source_ip: event.source_ip,
+    destination_ip: event.destination_ip,
+    called_number: event.called_number,
+    sip_method: event.sip_method,
+    sip_user_agent: event.sip_user_agent,
+    sip_message: event.sip_message,
+    event_time: event.event_time,
+    number_key: event.number_key,
+    number_written: event.number_written,
+    content_hash: event.content_hash,
+    received_at: receivedAt,
+  };
+}
+
+/** Content hashes of already stored events, by identity. */
+async function existingHashes(trx: Transaction<Schema>, items: Item[]): Promise<Map<string, string>> {
+  const hashes = new Map<string, string>();
+  const byAccount = new Map<string, string[]>();
+  for (const item of items) byAccount.set(item.accountId, [...(byAccount.get(item.accountId) ?? []), item.event.event_uuid]);
+  for (const [accountId, uuids] of byAccount) {
+    for (const chunk of chunks(uuids, 500)) {
+      const rows = await trx
+        .selectFrom('events')
+        .select(['event_uuid', 'content_hash'])
+        .where('account_id', '=', accountId)
+        .where('event_uuid', 'in', chunk)
+        .execute();
+      for (const row of rows) hashes.set(identity(accountId, row.event_uuid), row.content_hash);
+    }
+  }
+  return hashes;
+}
+
+/** Per-key sums of a set of new events, ready to add to an aggregate row. */
+interface Span {
+  count: number;
+  first: string;
+  last: string;
+  /** Members of the key's distinct set (source addresses, numbers) that are new to the store. */
+  fresh: number;
+}
+
+function tally(counts: Map<string, number>, key: string) {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+const SEP = '\u0000';
+
+/**
+ * Folds new events into the scope's number and address aggregates: distinct sets first (to
+ * learn which members are new), then one upsert per table with every key's summed delta.
+ */
+async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise<void> {
+  if (items.length === 0) return;
+  const numberSpans = new Map<string, Span>();
+  const ipSpans = new Map<string, Span>();
+  const methods = new Map<string, number>();
+  const forms = new Map<string, number>();
+  const agents = new Map<string, number>();
+  const transports = new Map<string, number>();
+  const numberSources = new Set<string>();
+  const ipNumbers = new Set<string>();
+
+  const widen = (spans: Map<string, Span>, key: string, time: string) => {
+    const span = spans.get(key);
+    if (!span) spans.set(key, { count: 1, first: time, last: time, fresh: 0 });
+    else {
+      span.count += 1;
+      if (time < span.first) span.first = time;
+      if (time > span.last) span.last = time;
+    }
+  };
+  for (const { scope, event } of items) {
+    const ipKey = `${scope}${SEP}${event.source_ip}`;
+    widen(ipSpans, ipKey, event.event_time);
+    tally(agents, `${ipKey}${SEP}${event.sip_user_agent}`);
+    tally(transports, `${ipKey}${SEP}${event.transport_type}`);
+    if (event.number_key === null) continue;
+    const numberKey = `${scope}${SEP}${event.number_key}`;
+    widen(numberSpans, numberKey, event.event_time);
+    tally(methods, `${numberKey}${SEP}${event.sip_method}`);
+    tally(forms, `${numberKey}${SEP}${event.number_written ?? event.number_key}`);
+    numberSources.add(`${numberKey}${SEP}${event.source_ip}`);
+    ipNumbers.add(`${ipKey}${SEP}${event.number_key}`);
+  }
+
+  for (const chunk of chunks([...numberSources].map(split3), 500)) {
+    const added = await trx
       .insertInto('number_sources')
-      .values({ scope, number_key: key, source_ip: event.source_ip })
+      .values(chunk.map(([scope, number_key, source_ip]) => ({ scope, number_key, source_ip })))
       .onConflict((oc) => oc.doNothing())
-      .returning('scope')
-      .executeTakeFirst();
+      .returning(['scope', 'number_key'])
+      .execute();
+    for (const row of added) numberSpans.get(`${row.scope}${SEP}${row.number_key}`)!.fresh += 1;
+  }
+  for (const chunk of chunks([...ipNumbers].map(split3), 500)) {
+    const added = await trx
+      .insertInto('ip_numbers')
+      .values(chunk.map(([scope, source_ip, number_key]) => ({ scope, source_ip, number_key })))
+      .onConflict((oc) => oc.doNothing())
+      .returning(['scope', 'source_ip'])
+      .execute();
+    for (const row of added) ipSpans.get(`${row.scope}${SEP}${row.source_ip}`)!.fresh += 1;
+  }
+
+  for (const chunk of chunks([...numberSpans], 500)) {
     await trx
       .insertInto('number_stats')
-      .values({ scope, number_key: key, seen_count: 1, first_seen: t, last_seen: t, source_ip_count: 1 })
+      .values(chunk.map(([key, s]) => { const [scope, number_key] = split2(key); return { scope, number_key, seen_count: s.count, first_seen: s.first, last_seen: s.last, source_ip_count: s.fresh }; }))
       .onConflict((oc) =>
         oc.columns(['scope', 'number_key']).doUpdateSet((eb) => ({
-          seen_count: eb('number_stats.seen_count', '+', 1),
-          source_ip_count: eb('number_stats.source_ip_count', '+', newSource ? 1 : 0),
-          first_seen: eb
-            .case()
-            .when('excluded.first_seen', '<', eb.ref('number_stats.first_seen'))
-            .then(eb.ref('excluded.first_seen'))
-            .else(eb.ref('number_stats.first_seen'))
-            .end(),
-          last_seen: eb
-            .case()
-            .when('excluded.last_seen', '>', eb.ref('number_stats.last_seen'))
-            .then(eb.ref('excluded.last_seen'))
-            .else(eb.ref('number_stats.last_seen'))
-            .end(),
+          seen_count: eb('number_stats.seen_count', '+', eb.ref('excluded.seen_count')),
+          source_ip_count: eb('number_stats.source_ip_count', '+', eb.ref('excluded.source_ip_count')),
+          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref('number_stats.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('number_stats.first_seen')).end(),
+          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref('number_stats.last_seen')).then(eb.ref('excluded.last_seen')).else(eb.ref('number_stats.last_seen')).end(),
         })),
       )
       .execute();
+  }
+  for (const chunk of chunks([...ipSpans], 500)) {
     await trx
-      .insertInto('number_methods')
-      .values({ scope, number_key: key, sip_method: event.sip_method, count: 1 })
+      .insertInto('ip_stats')
+      .values(chunk.map(([key, s]) => { const [scope, source_ip] = split2(key); return { scope, source_ip, seen_count: s.count, first_seen: s.first, last_seen: s.last, called_number_count: s.fresh }; }))
       .onConflict((oc) =>
-        oc.columns(['scope', 'number_key', 'sip_method']).doUpdateSet((eb) => ({ count: eb('number_methods.count', '+', 1) })),
-      )
-      .execute();
-    await trx
-      .insertInto('number_forms')
-      .values({ scope, number_key: key, written: event.number_written ?? key, count: 1 })
-      .onConflict((oc) =>
-        oc.columns(['scope', 'number_key', 'written']).doUpdateSet((eb) => ({ count: eb('number_forms.count', '+', 1) })),
+        oc.columns(['scope', 'source_ip']).doUpdateSet((eb) => ({
+          seen_count: eb('ip_stats.seen_count', '+', eb.ref('excluded.seen_count')),
+          called_number_count: eb('ip_stats.called_number_count', '+', eb.ref('excluded.called_number_count')),
+          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref('ip_stats.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('ip_stats.first_seen')).end(),
+          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref('ip_stats.last_seen')).then(eb.ref('excluded.last_seen')).else(eb.ref('ip_stats.last_seen')).end(),
+        })),
       )
       .execute();
   }
+  await addCounts(trx, 'number_methods', ['scope', 'number_key', 'sip_method'], methods);
+  await addCounts(trx, 'number_forms', ['scope', 'number_key', 'written'], forms);
+  await addCounts(trx, 'ip_user_agents', ['scope', 'source_ip', 'user_agent'], agents);
+  await addCounts(trx, 'ip_transports', ['scope', 'source_ip', 'transport'], transports);
+}
 
-  const newNumber =
-    key !== null &&
-    (await trx
-      .insertInto('ip_numbers')
-      .values({ scope, source_ip: event.source_ip, number_key: key })
-      .onConflict((oc) => oc.doNothing())
-      .returning('scope')
-      .executeTakeFirst()) !== undefined;
-  await trx
-    .insertInto('ip_stats')
-    .values({ scope, source_ip: event.source_ip, seen_count: 1, first_seen: t, last_seen: t, called_number_count: newNumber ? 1 : 0 })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'source_ip']).doUpdateSet((eb) => ({
-        seen_count: eb('ip_stats.seen_count', '+', 1),
-        called_number_count: eb('ip_stats.called_number_count', '+', newNumber ? 1 : 0),
-        first_seen: eb
-          .case()
-          .when('excluded.first_seen', '<', eb.ref('ip_stats.first_seen'))
-          .then(eb.ref('excluded.first_seen'))
-          .else(eb.ref('ip_stats.first_seen'))
-          .end(),
-        last_seen: eb
-          .case()
-          .when('excluded.last_seen', '>', eb.ref('ip_stats.last_seen'))
-          .then(eb.ref('excluded.last_seen'))
-          .else(eb.ref('ip_stats.last_seen'))
-          .end(),
-      })),
-    )
-    .execute();
-  await trx
-    .insertInto('ip_user_agents')
-    .values({ scope, source_ip: event.source_ip, user_agent: event.sip_user_agent, count: 1 })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'source_ip', 'user_agent']).doUpdateSet((eb) => ({ count: eb('ip_user_agents.count', '+', 1) })),
-    )
-    .execute();
-  await trx
-    .insertInto('ip_transports')
-    .values({ scope, source_ip: event.source_ip, transport: event.transport_type, count: 1 })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'source_ip', 'transport']).doUpdateSet((eb) => ({ count: eb('ip_transports.count', '+', 1) })),
-    )
-    .execute();
+type CountTable = 'number_methods' | 'number_forms' | 'ip_user_agents' | 'ip_transports';
+
+/** Adds summed counts to a (scope, key, name) counting table. */
+async function addCounts(trx: Transaction<Schema>, table: CountTable, columns: [string, string, string], counts: Map<string, number>) {
+  for (const chunk of chunks([...counts], 500)) {
+    const rows = chunk.map(([key, count]) => {
+      const [a, b, c] = split3(key);
+      return { [columns[0]]: a, [columns[1]]: b, [columns[2]]: c, count };
+    });
+    await trx
+      .insertInto(table)
+      .values(rows as never)
+      .onConflict((oc) => oc.columns(columns as never).doUpdateSet((eb) => ({ count: eb(`${table}.count` as never, '+', eb.ref('excluded.count' as never)) }) as never))
+      .execute();
+  }
+}
+
+function split2(key: string): [string, string] {
+  const i = key.indexOf(SEP);
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+/** Splits a three-part key; the last part may itself contain anything but the separator's first use. */
+function split3(key: string): [string, string, string] {
+  const i = key.indexOf(SEP);
+  const j = key.indexOf(SEP, i + 1);
+  return [key.slice(0, i), key.slice(i + 1, j), key.slice(j + 1)];
 }
