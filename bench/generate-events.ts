@@ -67,6 +67,7 @@ export async function generateEvents(database: Database, options: GenerateOption
   for (const index of indexes) await sql`drop index ${sql.ref(index.name)}`.execute(db);
 
   const started = Date.now();
+  // 800 rows of 20 columns stay under SQLite's and PostgreSQL's bound-parameter limits.
   const perInsert = 800;
   const perTransaction = 50;
   let done = 0;
@@ -110,6 +111,10 @@ export async function generateEvents(database: Database, options: GenerateOption
           });
         }
         await trx.insertInto('events').values(rows).execute();
+        await trx
+          .insertInto('event_ids')
+          .values(rows.map((r) => ({ account_id: r.account_id, event_uuid: r.event_uuid, content_hash: r.content_hash, event_time: r.event_time })))
+          .execute();
       }
     });
     if (done % 500_000 < perInsert * perTransaction) log(`  ${done.toLocaleString('en')} events (${Math.round(done / ((Date.now() - started) / 1000)).toLocaleString('en')}/s)`);

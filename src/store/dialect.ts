@@ -10,6 +10,11 @@ export interface DialectCapabilities {
   serialType: 'integer' | 'bigserial';
   /** One connection does all writes, so writes from concurrent requests are best grouped. */
   singleWriter: boolean;
+  /**
+   * Events are range-partitioned by month of `event_time` (declarative partitioning), so old
+   * months are dropped whole and partitions must be created ahead of time.
+   */
+  partitionedEvents: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -17,6 +22,7 @@ export const SQLITE: DialectCapabilities = {
   counterType: 'integer',
   serialType: 'integer',
   singleWriter: true,
+  partitionedEvents: false,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -24,4 +30,5 @@ export const POSTGRES: DialectCapabilities = {
   counterType: 'bigint',
   serialType: 'bigserial',
   singleWriter: false,
+  partitionedEvents: true,
 };

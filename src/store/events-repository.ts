@@ -66,16 +66,24 @@ export class SqlEventsRepository implements EventsRepository {
       }),
     );
 
+    // Every multi-row statement lists its keys in one global order, so that concurrent
+    // transactions (PostgreSQL) take row locks in the same order and never deadlock.
+    candidates.sort((a, b) => compare(identity(a.accountId, a.event.event_uuid), identity(b.accountId, b.event.event_uuid)));
+
     return this.db.transaction().execute(async (trx) => {
       const inserted = new Set<string>();
       for (const chunk of chunks(candidates, 500)) {
         const rows = await trx
-          .insertInto('events')
-          .values(chunk.map((item) => eventRow(item, receivedAt)))
+          .insertInto('event_ids')
+          .values(chunk.map(({ accountId, event }) => ({ account_id: accountId, event_uuid: event.event_uuid, content_hash: event.content_hash, event_time: event.event_time })))
           .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing())
           .returning(['account_id', 'event_uuid'])
           .execute();
         for (const row of rows) inserted.add(identity(row.account_id, row.event_uuid));
+      }
+      const fresh = candidates.filter((c) => inserted.has(identity(c.accountId, c.event.event_uuid)));
+      for (const chunk of chunks(fresh, 500)) {
+        await trx.insertInto('events').values(chunk.map((item) => eventRow(item, receivedAt))).execute();
       }
       const storedHash = await existingHashes(trx, candidates.filter((c) => !inserted.has(identity(c.accountId, c.event.event_uuid))));
       for (const item of candidates) {
@@ -91,10 +99,7 @@ export class SqlEventsRepository implements EventsRepository {
         const stored = storedHash.get(identity(of.accountId, of.event.event_uuid));
         outcomes[item.g]![item.e] = stored === item.event.content_hash ? 'replayed' : 'conflict';
       }
-      await addToAggregates(
-        trx,
-        candidates.filter((c) => inserted.has(identity(c.accountId, c.event.event_uuid))),
-      );
+      await addToAggregates(trx, fresh);
       return outcomes;
     });
   }
@@ -147,6 +152,15 @@ interface Item {
 
 const identity = (accountId: string, eventUuid: string) => `${accountId}\u0000${eventUuid}`;
 
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Keys of a map in the global order (see ingestGroups). */
+function sortedEntries<V>(map: Map<string, V>): Array<[string, V]> {
+  return [...map].sort(([a], [b]) => compare(a, b));
+}
+
 /** Splits rows so that no statement exceeds the stores' bound-parameter limits. */
 function chunks<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
@@ -187,7 +201,7 @@ async function existingHashes(trx: Transaction<Schema>, items: Item[]): Promise<
   for (const [accountId, uuids] of byAccount) {
     for (const chunk of chunks(uuids, 500)) {
       const rows = await trx
-        .selectFrom('events')
+        .selectFrom('event_ids')
         .select(['event_uuid', 'content_hash'])
         .where('account_id', '=', accountId)
         .where('event_uuid', 'in', chunk)
@@ -251,7 +265,7 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
     ipNumbers.add(`${ipKey}${SEP}${event.number_key}`);
   }
 
-  for (const chunk of chunks([...numberSources].map(split3), 500)) {
+  for (const chunk of chunks([...numberSources].sort().map(split3), 500)) {
     const added = await trx
       .insertInto('number_sources')
       .values(chunk.map(([scope, number_key, source_ip]) => ({ scope, number_key, source_ip })))
@@ -260,7 +274,7 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
       .execute();
     for (const row of added) numberSpans.get(`${row.scope}${SEP}${row.number_key}`)!.fresh += 1;
   }
-  for (const chunk of chunks([...ipNumbers].map(split3), 500)) {
+  for (const chunk of chunks([...ipNumbers].sort().map(split3), 500)) {
     const added = await trx
       .insertInto('ip_numbers')
       .values(chunk.map(([scope, source_ip, number_key]) => ({ scope, source_ip, number_key })))
@@ -270,7 +284,7 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
     for (const row of added) ipSpans.get(`${row.scope}${SEP}${row.source_ip}`)!.fresh += 1;
   }
 
-  for (const chunk of chunks([...numberSpans], 500)) {
+  for (const chunk of chunks(sortedEntries(numberSpans), 500)) {
     await trx
       .insertInto('number_stats')
       .values(chunk.map(([key, s]) => { const [scope, number_key] = split2(key); return { scope, number_key, seen_count: s.count, first_seen: s.first, last_seen: s.last, source_ip_count: s.fresh }; }))
@@ -284,7 +298,7 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
       )
       .execute();
   }
-  for (const chunk of chunks([...ipSpans], 500)) {
+  for (const chunk of chunks(sortedEntries(ipSpans), 500)) {
     await trx
       .insertInto('ip_stats')
       .values(chunk.map(([key, s]) => { const [scope, source_ip] = split2(key); return { scope, source_ip, seen_count: s.count, first_seen: s.first, last_seen: s.last, called_number_count: s.fresh }; }))
@@ -308,7 +322,7 @@ type CountTable = 'number_methods' | 'number_forms' | 'ip_user_agents' | 'ip_tra
 
 /** Adds summed counts to a (scope, key, name) counting table. */
 async function addCounts(trx: Transaction<Schema>, table: CountTable, columns: [string, string, string], counts: Map<string, number>) {
-  for (const chunk of chunks([...counts], 500)) {
+  for (const chunk of chunks(sortedEntries(counts), 500)) {
     const rows = chunk.map(([key, count]) => {
       const [a, b, c] = split3(key);
       return { [columns[0]]: a, [columns[1]]: b, [columns[2]]: c, count };

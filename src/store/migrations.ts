@@ -1,8 +1,9 @@
-import type { CreateTableBuilder, Kysely } from 'kysely';
+import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
 import { normalisePhoneNumber } from '../domain/phone-number.ts';
 import { DEFAULT_PLANS } from '../domain/plans.ts';
 import type { DialectCapabilities } from './dialect.ts';
+import { ensurePartitions } from './partitions.ts';
 
 /** Migrations in order; each is applied once and recorded in `kysely_migration`. */
 function migrations(caps: DialectCapabilities): Record<string, Migration> {
@@ -41,10 +42,9 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
           .execute();
 
         let events: CreateTableBuilder<string, string> = db.schema.createTable('events');
-        events =
-          caps.serialType === 'integer'
-            ? events.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
-            : events.addColumn('id', 'bigserial', (c) => c.primaryKey());
+        events = !caps.partitionedEvents
+          ? events.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+          : events.addColumn('id', 'bigserial', (c) => c.notNull());
         for (const column of [
           'account_id',
           'event_uuid',
@@ -64,12 +64,17 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
         ]) {
           events = events.addColumn(column, 'text', (c) => c.notNull());
         }
-        await events
+        events = events
           .addColumn('number_key', 'text')
           .addColumn('content_hash', 'text', (c) => c.notNull())
-          .addColumn('received_at', 'text', (c) => c.notNull())
-          .addUniqueConstraint('events_account_uuid', ['account_id', 'event_uuid'])
-          .execute();
+          .addColumn('received_at', 'text', (c) => c.notNull());
+        // A partitioned table's keys must include the partition column, so on PostgreSQL
+        // uniqueness per account lives in event_ids (migration 004) instead.
+        await (caps.partitionedEvents
+          ? events.addPrimaryKeyConstraint('events_pk', ['event_time', 'id']).modifyEnd(sql`partition by range (event_time)`)
+          : events.addUniqueConstraint('events_account_uuid', ['account_id', 'event_uuid'])
+        ).execute();
+        if (caps.partitionedEvents) await ensurePartitions(db, new Date());
         // Own-event queries: newest first per account, and the filters of CONTRACT §8.
         await db.schema.createIndex('events_by_time').on('events').columns(['account_id', 'event_time', 'id']).execute();
         await db.schema
@@ -185,6 +190,26 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
             await db.updateTable('events').set({ number_written: written }).where('id', '=', row.id).execute();
           }
           after = Number(rows.at(-1)!.id);
+        }
+      },
+    },
+    '004_event_ids': {
+      async up(db: Kysely<any>) {
+        // Every (account, uuid) ever stored, with its content hash: the one place intake asks
+        // "new, replay or conflict?", unpartitioned so it holds across all months.
+        await db.schema
+          .createTable('event_ids')
+          .addColumn('account_id', 'text', (c) => c.notNull())
+          .addColumn('event_uuid', 'text', (c) => c.notNull())
+          .addColumn('content_hash', 'text', (c) => c.notNull())
+          .addColumn('event_time', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('event_ids_pk', ['account_id', 'event_uuid'])
+          .execute();
+        await db.schema.createIndex('event_ids_by_time').on('event_ids').column('event_time').execute();
+        await sql`insert into event_ids (account_id, event_uuid, content_hash, event_time)
+                  select account_id, event_uuid, content_hash, event_time from events`.execute(db);
+        if (caps.partitionedEvents) {
+          await db.schema.createIndex('events_by_uuid').on('events').columns(['account_id', 'event_uuid']).execute();
         }
       },
     },

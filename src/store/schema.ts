@@ -10,6 +10,7 @@ export interface Schema {
   clients: ClientsTable;
   signing_keys: SigningKeysTable;
   events: EventsTable;
+  event_ids: EventIdsTable;
   number_stats: NumberStatsTable;
   number_methods: NumberMethodsTable;
   number_forms: NumberFormsTable;
@@ -161,4 +162,12 @@ export interface AuditLogTable {
   ip: string | null;
   /** JSON object with the action's particulars; never a secret. */
   detail: string | null;
+}
+
+/** Every (account, uuid) stored, for replay and conflict detection across all partitions. */
+export interface EventIdsTable {
+  account_id: string;
+  event_uuid: string;
+  content_hash: string;
+  event_time: string;
 }
