@@ -1,12 +1,44 @@
+import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // Integration tests open real SQLite files and real sockets; two cores, so keep workers few.
-    pool: 'forks',
-    maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-  },
+/**
+ * Every store-dependent test runs twice: on SQLite and on PostgreSQL (STYLE.md: one test body,
+ * a loop over dialects). Without a reachable PostgreSQL the second run is skipped and says so,
+ * unless TOLLWATCH_REQUIRE_POSTGRES=1 (as in CI), where that is a failure.
+ */
+async function postgresReachable(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export default defineConfig(async () => {
+  const url = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const unreachable = await postgresReachable(url);
+  if (unreachable) {
+    const message = `PostgreSQL runs SKIPPED: cannot reach ${url} (${unreachable})`;
+    if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_POSTGRES=1 makes that a failure`);
+    console.warn(`\n*** ${message}. Only the SQLite runs will execute. ***\n`);
+  }
+  const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts'];
+  return {
+    test: {
+      // Integration tests open real stores and real sockets; two cores, so keep workers few.
+      pool: 'forks',
+      maxWorkers: 2,
+      testTimeout: 30_000,
+      hookTimeout: 60_000,
+      projects: [
+        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], env: { TEST_STORE: 'sqlite' } } },
+        ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } }]),
+      ],
+    },
+  };
 });

@@ -1,11 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'tollwatch-cli-'));
-const DATABASE_URL = `sqlite:${join(dir, 'cli.db')}`;
+let database: TestDatabase;
+let DATABASE_URL = '';
 const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
 
 /** Runs the real `tollwatch` executable as an operator would. */
@@ -27,7 +25,11 @@ function json(...args: string[]) {
 }
 
 describe('operator CLI (CONTRACT §10)', () => {
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  beforeAll(async () => {
+    database = await freshDatabase();
+    DATABASE_URL = database.url;
+  });
+  afterAll(() => database.drop());
 
   it('creates accounts and clients, printing one JSON object each', () => {
     const account = json('accounts', 'create', '--name', 'Fleet', '--plan', 'contributor', '--trusted');

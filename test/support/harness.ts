@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Account } from '../../src/domain/accounts.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
+import { freshDatabase } from './test-database.ts';
 
 /** A running service on a real port over a fresh store, made for one test file. */
 export interface Harness {
@@ -31,12 +29,15 @@ export interface TestAccount {
 /** The audience the recorded SentryPeer node asks for, accepted alongside our own. */
 export const SENTRYPEER_AUDIENCE = 'https://sentrypeer.com/api';
 
-/** Starts a service; `env` overrides configuration variables. */
+/**
+ * Starts a service over a fresh store of the run's kind; `env` overrides configuration (a
+ * given DATABASE_URL shares another harness's store, which that harness removes).
+ */
 export async function startHarness(env: Record<string, string> = {}, options: ServiceOptions = {}): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollwatch-test-'));
+  const database = env.DATABASE_URL ? undefined : await freshDatabase();
   const config = loadConfig(
     {
-      DATABASE_URL: process.env.TEST_DATABASE_URL ?? `sqlite:${join(dir, 'store.db')}`,
+      DATABASE_URL: database?.url ?? '',
       PORT: '0',
       TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test',
       TOLLWATCH_AUDIENCE: `http://tollwatch.test/api,${SENTRYPEER_AUDIENCE}`,
@@ -99,7 +100,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
     async close() {
       await app.close();
       await services.close();
-      rmSync(dir, { recursive: true, force: true });
+      await database?.drop();
     },
   };
 }
