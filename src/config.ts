@@ -6,7 +6,10 @@ const ConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   HOST: Type.String({ default: '127.0.0.1' }),
   DATABASE_URL: Type.String({ default: 'sqlite:./data/tollwatch.db' }),
+  DATABASE_READ_URL: Type.Optional(Type.String()),
   REDIS_URL: Type.Optional(Type.String()),
+  WORKERS: Type.Integer({ default: 1, minimum: 1, maximum: 64 }),
+  TOLLWATCH_RETENTION_DAYS: Type.Optional(Type.Integer({ minimum: 1 })),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
@@ -29,7 +32,13 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
+  /** A replica for lookups; lookups read the main store when unset. */
+  databaseReadUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Processes serving one port (node:cluster). */
+  workers: number;
+  /** Events older than this many days are removed; kept forever when unset. */
+  retentionDays: number | undefined;
   publicUrl: string;
   issuer: string;
   /** Accepted `audience` values at the token endpoint and in `aud`. */
@@ -61,7 +70,10 @@ function settleConfig(raw: RawConfig): Config {
     port: raw.PORT,
     host: raw.HOST,
     databaseUrl: raw.DATABASE_URL,
+    databaseReadUrl: raw.DATABASE_READ_URL || undefined,
     redisUrl: raw.REDIS_URL || undefined,
+    workers: raw.WORKERS,
+    retentionDays: raw.TOLLWATCH_RETENTION_DAYS,
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
     audiences,

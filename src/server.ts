@@ -1,31 +1,70 @@
+import cluster from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.ts';
-import { loadConfig } from './config.ts';
+import { loadConfig, type Config } from './config.ts';
 import { createServices } from './services.ts';
+import { openDatabase } from './store/database.ts';
+import { StoreMaintenance } from './store/maintenance.ts';
 
-/** The process entry: configuration, logger, listen, graceful shutdown. */
-async function main() {
-  const config = loadConfig();
-  const log = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] });
+/**
+ * The process entry: configuration, logger, listen, graceful shutdown. With WORKERS=n the
+ * primary forks n workers sharing one port (node:cluster) and replaces any that die.
+ */
+async function serve(config: Config, log: Logger) {
   const services = await createServices(config, { log });
   const app = await buildApp(services, { loggerInstance: log });
+  // One maintenance runner per deployment is enough; on PostgreSQL a lock also guards it.
+  const maintenance = cluster.isWorker && cluster.worker?.id !== 1 ? undefined : new StoreMaintenance(services.database, config.retentionDays, log);
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down');
+    if (err) log.error({ err }, 'shutting down after an error');
+    else log.info({ signal }, 'shutting down');
+    maintenance?.stop();
     await app.close();
     await services.close();
   });
 
   await app.listen({ port: config.port, host: config.host });
-  app.log.info(
-    { audiences: config.audiences, issuer: config.issuer, store: services.database.caps.name },
+  maintenance?.start();
+  log.info(
+    { audiences: config.audiences, issuer: config.issuer, store: services.database.caps.name, redis: Boolean(config.redisUrl) },
     `Tollwatch is serving ${config.publicUrl}`,
   );
 }
 
-main().catch((err: unknown) => {
+async function supervise(config: Config, log: Logger) {
+  // Migrate once here, so the workers do not race each other for it.
+  await (await openDatabase(config.databaseUrl)).close();
+  // Without Redis the primary keeps the rate-limit counters for all its workers.
+  if (!config.redisUrl) new RateLimiterClusterMaster();
+  let stopping = false;
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    log.error({ worker: worker.id, code, signal }, 'worker died; starting another');
+    cluster.fork();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      stopping = true;
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.kill(signal);
+      setTimeout(() => process.exit(0), 11_000).unref();
+      cluster.on('exit', () => {
+        if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      });
+    });
+  }
+  log.info({ workers: config.workers }, 'supervising workers');
+}
+
+try {
+  const config = loadConfig();
+  const log = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] });
+  if (config.workers > 1 && cluster.isPrimary) await supervise(config, log);
+  else await serve(config, log);
+} catch (err) {
   console.error(`tollwatch: failed to start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
-});
+}

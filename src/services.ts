@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { AccountsService } from './domain/accounts.ts';
@@ -5,16 +6,17 @@ import type { AuditTrail } from './domain/audit.ts';
 import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { LookupService } from './domain/lookup-service.ts';
+import { RedisCoordination } from './coordination/redis-coordination.ts';
 import { PlanCatalog } from './domain/plans.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from './limits/failure-throttle.ts';
-import { memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
+import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
 import { AccessTokens } from './oauth/access-tokens.ts';
 import { ApiAuthenticator } from './oauth/api-authenticator.ts';
 import { CredentialsCache } from './oauth/credentials-cache.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
-import { openDatabase, type Database } from './store/database.ts';
+import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
@@ -55,18 +57,31 @@ export interface ServiceOptions {
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const { log } = options;
   const database = await openDatabase(config.databaseUrl);
-  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter);
+  // With Redis, counters and access-change notices are shared by every instance.
+  const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
+  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter, () =>
+    redis?.announceAccessChange(),
+  );
   const audit = new SqlAuditTrail(database.db, log);
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
-  const accounts = new AccountsService(accountsRepo, plans, audit, () => credentials.clear());
-  const limiters: LimiterFactory = memoryLimiters;
+  const forget = () => {
+    credentials.clear();
+    plans.clear();
+  };
+  await redis?.onAccessChange(forget);
+  const accounts = new AccountsService(accountsRepo, plans, audit, () => {
+    forget();
+    redis?.announceAccessChange();
+  });
+  const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
   const keys = await SigningKeys.open(database.db);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
     ttlSeconds: config.tokenTtlSeconds,
   });
+  const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl) : undefined;
   const eventsRepo = new SqlEventsRepository(database.db);
   // A single-writer store commits concurrent submissions together: one fsync for many events.
   const ingestRepo = database.caps.singleWriter ? new GroupCommit(eventsRepo) : eventsRepo;
@@ -84,7 +99,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
     credentials,
     intake: new EventIntake(ingestRepo, plans),
     eventQuery: new EventQuery(eventsRepo),
-    lookups: new LookupService(new SqlLookupsRepository(database.db)),
-    close: () => database.close(),
+    lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db)),
+    async close() {
+      await redis?.close();
+      await replica?.close();
+      await database.close();
+    },
   };
 }

@@ -52,14 +52,17 @@ export class PlanCatalog {
   private readonly repo: PlansRepository;
   private readonly ttlMs: number;
   private readonly externalChangeCounter: (() => number) | undefined;
+  private readonly onSaved: () => void;
   private plans: Plan[] | undefined;
   private loadedAt = 0;
   private lastCounter: number | undefined;
 
-  constructor(repo: PlansRepository, ttlMs: number, externalChangeCounter?: () => number) {
+  /** `onSaved` runs after this catalog changed a plan, e.g. to tell other instances. */
+  constructor(repo: PlansRepository, ttlMs: number, externalChangeCounter?: () => number, onSaved: () => void = () => {}) {
     this.repo = repo;
     this.ttlMs = ttlMs;
     this.externalChangeCounter = externalChangeCounter;
+    this.onSaved = onSaved;
   }
 
   /** Every plan. */
@@ -78,12 +81,18 @@ export class PlanCatalog {
     return findPlan(await this.all(), name);
   }
 
+  /** Forgets the loaded table, after a change made here or announced by another instance. */
+  clear(): void {
+    this.plans = undefined;
+  }
+
   /** Creates or replaces a plan after checking it makes sense. */
   async save(plan: Plan): Promise<void> {
     const problems = planProblems(plan);
     if (problems.length > 0) throw new ServiceError('validation_failed', problems.join('; '));
     await this.repo.save(plan);
     this.plans = undefined;
+    this.onSaved();
   }
 }
 

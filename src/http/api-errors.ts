@@ -1,32 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import type { FieldError } from '../domain/field-error.ts';
+import { isStoreUnavailable } from '../store/store-errors.ts';
 import { problem, sendProblem, serverProblem } from './problem.ts';
-
-/** Store faults that mean "try again shortly", not "this server is broken". */
-const UNAVAILABLE_CODES = new Set([
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
-  'SQLITE_FULL',
-  'SQLITE_IOERR',
-  'SQLITE_CANTOPEN',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  '53300', // too_many_connections
-]);
-
-/** Whether an error means the store cannot be reached or written just now. */
-export function isStoreUnavailable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR') || code.startsWith('08'))) return true;
-  const message = (error as { message?: unknown } | null)?.message;
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect/i.test(message);
-}
 
 /** Maps anything thrown under `/api` to a problem document (CONTRACT §4); leaks nothing. */
 export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {

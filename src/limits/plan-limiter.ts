@@ -1,4 +1,4 @@
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateWindow } from '../domain/plans.ts';
 
 /** Route groups with their own allowance (CONTRACT §9). */
@@ -18,6 +18,9 @@ export type LimiterFactory = (options: { keyPrefix: string; points: number; dura
 
 /** Counters in this process only: right for one instance. */
 export const memoryLimiters: LimiterFactory = (options) => new RateLimiterMemory(options);
+
+/** Counters kept by the cluster's primary process, shared by its workers (WORKERS without Redis). */
+export const clusterLimiters: LimiterFactory = (options) => new RateLimiterCluster({ ...options, timeoutMs: 2000 });
 
 /**
  * Per-account, per-group allowances over fixed windows. A counter exists per distinct

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { secretMatches } from '../domain/secrets.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
+import { isStoreUnavailable } from '../store/store-errors.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
 
 interface ClientCredentials {
@@ -151,6 +152,10 @@ function oauthErrorHandler(error: FastifyError | OAuthError, request: FastifyReq
       if (/^basic /i.test(request.headers.authorization ?? '')) reply.header('www-authenticate', 'Basic realm="tollwatch"');
     }
     return reply.code(error.status).send({ error: error.error, error_description: error.message });
+  }
+  if (isStoreUnavailable(error)) {
+    request.log.warn({ err: error }, 'store unavailable at the token endpoint');
+    return reply.code(503).header('retry-after', '5').send({ error: 'temporarily_unavailable', error_description: 'the service cannot reach its store just now; retry shortly' });
   }
   const status = (error as FastifyError).statusCode;
   if (status === 413) return reply.code(413).send({ error: 'invalid_request', error_description: 'the request body is too large' });

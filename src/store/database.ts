@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { migrateToLatest } from './migrations.ts';
+import { isStoreUnavailable } from './store-errors.ts';
 import type { Schema } from './schema.ts';
 
 /** An open store: the query builder, what its dialect can do, and its lifecycle. */
@@ -22,11 +23,54 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Opens the store named by a `DATABASE_URL` and brings its schema up to date. */
-export async function openDatabase(url: string): Promise<Database> {
-  const database = url.startsWith('postgres://') || url.startsWith('postgresql://') ? openPostgres(url) : openSqlite(url);
-  await migrateToLatest(database.db, database.caps);
+const isPostgresUrl = (url: string) => url.startsWith('postgres://') || url.startsWith('postgresql://');
+
+/**
+ * Opens the store named by a `DATABASE_URL` and brings its schema up to date. A PostgreSQL
+ * server that is not up yet (instances starting beside it) is waited for up to `waitMs`.
+ */
+export async function openDatabase(url: string, waitMs = 30_000): Promise<Database> {
+  const database = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await database.ping();
+      break;
+    } catch (err) {
+      if (Date.now() >= deadline || !isStoreUnavailable(err)) {
+        await database.close();
+        throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  await migrateWithRetry(database);
   return database;
+}
+
+/**
+ * Kysely locks migrations on PostgreSQL; on SQLite its lock is a no-op, so two processes
+ * starting together on one file can collide. The loser fails harmlessly (each migration is one
+ * transaction) and, retried, finds the winner's work done.
+ */
+async function migrateWithRetry(database: Database): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await migrateToLatest(database.db, database.caps);
+      return;
+    } catch (err) {
+      if (database.caps.name !== 'sqlite' || attempt >= 5) {
+        await database.close();
+        throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
+}
+
+/** Opens a read-only view for lookups (a replica), without migrating it. */
+export function openReadDatabase(url: string): Database {
+  return isPostgresUrl(url) ? openPostgres(url) : openSqlite(url);
 }
 
 function sqlitePath(url: string): string {
@@ -102,7 +146,8 @@ function withStatementCache(native: SQLiteDatabase.Database) {
 }
 
 function openPostgres(url: string): Database {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // Fail fast while the server is away: requests answer 503 quickly instead of queueing.
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 2000, query_timeout: 15_000 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });

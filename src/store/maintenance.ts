@@ -1,0 +1,77 @@
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { rebuildAggregates } from './aggregates-rebuild.ts';
+import type { Database } from './database.ts';
+import { ensurePartitions, partitionsBefore } from './partitions.ts';
+
+/** What one maintenance pass did. */
+export interface MaintenanceReport {
+  partitionsDropped: string[];
+  eventsRemoved: number;
+  aggregatesRebuilt: boolean;
+}
+
+const DAY_MS = 86_400_000;
+// Any constant works; it names "the maintenance job" among advisory locks.
+const LOCK_KEY = 727_272;
+
+/**
+ * Keeps the store in shape: monthly partitions created ahead (PostgreSQL), and, when a
+ * retention is set, events older than it removed (whole partitions dropped on PostgreSQL) with
+ * the lookup aggregates rebuilt so they describe exactly the events kept.
+ */
+export class StoreMaintenance {
+  private readonly database: Database;
+  private readonly retentionDays: number | undefined;
+  private readonly log: Logger | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(database: Database, retentionDays: number | undefined, log?: Logger) {
+    this.database = database;
+    this.retentionDays = retentionDays;
+    this.log = log;
+  }
+
+  /** Runs now and then every `everyMs`, in the background. */
+  start(everyMs = 3_600_000): void {
+    const pass = () =>
+      this.runOnce().catch((err: unknown) => this.log?.warn({ err }, 'store maintenance failed; will retry'));
+    void pass();
+    this.timer = setInterval(pass, everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass; on PostgreSQL only one instance at a time does the work. */
+  async runOnce(now = new Date()): Promise<MaintenanceReport> {
+    const { db, caps } = this.database;
+    const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false };
+    if (caps.partitionedEvents) await ensurePartitions(db, now);
+    if (this.retentionDays === undefined) return report;
+    const cutoff = new Date(now.getTime() - this.retentionDays * DAY_MS).toISOString();
+
+    await db.transaction().execute(async (trx) => {
+      if (caps.partitionedEvents) {
+        const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`.execute(trx);
+        if (!locked.rows[0]?.locked) return;
+        for (const partition of await partitionsBefore(trx, cutoff)) {
+          await sql`drop table ${sql.table(partition)}`.execute(trx);
+          report.partitionsDropped.push(partition);
+        }
+      }
+      // What no whole partition held: the default partition on PostgreSQL, everything on SQLite.
+      const removed = await trx.deleteFrom('events').where('event_time', '<', cutoff).executeTakeFirst();
+      report.eventsRemoved = Number(removed.numDeletedRows);
+      await trx.deleteFrom('event_ids').where('event_time', '<', cutoff).execute();
+    });
+    if (report.partitionsDropped.length > 0 || report.eventsRemoved > 0) {
+      await rebuildAggregates(db);
+      report.aggregatesRebuilt = true;
+      this.log?.info({ ...report, cutoff }, 'retention applied');
+    }
+    return report;
+  }
+}
