@@ -148,12 +148,14 @@ describe('generated malformed requests', () => {
         if (authorization) headers.authorization = authorization;
         const payload = contentType?.startsWith('application/x-www-form-urlencoded') ? b.form : b.json;
         const res = await fetch(`${h.url}/oauth/token`, { method: 'POST', headers, body: Buffer.from(payload) });
-        expect(res.status).toBeLessThan(500);
-        const answer = (await res.json()) as Record<string, unknown>;
+        const text = await res.text();
+        const seen = JSON.stringify({ status: res.status, answer: text.slice(0, 300), headers, payload: payload.slice(0, 300) });
+        expect(res.status, seen).toBeLessThan(500);
+        const answer = JSON.parse(text) as Record<string, unknown>;
         // No generated request carries the real secret, so none may get a token.
-        expect(res.status).not.toBe(200);
-        expect(Object.keys(answer).sort()).toEqual(['error', 'error_description']);
-        expect(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_target']).toContain(answer.error);
+        expect(res.status, seen).not.toBe(200);
+        expect(Object.keys(answer).sort(), seen).toEqual(['error', 'error_description']);
+        expect(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_target'], seen).toContain(answer.error);
       }),
       { numRuns: RUNS_PER_ENDPOINT },
     );
