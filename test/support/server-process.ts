@@ -1,0 +1,71 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+/** A free loopback port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The real server in a child process, as an operator runs it. */
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `src/server.ts` with `env` and waits until /readyz answers. */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [`${ROOT}src/server.ts`], {
+    env: { ...process.env, LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    child,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+/** Runs the operator CLI on a store and returns its one JSON object. */
+export function cli(databaseUrl: string, ...args: string[]): Record<string, any> {
+  const run = spawnSync(process.execPath, [`${ROOT}bin/tollwatch.js`, '--json', ...args], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`tollwatch ${args.join(' ')}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, any>;
+}
+
+/** A contributor account and a fresh token on a running server. */
+export async function contributorToken(server: ServerProcess, databaseUrl: string): Promise<string> {
+  const account = cli(databaseUrl, 'accounts', 'create', '--name', 'fault test', '--plan', 'contributor');
+  const client = cli(databaseUrl, 'clients', 'create', '--account', account.account_id, '--name', 'node');
+  const res = await fetch(`${server.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${server.url}/api`, grant_type: 'client_credentials' }),
+  });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
