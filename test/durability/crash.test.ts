@@ -1,0 +1,84 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleEvent } from '../support/harness.ts';
+import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
+
+/**
+ * An acknowledged event survives a crash: the real server, under concurrent intake, is killed
+ * with SIGKILL; after a restart every event answered 201/200 is there and the store is intact.
+ */
+describe('crash safety (issue 4)', () => {
+  let database: TestDatabase;
+  let server: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+  });
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await database.drop();
+  });
+
+  it('keeps every acknowledged event through three SIGKILLs under load', async () => {
+    const account = cli(database.url, 'accounts', 'create', '--name', 'crash', '--plan', 'contributor');
+    const client = cli(database.url, 'clients', 'create', '--account', account.account_id, '--name', 'node');
+    const acknowledged = new Set<string>();
+
+    // Three crashes, then a last start that only checks.
+    for (let cycle = 0; cycle <= 3; cycle++) {
+      server = await startServerProcess({ DATABASE_URL: database.url });
+      const { url } = server;
+      const tokenAnswer = await fetch(`${url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${url}/api`, grant_type: 'client_credentials' }),
+      });
+      const token = ((await tokenAnswer.json()) as { access_token: string }).access_token;
+
+      // What survived the previous crash is all still there.
+      for (const uuid of acknowledged) {
+        const res = await fetch(`${url}/api/events/${uuid}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(res.status, uuid).toBe(200);
+        await res.arrayBuffer();
+      }
+      if (cycle === 3) break;
+
+      let running = true;
+      const loop = async () => {
+        while (running) {
+          const event = sampleEvent();
+          try {
+            const res = await fetch(`${url}/api/events`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+              body: JSON.stringify(event),
+            });
+            if (res.status === 201 || res.status === 200) acknowledged.add(String(event.event_uuid));
+            await res.arrayBuffer();
+          } catch {
+            // The connection died with the server: not acknowledged, so not counted.
+          }
+        }
+      };
+      const loops = Array.from({ length: 16 }, loop);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await server.stop('SIGKILL');
+      running = false;
+      await Promise.all(loops);
+    }
+    expect(acknowledged.size).toBeGreaterThan(100);
+    await server!.stop();
+    server = undefined;
+    if (TEST_STORE === 'sqlite') {
+      const file = new Database(database.url.slice('sqlite:'.length), { readonly: true });
+      try {
+        expect(file.pragma('integrity_check', { simple: true })).toBe('ok');
+        const stored = new Set(file.prepare('select event_uuid from events').pluck().all() as string[]);
+        expect([...acknowledged].filter((uuid) => !stored.has(uuid))).toEqual([]);
+      } finally {
+        file.close();
+      }
+    }
+  });
+});
