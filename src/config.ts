@@ -10,6 +10,7 @@ const ConfigSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String()),
   WORKERS: Type.Integer({ default: 1, minimum: 1, maximum: 64 }),
   TOLLWATCH_RETENTION_DAYS: Type.Optional(Type.Integer({ minimum: 1 })),
+  TOLLWATCH_SQLITE_CACHE_MB: Type.Integer({ default: 64, minimum: 1, maximum: 65_536 }),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
@@ -39,6 +40,8 @@ export interface Config {
   workers: number;
   /** Events older than this many days are removed; kept forever when unset. */
   retentionDays: number | undefined;
+  /** SQLite's own page cache, on top of the operating system's file cache. */
+  sqliteCacheMiB: number;
   publicUrl: string;
   issuer: string;
   /** Accepted `audience` values at the token endpoint and in `aud`. */
@@ -74,6 +77,7 @@ function settleConfig(raw: RawConfig): Config {
     redisUrl: raw.REDIS_URL || undefined,
     workers: raw.WORKERS,
     retentionDays: raw.TOLLWATCH_RETENTION_DAYS,
+    sqliteCacheMiB: raw.TOLLWATCH_SQLITE_CACHE_MB,
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
     audiences,

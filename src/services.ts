@@ -56,7 +56,7 @@ export interface ServiceOptions {
 /** Opens the store and builds the services over it. */
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const { log } = options;
-  const database = await openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl, { sqliteCacheMiB: config.sqliteCacheMiB });
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter, () =>
@@ -81,7 +81,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     audiences: config.audiences,
     ttlSeconds: config.tokenTtlSeconds,
   });
-  const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl) : undefined;
+  const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
   const eventsRepo = new SqlEventsRepository(database.db);
   // A single-writer store commits concurrent submissions together: one fsync for many events.
   const ingestRepo = database.caps.singleWriter ? new GroupCommit(eventsRepo) : eventsRepo;

@@ -29,8 +29,8 @@ const isPostgresUrl = (url: string) => url.startsWith('postgres://') || url.star
  * Opens the store named by a `DATABASE_URL` and brings its schema up to date. A PostgreSQL
  * server that is not up yet (instances starting beside it) is waited for up to `waitMs`.
  */
-export async function openDatabase(url: string, waitMs = 30_000): Promise<Database> {
-  const database = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url);
+export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMiB = 64 } = {}): Promise<Database> {
+  const database = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
@@ -69,8 +69,8 @@ async function migrateWithRetry(database: Database): Promise<void> {
 }
 
 /** Opens a read-only view for lookups (a replica), without migrating it. */
-export function openReadDatabase(url: string): Database {
-  return isPostgresUrl(url) ? openPostgres(url) : openSqlite(url);
+export function openReadDatabase(url: string, sqliteCacheMiB = 64): Database {
+  return isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
 }
 
 function sqlitePath(url: string): string {
@@ -80,7 +80,7 @@ function sqlitePath(url: string): string {
   return path;
 }
 
-function openSqlite(url: string): Database {
+function openSqlite(url: string, cacheMiB: number): Database {
   const path = sqlitePath(url);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const native = new SQLiteDatabase(path);
@@ -90,9 +90,9 @@ function openSqlite(url: string): Database {
   native.pragma('synchronous = FULL');
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 5000');
-  // The default 16 MiB page cache is small beside a store of millions of events and their
-  // indexes; lookups and inserts both touch index pages all over the file.
-  native.pragma('cache_size = -262144');
+  // SQLite's own page cache (beyond the OS file cache). It fills up to this size as pages are
+  // touched, so resident memory grows with the store until the cap, then stays.
+  native.pragma(`cache_size = -${cacheMiB * 1024}`);
   native.pragma('temp_store = MEMORY');
   const dataVersion = native.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });

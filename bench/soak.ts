@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { openDatabase } from '../src/store/database.ts';
+import { generateEvents } from './generate-events.ts';
+import { log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
+
+/**
+ * `npm run soak`: sustained mixed load (lookups, address lookups, submissions, token requests)
+ * against the real server for SOAK_SECONDS (default 60), sampling its resident memory every
+ * second. After warm-up (the first half), memory must stop growing: the median of the last
+ * 10 s within 10% of the median of the 10 s after warm-up. Any 5xx or connection error fails
+ * the run too. Load goes only to 127.0.0.1.
+ *
+ * Two things legitimately grow at first and then stop: SQLite's page cache (it fills to
+ * TOLLWATCH_SQLITE_CACHE_MB as pages are touched) and V8's heap reservation. So the store is
+ * pre-filled past the cache size and the run warms up until both have settled; what grows
+ * after that is a leak.
+ */
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+const PREFILL = Number(process.env.SOAK_PREFILL_EVENTS ?? 150_000);
+const dir = mkdtempSync(join(tmpdir(), 'tollwatch-soak-'));
+const databaseUrl = `sqlite:${join(dir, 'soak.db')}`;
+
+const store = await openDatabase(databaseUrl);
+await generateEvents(store, { events: PREFILL, numbers: 50_000, addresses: 20_000, seed: 7, rebuild: true });
+await store.close();
+const client = await prepareStore(databaseUrl);
+const server = await startProcess('src/server.ts', { DATABASE_URL: databaseUrl }, '/readyz');
+const stop = async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+};
+process.on('SIGINT', () => void stop().then(() => process.exit(130)));
+
+try {
+  const token = await tokenFor(server.url, client);
+  const numbers = Array.from({ length: 1000 }, (_, i) => `+4420${String(7_000_000 + i * 13)}`);
+  const event = (calledNumber: string) =>
+    JSON.stringify({
+      app_name: 'sentrypeer',
+      app_version: '4.0.6',
+      event_timestamp: new Date().toISOString(),
+      event_uuid: randomUUID(),
+      created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
+      collected_method: 'responsive',
+      transport_type: 'UDP',
+      source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
+      destination_ip: '192.0.2.1',
+      called_number: calledNumber,
+      sip_method: 'INVITE',
+      sip_user_agent: 'friendly-scanner',
+      sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\n\r\n',
+    });
+  // Half the numbers have been seen before the run starts.
+  await fetch(`${server.url}/api/events/batch`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: `[${numbers.slice(0, 500).map(event).join(',')}]`,
+  });
+
+  const kinds = { lookup: 0, address: 0, submit: 0, token: 0 };
+  const tokenBody = JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${server.url}/api`, grant_type: 'client_credentials' });
+  const samples: Array<{ at: number; rss: number }> = [];
+  const started = Date.now();
+  const sampler = setInterval(() => {
+    const rss = rssMiB(server.child.pid);
+    if (rss) samples.push({ at: (Date.now() - started) / 1000, rss });
+  }, 1000);
+
+  const result = await autocannon({
+    url: server.url,
+    connections: 32,
+    duration: SECONDS,
+    requests: [
+      {
+        setupRequest: (request) => {
+          const roll = Math.random();
+          const auth = { authorization: `Bearer ${token}` };
+          const number = numbers[Math.floor(Math.random() * numbers.length)]!;
+          if (roll < 0.01) {
+            kinds.token += 1;
+            return { ...request, method: 'POST', path: '/oauth/token', headers: { 'content-type': 'application/json' }, body: tokenBody };
+          }
+          if (roll < 0.61) {
+            kinds.lookup += 1;
+            return { ...request, method: 'GET', path: `/api/phone-numbers/${encodeURIComponent(number)}`, headers: auth };
+          }
+          if (roll < 0.81) {
+            kinds.address += 1;
+            return { ...request, method: 'GET', path: `/api/ip-addresses/198.51.100.${Math.floor(Math.random() * 250)}`, headers: auth };
+          }
+          kinds.submit += 1;
+          return { ...request, method: 'POST', path: '/api/events', headers: { ...auth, 'content-type': 'application/json' }, body: event(number) };
+        },
+      },
+    ],
+  });
+  clearInterval(sampler);
+
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+  const warmUp = SECONDS / 2;
+  const baseline = median(samples.filter((s) => s.at >= warmUp && s.at < warmUp + 10).map((s) => s.rss));
+  const final = median(samples.filter((s) => s.at >= SECONDS - 10).map((s) => s.rss));
+  const growth = baseline ? final / baseline - 1 : 0;
+  const byStatus = result.statusCodeStats as unknown as Record<string, { count: number }>;
+  const serverErrors = Object.entries(byStatus).filter(([status]) => Number(status) >= 500);
+
+  console.log(`soak: ${SECONDS} s, 32 connections, ${Math.round(result.requests.total / SECONDS)} requests/s`);
+  console.log(`  requests by kind: ${JSON.stringify(kinds)}`);
+  console.log(`  answers by status: ${JSON.stringify(Object.fromEntries(Object.entries(byStatus).map(([k, v]) => [k, v.count])))}`);
+  console.log(`  latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms; errors ${result.errors}, timeouts ${result.timeouts}`);
+  console.log(`  resident memory: baseline ${baseline} MiB (after ${warmUp} s warm-up), final ${final} MiB, growth ${(growth * 100).toFixed(1)}%`);
+  console.log(`  samples (s:MiB): ${samples.map((s) => `${Math.round(s.at)}:${s.rss}`).join(' ')}`);
+
+  const failures = [
+    growth >= 0.1 ? `resident memory grew ${(growth * 100).toFixed(1)}% after warm-up (limit 10%)` : '',
+    serverErrors.length ? `server errors: ${JSON.stringify(serverErrors)}` : '',
+    result.errors + result.timeouts > 0 ? `${result.errors} connection errors, ${result.timeouts} timeouts` : '',
+  ].filter(Boolean);
+  await stop();
+  if (failures.length) {
+    log(`soak FAILED: ${failures.join('; ')}`);
+    process.exit(1);
+  }
+  console.log('soak passed');
+} catch (err) {
+  await stop();
+  throw err;
+}

@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { createServices } from '../src/services.ts';
+
+/** Shared by the benchmark and the soak: processes to measure, and stores to measure them on. */
+export const ROOT = new URL('..', import.meta.url).pathname;
+
+export const log = (line: string) => process.stderr.write(`${line}\n`);
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function rssMiB(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : undefined;
+}
+
+async function waitFor(url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} never became ready`);
+}
+
+export async function startProcess(script: string, env: Record<string, string>, readyPath: string) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(ROOT, script)], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`${url}${readyPath}`, child);
+  return {
+    url,
+    child,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+/** Opens a store, gives it an unthrottled plan, an account and a client; returns the credentials. */
+export async function prepareStore(databaseUrl: string) {
+  const services = await createServices(loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }, false));
+  try {
+    await services.plans.save({
+      name: 'bench',
+      maySubmit: true,
+      lookups: { limit: 2_000_000_000, windowSeconds: 1 },
+      submissions: { limit: 2_000_000_000, windowSeconds: 1 },
+      maxClients: null,
+    });
+    const account = await services.accounts.createAccount({ name: `bench ${randomUUID().slice(0, 8)}`, plan: 'bench' });
+    return await services.accounts.createClient({ accountId: account.account_id, name: 'bench' });
+  } finally {
+    await services.close();
+  }
+}
+
+export async function tokenFor(url: string, client: { client_id: string; client_secret: string }): Promise<string> {
+  const res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${url}/api`, grant_type: 'client_credentials' }),
+  });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
