@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
-import { log, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { knownNumbers, log, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
 
 /**
  * `npm run bench`: every figure of issue 5 in one run on this machine, each beside the bare
@@ -74,7 +74,9 @@ async function storeWith(size: number): Promise<string> {
   return `sqlite:${path}`;
 }
 
-const foundPath = () => `/api/phone-numbers/${encodeURIComponent(poolNumber(Math.floor(Math.random() ** 2 * 1000)))}`;
+/** Numbers of the store under test that lookups will find. */
+let found: string[] = [];
+const foundPath = () => `/api/phone-numbers/${encodeURIComponent(found[Math.floor(Math.random() * found.length)]!)}`;
 const notFoundPath = () => `/api/phone-numbers/%2B999${Math.floor(Math.random() * 1e9)}`;
 
 function eventJson(): string {
@@ -110,6 +112,7 @@ async function main() {
   log('2. authenticated phone lookups (10,000 events stored)');
   const smallUrl = await storeWith(SIZES[0] ?? 10_000);
   const client = await prepareStore(smallUrl);
+  found = await knownNumbers(smallUrl);
   let service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
   let token = await tokenFor(service.url, client);
   const headers = () => ({ authorization: `Bearer ${token}` });
@@ -119,6 +122,18 @@ async function main() {
       row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
     }
   }
+
+  log('2b. the same lookups with WORKERS=2 (node:cluster), to see whether a second process pays');
+  await service.stop();
+  service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl, WORKERS: '2' }, '/readyz');
+  token = await tokenFor(service.url, client);
+  for (const connections of [16, 64]) {
+    const row = await measure('lookup found, WORKERS=2', { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
+    row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
+  }
+  await service.stop();
+  service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
+  token = await tokenFor(service.url, client);
 
   log('3. intake with durability on (synchronous=FULL; 201 only after commit)');
   const post = (body: () => string, contentType = 'application/json') => [
@@ -140,6 +155,7 @@ async function main() {
   for (const size of SIZES) {
     const url = await storeWith(size);
     const sized = await prepareStore(url);
+    found = await knownNumbers(url);
     service = await startProcess('src/server.ts', { DATABASE_URL: url }, '/readyz');
     token = await tokenFor(service.url, sized);
     // Warm the page cache the way a long-running server would have it.

@@ -84,3 +84,15 @@ export async function tokenFor(url: string, client: { client_id: string; client_
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
+
+/** Up to `limit` numbers the store has seen (in the shared data set), for "found" lookups. */
+export async function knownNumbers(databaseUrl: string, limit = 1000): Promise<string[]> {
+  const { openDatabase } = await import('../src/store/database.ts');
+  const database = await openDatabase(databaseUrl);
+  try {
+    const rows = await database.db.selectFrom('number_stats').select('number_key').where('scope', '=', '*shared*').limit(limit).execute();
+    return rows.map((r) => r.number_key);
+  } finally {
+    await database.close();
+  }
+}

@@ -1,0 +1,18 @@
+import { spawn } from 'node:child_process';
+import autocannon from 'autocannon';
+const url = 'http://127.0.0.1:18090';
+const DB = 'sqlite:/work/main/bench/.data/events-100000.db';
+const { loadConfig } = await import('/work/main/src/config.ts');
+const { createServices } = await import('/work/main/src/services.ts');
+const s = await createServices(loadConfig({ DATABASE_URL: DB, LOG_LEVEL: 'silent' }, false));
+const acct = await s.accounts.createAccount({ name: 'prof', plan: 'bench' });
+const c = await s.accounts.createClient({ accountId: acct.account_id, name: 'p' });
+const keys = (await s.database.db.selectFrom('number_stats').select('number_key').limit(500).execute()).map((r) => r.number_key);
+await s.close();
+const child = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-dir=/tmp/prof', '/work/main/src/server.ts'], { env: { ...process.env, PORT: '18090', DATABASE_URL: DB, LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: url }, stdio: 'inherit' });
+await new Promise((r) => setTimeout(r, 1500));
+const tok = (await (await fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: c.client_id, client_secret: c.client_secret, audience: `${url}/api`, grant_type: 'client_credentials' }) })).json()).access_token;
+const mode = process.argv[2];
+const r = await autocannon({ url, connections: 16, duration: 5, requests: [{ method: mode === 'batch' ? 'POST' : 'GET', setupRequest: (q) => mode === 'batch' ? ({ ...q, path: '/api/events/batch', headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' }, body: JSON.stringify(Array.from({ length: 200 }, () => ({ app_name: 'a', app_version: '1', event_timestamp: '2026-11-20 10:00:00', event_uuid: crypto.randomUUID(), created_by_node_id: crypto.randomUUID(), collected_method: 'passive', transport_type: 'UDP', source_ip: '10.0.0.1', destination_ip: '10.0.0.2', called_number: '+4412345678', sip_method: 'INVITE', sip_user_agent: 'x', sip_message: 'm' }))) }) : ({ ...q, path: `/api/phone-numbers/${encodeURIComponent(keys[Math.floor(Math.random() * keys.length)])}`, headers: { authorization: `Bearer ${tok}` } }) }] });
+console.log(mode, 'req/s', r.requests.average, 'p50', r.latency.p50, 'status', JSON.stringify(r.statusCodeStats));
+child.kill('SIGINT'); await new Promise((r) => child.once('exit', r));
