@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
-import { knownNumbers, log, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { benchEvent, knownNumbers, log, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
 
 /**
  * `npm run bench`: every figure of issue 5 in one run on this machine, each beside the bare
@@ -79,23 +78,7 @@ let found: string[] = [];
 const foundPath = () => `/api/phone-numbers/${encodeURIComponent(found[Math.floor(Math.random() * found.length)]!)}`;
 const notFoundPath = () => `/api/phone-numbers/%2B999${Math.floor(Math.random() * 1e9)}`;
 
-function eventJson(): string {
-  return JSON.stringify({
-    app_name: 'sentrypeer',
-    app_version: '4.0.6',
-    event_timestamp: new Date().toISOString().replace('T', ' ').slice(0, -1) + '123456',
-    event_uuid: randomUUID(),
-    created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
-    collected_method: 'responsive',
-    transport_type: 'UDP',
-    source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
-    destination_ip: '192.0.2.1',
-    called_number: `00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`,
-    sip_method: 'INVITE',
-    sip_user_agent: 'friendly-scanner',
-    sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
-  });
-}
+const eventJson = () => benchEvent(`00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`);
 
 async function main() {
   mkdirSync(RESULTS, { recursive: true });

@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
 import { generateEvents } from './generate-events.ts';
-import { log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
+import { benchEvent, log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
 
 /**
  * `npm run soak`: sustained mixed load (lookups, address lookups, submissions, token requests)
@@ -38,22 +37,7 @@ process.on('SIGINT', () => void stop().then(() => process.exit(130)));
 try {
   const token = await tokenFor(server.url, client);
   const numbers = Array.from({ length: 1000 }, (_, i) => `+4420${String(7_000_000 + i * 13)}`);
-  const event = (calledNumber: string) =>
-    JSON.stringify({
-      app_name: 'sentrypeer',
-      app_version: '4.0.6',
-      event_timestamp: new Date().toISOString(),
-      event_uuid: randomUUID(),
-      created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
-      collected_method: 'responsive',
-      transport_type: 'UDP',
-      source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
-      destination_ip: '192.0.2.1',
-      called_number: calledNumber,
-      sip_method: 'INVITE',
-      sip_user_agent: 'friendly-scanner',
-      sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\n\r\n',
-    });
+  const event = benchEvent;
   // Half the numbers have been seen before the run starts.
   await fetch(`${server.url}/api/events/batch`, {
     method: 'POST',

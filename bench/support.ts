@@ -96,3 +96,22 @@ export async function knownNumbers(databaseUrl: string, limit = 1000): Promise<s
     await database.close();
   }
 }
+
+/** A fresh, valid event as a SentryPeer node would post it, for load generation. */
+export function benchEvent(calledNumber: string): string {
+  return JSON.stringify({
+    app_name: 'sentrypeer',
+    app_version: '4.0.6',
+    event_timestamp: new Date().toISOString().replace('T', ' ').slice(0, -1) + '123456',
+    event_uuid: randomUUID(),
+    created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
+    collected_method: 'responsive',
+    transport_type: 'UDP',
+    source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
+    destination_ip: '192.0.2.1',
+    called_number: calledNumber,
+    sip_method: 'INVITE',
+    sip_user_agent: 'friendly-scanner',
+    sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
+  });
+}

@@ -1,6 +1,6 @@
-import { type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
-import type { HoneypotEvent } from '../domain/honeypot-event.ts';
+import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
 import type { Schema } from './schema.ts';
 
 /** Events of one owner to store together. */
@@ -9,23 +9,8 @@ export interface IngestGroup {
   events: HoneypotEvent[];
 }
 
-const STORED_COLUMNS = [
-  'app_name',
-  'app_version',
-  'event_timestamp',
-  'event_uuid',
-  'created_by_node_id',
-  'collected_method',
-  'transport_type',
-  'source_ip',
-  'destination_ip',
-  'called_number',
-  'sip_method',
-  'sip_user_agent',
-  'sip_message',
-  'event_time',
-  'received_at',
-] as const;
+/** What an owner reads back: the 13 fields as stored, the normalised instant, the commit time. */
+const STORED_COLUMNS = [...EVENT_FIELDS, 'event_time', 'received_at'] as const;
 
 /** Events and their lookup aggregates in the SQL store. */
 export class SqlEventsRepository implements EventsRepository {
@@ -284,38 +269,46 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
     for (const row of added) ipSpans.get(`${row.scope}${SEP}${row.source_ip}`)!.fresh += 1;
   }
 
-  for (const chunk of chunks(sortedEntries(numberSpans), 500)) {
-    await trx
-      .insertInto('number_stats')
-      .values(chunk.map(([key, s]) => { const [scope, number_key] = split2(key); return { scope, number_key, seen_count: s.count, first_seen: s.first, last_seen: s.last, source_ip_count: s.fresh }; }))
-      .onConflict((oc) =>
-        oc.columns(['scope', 'number_key']).doUpdateSet((eb) => ({
-          seen_count: eb('number_stats.seen_count', '+', eb.ref('excluded.seen_count')),
-          source_ip_count: eb('number_stats.source_ip_count', '+', eb.ref('excluded.source_ip_count')),
-          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref('number_stats.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('number_stats.first_seen')).end(),
-          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref('number_stats.last_seen')).then(eb.ref('excluded.last_seen')).else(eb.ref('number_stats.last_seen')).end(),
-        })),
-      )
-      .execute();
-  }
-  for (const chunk of chunks(sortedEntries(ipSpans), 500)) {
-    await trx
-      .insertInto('ip_stats')
-      .values(chunk.map(([key, s]) => { const [scope, source_ip] = split2(key); return { scope, source_ip, seen_count: s.count, first_seen: s.first, last_seen: s.last, called_number_count: s.fresh }; }))
-      .onConflict((oc) =>
-        oc.columns(['scope', 'source_ip']).doUpdateSet((eb) => ({
-          seen_count: eb('ip_stats.seen_count', '+', eb.ref('excluded.seen_count')),
-          called_number_count: eb('ip_stats.called_number_count', '+', eb.ref('excluded.called_number_count')),
-          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref('ip_stats.first_seen')).then(eb.ref('excluded.first_seen')).else(eb.ref('ip_stats.first_seen')).end(),
-          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref('ip_stats.last_seen')).then(eb.ref('excluded.last_seen')).else(eb.ref('ip_stats.last_seen')).end(),
-        })),
-      )
-      .execute();
-  }
+  await addSpans(trx, 'number_stats', 'number_key', 'source_ip_count', numberSpans);
+  await addSpans(trx, 'ip_stats', 'source_ip', 'called_number_count', ipSpans);
   await addCounts(trx, 'number_methods', ['scope', 'number_key', 'sip_method'], methods);
   await addCounts(trx, 'number_forms', ['scope', 'number_key', 'written'], forms);
   await addCounts(trx, 'ip_user_agents', ['scope', 'source_ip', 'user_agent'], agents);
   await addCounts(trx, 'ip_transports', ['scope', 'source_ip', 'transport'], transports);
+}
+
+/**
+ * Adds per-key spans to a stats table: counts add up, the first sighting is the earlier one and
+ * the last the later one, and the distinct count grows by the members new to the store.
+ */
+async function addSpans(
+  trx: Transaction<Schema>,
+  table: 'number_stats' | 'ip_stats',
+  keyColumn: 'number_key' | 'source_ip',
+  distinctColumn: 'source_ip_count' | 'called_number_count',
+  spans: Map<string, Span>,
+) {
+  // One builder for both tables; Kysely cannot type a table chosen at run time.
+  const db = trx as unknown as Kysely<any>;
+  for (const chunk of chunks(sortedEntries(spans), 500)) {
+    await db
+      .insertInto(table)
+      .values(
+        chunk.map(([key, s]) => {
+          const [scope, value] = split2(key);
+          return { scope, [keyColumn]: value, seen_count: s.count, first_seen: s.first, last_seen: s.last, [distinctColumn]: s.fresh };
+        }),
+      )
+      .onConflict((oc) =>
+        oc.columns(['scope', keyColumn]).doUpdateSet((eb) => ({
+          seen_count: eb(`${table}.seen_count`, '+', eb.ref('excluded.seen_count')),
+          [distinctColumn]: eb(`${table}.${distinctColumn}`, '+', eb.ref(`excluded.${distinctColumn}`)),
+          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref(`${table}.first_seen`)).then(eb.ref('excluded.first_seen')).else(eb.ref(`${table}.first_seen`)).end(),
+          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref(`${table}.last_seen`)).then(eb.ref('excluded.last_seen')).else(eb.ref(`${table}.last_seen`)).end(),
+        })),
+      )
+      .execute();
+  }
 }
 
 type CountTable = 'number_methods' | 'number_forms' | 'ip_user_agents' | 'ip_transports';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalisePhoneNumber } from '../../src/domain/phone-number.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 const NUMBERS = ['+46812118532', '0046812118532', '01146812118532', '+972597744894', '100', '00390662279016', '+390662279016'];
 const ADDRESSES = ['203.0.113.1', '203.0.113.2', '2001:db8::1', '198.51.100.9'];
@@ -25,13 +25,7 @@ describe('cross-account isolation, as a property', () => {
 
   beforeAll(async () => {
     h = await startHarness();
-    await h.services.plans.save({
-      name: 'fuzz',
-      maySubmit: true,
-      lookups: { limit: 1e9, windowSeconds: 3600 },
-      submissions: { limit: 1e9, windowSeconds: 3600 },
-      maxClients: null,
-    });
+    await saveUnlimitedPlan(h, 'fuzz');
   });
   afterAll(() => h.close());
 

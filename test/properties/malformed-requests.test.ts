@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_FIELDS } from '../../src/domain/honeypot-event.ts';
-import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
  * Thousands of generated malformed requests per endpoint: never a 5xx, never a crash, every
@@ -59,13 +59,7 @@ describe('generated malformed requests', () => {
   beforeAll(async () => {
     // Throttles off: here every failure is deliberate, and slowing would only slow the test.
     h = await startHarness({}, { throttle: { perAddress: 1e9, perClient: 1e9, freeFailures: 1e9 } });
-    await h.services.plans.save({
-      name: 'fuzz',
-      maySubmit: true,
-      lookups: { limit: 1e9, windowSeconds: 3600 },
-      submissions: { limit: 1e9, windowSeconds: 3600 },
-      maxClients: null,
-    });
+    await saveUnlimitedPlan(h, 'fuzz');
     who = await h.account({ plan: 'fuzz' });
   });
   afterAll(() => h.close());

@@ -105,6 +105,18 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
   };
 }
 
+/** A plan without practical limits, for tests that send thousands of requests. */
+export async function saveUnlimitedPlan(h: Harness, name = 'unlimited'): Promise<string> {
+  await h.services.plans.save({
+    name,
+    maySubmit: true,
+    lookups: { limit: 1e9, windowSeconds: 3600 },
+    submissions: { limit: 1e9, windowSeconds: 3600 },
+    maxClients: null,
+  });
+  return name;
+}
+
 let counter = 0;
 
 /** A valid 13-field event; every call gets a fresh event_uuid unless overridden. */
