@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
-import { benchEvent, knownNumbers, log, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { benchEvent, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
 
 /**
  * `npm run bench`: every figure of issue 5 in one run on this machine, each beside the bare
@@ -133,6 +133,36 @@ async function main() {
     { eventsPerRequest: 1000 },
   );
   await service.stop();
+
+  log('3b. the same on PostgreSQL (local server, 10,000 events, a database made for this run)');
+  const postgres = await postgresBenchDatabase();
+  if (postgres) {
+    try {
+      const pgStore = await openDatabase(postgres.url);
+      await generateEvents(pgStore, { events: 10_000, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true });
+      await pgStore.close();
+      const pgClient = await prepareStore(postgres.url);
+      found = await knownNumbers(postgres.url);
+      service = await startProcess('src/server.ts', { DATABASE_URL: postgres.url }, '/readyz');
+      token = await tokenFor(service.url, pgClient);
+      for (const connections of [16, 64]) {
+        const row = await measure('lookup found, PostgreSQL', { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
+        row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
+      }
+      await measure('single-event intake, PostgreSQL', { url: service.url, connections: 64, requests: post(eventJson) }, service.child.pid, { eventsPerRequest: 1, expected: 201 });
+      await measure(
+        'batch intake (1,000/request), PostgreSQL',
+        { url: service.url, connections: 4, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: '/api/events/batch', headers: { ...headers(), 'content-type': 'application/json' }, body: batchBody() }) }] },
+        service.child.pid,
+        { eventsPerRequest: 1000 },
+      );
+      await service.stop();
+    } finally {
+      await postgres.drop();
+    }
+  } else {
+    log('  skipped: no PostgreSQL reachable at BENCH_POSTGRES_URL');
+  }
 
   log('4. lookup latency against store size');
   for (const size of SIZES) {

@@ -115,3 +115,30 @@ export function benchEvent(calledNumber: string): string {
     sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
   });
 }
+
+/** A fresh PostgreSQL database for one benchmark run, or undefined when none is reachable. */
+export async function postgresBenchDatabase(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const pg = (await import('pg')).default;
+  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `tollwatch_bench_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+  } catch {
+    return undefined;
+  } finally {
+    await admin.end().catch(() => {});
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
