@@ -83,8 +83,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
   const eventsRepo = new SqlEventsRepository(database.db);
-  // A single-writer store commits concurrent submissions together: one fsync for many events.
-  const ingestRepo = database.caps.singleWriter ? new GroupCommit(eventsRepo) : eventsRepo;
+  // Concurrent submissions are committed together: one transaction and one WAL flush for many
+  // events, each answered only after that commit. On SQLite it also serialises the one writer.
+  const ingestRepo = new GroupCommit(eventsRepo);
   return {
     config,
     database,

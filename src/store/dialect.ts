@@ -8,8 +8,6 @@ export interface DialectCapabilities {
   counterType: 'integer' | 'bigint';
   /** Column type and constraint of the events' surrogate key. */
   serialType: 'integer' | 'bigserial';
-  /** One connection does all writes, so writes from concurrent requests are best grouped. */
-  singleWriter: boolean;
   /**
    * Events are range-partitioned by month of `event_time` (declarative partitioning), so old
    * months are dropped whole and partitions must be created ahead of time.
@@ -21,7 +19,6 @@ export const SQLITE: DialectCapabilities = {
   name: 'sqlite',
   counterType: 'integer',
   serialType: 'integer',
-  singleWriter: true,
   partitionedEvents: false,
 };
 
@@ -29,6 +26,5 @@ export const POSTGRES: DialectCapabilities = {
   name: 'postgres',
   counterType: 'bigint',
   serialType: 'bigserial',
-  singleWriter: false,
   partitionedEvents: true,
 };
