@@ -38,20 +38,23 @@ function redis(action: 'stop' | 'start') {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.skipIf(!canControl)('store and Redis outages under load (issue 3)', () => {
+describe.skipIf(!canControl)('store and Redis outages under load, two instances (issue 3)', () => {
   let database: TestDatabase;
   let server: ServerProcess;
+  let second: ServerProcess;
   let token: string;
 
   beforeAll(async () => {
     database = await freshDatabase();
     server = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL });
+    second = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL });
     token = await contributorToken(server, database.url);
   });
   afterAll(async () => {
     postgres('start');
     if (await redisUnreachable()) redis('start');
     await server?.stop();
+    await second?.stop();
     await database?.drop();
   });
 
@@ -60,11 +63,13 @@ describe.skipIf(!canControl)('store and Redis outages under load (issue 3)', () 
     const statuses = new Map<number, number>();
     let retryAfterMissing = 0;
     let running = true;
-    const loop = async () => {
+    // Half the loops load each instance; a token from one is good on both.
+    const loop = async (_: unknown, i: number) => {
+      const target = i % 2 ? second : server;
       while (running) {
         const event = sampleEvent();
         try {
-          const res = await fetch(`${server.url}/api/events`, {
+          const res = await fetch(`${target.url}/api/events`, {
             method: 'POST',
             headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
             body: JSON.stringify(event),
@@ -84,8 +89,8 @@ describe.skipIf(!canControl)('store and Redis outages under load (issue 3)', () 
     const before = acknowledged.size;
     postgres('stop');
     await sleep(500);
-    const ready = await fetch(`${server.url}/readyz`);
-    expect(ready.status).toBe(503);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(503);
     await sleep(2000);
     postgres('start');
     const restarted = Date.now();
@@ -103,6 +108,7 @@ describe.skipIf(!canControl)('store and Redis outages under load (issue 3)', () 
     expect([...statuses.keys()].filter((s) => s >= 500 && s !== 503)).toEqual([]);
     expect(recoveredIn).toBeLessThan(5000);
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
 
     // Every acknowledged event is in the store.
     const client = new pg.Client({ connectionString: database.url });

@@ -1,0 +1,69 @@
+import { get } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/database.ts';
+import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
+
+function statusOnNewConnection(url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+describe('WORKERS=2: two processes on one port (issue 3)', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+    server = await startServerProcess({ DATABASE_URL: database.url, WORKERS: '2' });
+  });
+  afterAll(async () => {
+    await server.stop();
+    await database.drop();
+  });
+
+  it('serves, and counts a rate limit across both workers (the primary keeps the counters)', async () => {
+    const account = cli(database.url, 'accounts', 'create', '--name', 'w', '--plan', 'tester');
+    const client = cli(database.url, 'clients', 'create', '--account', account.account_id, '--name', 'n');
+    const res = await fetch(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${server.url}/api`, grant_type: 'client_credentials' }),
+    });
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    const statuses: number[] = [];
+    // A fresh connection per request: the cluster's primary deals connections to its workers in
+    // turn, so the requests alternate, and per-worker counters would allow all eight.
+    for (let i = 0; i < 8; i++) statuses.push(await statusOnNewConnection(`${server.url}/api/phone-numbers/100`, token));
+    expect(statuses).toEqual([404, 404, 404, 404, 404, 429, 429, 429]);
+  });
+});
+
+describe('DATABASE_READ_URL: lookups read the replica (issue 3)', () => {
+  let h: Harness;
+  let replica: TestDatabase;
+
+  beforeAll(async () => {
+    // A stand-in replica that never receives the primary's writes: where lookups read shows.
+    replica = await freshDatabase();
+    await (await openDatabase(replica.url)).close();
+    h = await startHarness({ DATABASE_READ_URL: replica.url });
+  });
+  afterAll(async () => {
+    await h.close();
+    await replica.drop();
+  });
+
+  it('sends lookups to the read URL and everything else to the primary', async () => {
+    const who = await h.account();
+    const event = sampleEvent({ called_number: '+390662279016' });
+    expect((await postEvent(who, event)).status).toBe(201);
+    expect((await who.api(`/api/events/${event.event_uuid}`)).status).toBe(200);
+    expect((await who.api('/api/phone-numbers/%2B390662279016')).status).toBe(404);
+  });
+});
