@@ -71,12 +71,7 @@ export class AccountsService {
 
   /** Creates an account on a known plan. */
   async createAccount(input: { name: string; plan: string; trusted?: boolean }, actor = 'operator'): Promise<Account> {
-    const name = input.name.trim();
-    if (name.length === 0 || name.length > 200) {
-      throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
-        { field: 'name', message: 'must be 1 to 200 characters' },
-      ]);
-    }
+    const name = validName(input.name);
     await this.requirePlan(input.plan);
     const account: Account = {
       account_id: randomUUID(),
@@ -127,12 +122,7 @@ export class AccountsService {
   async createClient(input: { accountId: string; name: string; permissions?: string[] }, actor = 'operator'): Promise<IssuedCredentials> {
     const account = await this.getAccount(input.accountId);
     const plan = await this.requirePlan(account.plan);
-    const name = input.name.trim();
-    if (name.length === 0 || name.length > 200) {
-      throw new ServiceError('validation_failed', 'name must be 1 to 200 characters', [
-        { field: 'name', message: 'must be 1 to 200 characters' },
-      ]);
-    }
+    const name = validName(input.name);
     const permissions = input.permissions ? this.parsePermissions(input.permissions) : defaultPermissions(plan.maySubmit);
     if (plan.maxClients !== null && (await this.repo.countClients(account.account_id)) >= plan.maxClients) {
       throw new ServiceError('limit_reached', `the ${plan.name} plan allows at most ${plan.maxClients} clients`);
@@ -206,6 +196,17 @@ export class AccountsService {
     }
     return [...new Set(values)] as Permission[];
   }
+}
+
+/** A trimmed account or client name: 1 to 200 printable characters. */
+function validName(raw: string): string {
+  const name = raw.trim();
+  if (name.length === 0 || name.length > 200 || /[\u0000-\u001f]/.test(name)) {
+    throw new ServiceError('validation_failed', 'name must be 1 to 200 printable characters', [
+      { field: 'name', message: 'must be 1 to 200 printable characters' },
+    ]);
+  }
+  return name;
 }
 
 function viewOf(client: Client): ClientView {

@@ -126,6 +126,8 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
 function lengthError(field: EventField, value: unknown): string | undefined {
   if (value === undefined) return 'is required';
   if (typeof value !== 'string') return 'must be a string';
+  // PostgreSQL text cannot hold NUL, and no SIP text needs it: refused alike on every store.
+  if (value.includes('\u0000')) return 'must not contain NUL characters';
   if (value.length === 0 && !MAY_BE_EMPTY.has(field)) return 'must not be empty';
   if (field === 'sip_message') {
     // Cheap bound first: a UTF-8 character is at most 3 bytes per UTF-16 unit.

@@ -80,7 +80,9 @@ async function fromAuthorization(
   if (scheme === 'basic' && value && basicAuth) {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon > 0) return authenticator.fromBasic(safeDecode(decoded.slice(0, colon)), safeDecode(decoded.slice(colon + 1)));
+    const clientId = safeDecode(decoded.slice(0, colon));
+    // Client ids are URL-safe; anything else (NUL would upset PostgreSQL) cannot be one.
+    if (colon > 0 && /^[\w-]{1,256}$/.test(clientId)) return authenticator.fromBasic(clientId, safeDecode(decoded.slice(colon + 1)));
   }
   throw new InvalidTokenError(`unusable ${scheme} credentials`);
 }

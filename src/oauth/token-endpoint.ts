@@ -120,6 +120,9 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   if (clientId.length > 256 || clientSecret.length > 256 || audience.length > 2048) {
     throw invalidRequest('a field is longer than allowed');
   }
+  if ([grantType, audience, clientId, clientSecret].some((v) => v.includes('\u0000'))) {
+    throw invalidRequest('fields must not contain NUL characters');
+  }
   return { grantType, audience, credentials: { clientId, clientSecret } };
 }
 

@@ -101,6 +101,17 @@ describe('validateHoneypotEvent', () => {
     expect(result.errors.find((e) => e.field === 'sip_message')?.message).toBe('is required');
   });
 
+  it('refuses NUL characters in any field, as PostgreSQL text cannot hold them', () => {
+    const result = validateHoneypotEvent(valid({ sip_user_agent: 'a\u0000b', sip_message: '\u0000' }), NOW);
+    expect(result).toEqual({
+      ok: false,
+      errors: [
+        { field: 'sip_user_agent', message: 'must not contain NUL characters' },
+        { field: 'sip_message', message: 'must not contain NUL characters' },
+      ],
+    });
+  });
+
   it.each([[null], [[]], ['event'], [42], [undefined]])('rejects a body that is not an object: %j', (body) => {
     expect(validateHoneypotEvent(body, NOW)).toEqual({ ok: false, errors: [{ field: '(body)', message: 'must be a JSON object' }] });
   });

@@ -38,6 +38,7 @@ describe('authenticating /api calls (CONTRACT §3)', () => {
     await expectInvalidToken(await lookup('Bearer not.a.jwt'));
     await expectInvalidToken(await lookup('Token abc'));
     await expectInvalidToken(await lookup('Basic !!!notbase64'));
+    await expectInvalidToken(await lookup(`Basic ${Buffer.from('twc_\u0000x:secret').toString('base64')}`));
   });
 
   it('401 for a token signed by another key, even with our kid', async () => {

@@ -81,7 +81,7 @@ describe('querying one’s own events (CONTRACT §8)', () => {
     const semantic = await owner.api('/api/events?since=yesterday&source_ip=nope&cursor=garbage&node_id=x&called_number=%24');
     const fields = ((await semantic.json()) as { errors: Array<{ field: string }> }).errors.map((e) => e.field);
     expect(fields).toEqual(['since', 'called_number', 'source_ip', 'node_id', 'cursor']);
-    for (const bad of ['?limit=0', '?limit=abc', '?transport_type=SCTP', '?collected_method=all', '?unknown=1']) {
+    for (const bad of ['?limit=0', '?limit=abc', '?transport_type=SCTP', '?collected_method=all', '?unknown=1', '?sip_method=%00', '?sip_method=IN%20VITE']) {
       expect((await owner.api(`/api/events${bad}`)).status, bad).toBe(422);
     }
   });

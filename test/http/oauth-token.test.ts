@@ -100,6 +100,8 @@ describe('POST /oauth/token (CONTRACT §2)', () => {
     ['grant_type missing', { grant_type: undefined }],
     ['client_id not a string', { client_id: 42 }],
     ['audience not a string', { audience: ['x'] }],
+    ['client_id with a NUL character', { client_id: 'twc_\u0000' }],
+    ['client_secret with a NUL character', { client_secret: '\u0000' }],
   ])('400 invalid_request when %s', async (_name, change) => {
     const res = await tokenRequest(h, { ...valid(), ...change });
     expect(res.status).toBe(400);

@@ -11,7 +11,7 @@ const ListQuery = Type.Object(
     until: Type.Optional(Type.String({ description: 'Events before this instant' })),
     called_number: Type.Optional(Type.String({ description: 'Normalised like a lookup; prefix variants match' })),
     source_ip: Type.Optional(Type.String()),
-    sip_method: Type.Optional(Type.String({ maxLength: 32 })),
+    sip_method: Type.Optional(Type.String({ maxLength: 32, pattern: "^[A-Za-z0-9.!%*_+`'~-]+$" })),
     node_id: Type.Optional(Type.String({ description: 'created_by_node_id' })),
     collected_method: Type.Optional(Type.Union([Type.Literal('responsive'), Type.Literal('passive')])),
     transport_type: Type.Optional(Type.Union([Type.Literal('UDP'), Type.Literal('TCP'), Type.Literal('TLS')])),
