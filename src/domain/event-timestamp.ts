@@ -23,7 +23,7 @@ export function parseEventTimestamp(input: string, now: Date): EventInstant | { 
   if (!m) return { error: 'must be YYYY-MM-DD HH:MM:SS with up to 9 fractional digits, or RFC 3339' };
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   const fraction = (m[7] ?? '').padEnd(9, '0');
-  if (year < MIN_YEAR) return { error: `must be in ${MIN_YEAR} or later` };
+  // The year is checked after conversion to UTC: `1969-12-31T23:30:00-01:00` is in 1970.
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return { error: 'is not a real date' };
   if (hour > 23 || minute > 59 || second > 59) return { error: 'is not a real time of day' };
 
@@ -40,7 +40,11 @@ export function parseEventTimestamp(input: string, now: Date): EventInstant | { 
   if (utc.getUTCFullYear() < MIN_YEAR) return { error: `must be in ${MIN_YEAR} or later` };
   if (utc.getUTCFullYear() > 9999) return { error: 'is too far in the future' };
   const epochMs = wholeMs + Number(fraction.slice(0, 3));
-  if (epochMs > now.getTime() + DAY_MS) return { error: 'is more than 24 hours in the future' };
+  const limitMs = now.getTime() + DAY_MS;
+  // Exact to the nanosecond: one past the limit is refused even within its millisecond.
+  if (epochMs > limitMs || (epochMs === limitMs && Number(fraction.slice(3)) > 0)) {
+    return { error: 'is more than 24 hours in the future' };
+  }
   const iso = `${utc.toISOString().slice(0, 19)}.${fraction}Z`;
   return { iso, epochMs };
 }

@@ -25,7 +25,7 @@ export const EVENT_FIELDS = [
 export type EventField = (typeof EVENT_FIELDS)[number];
 
 /** A valid event as stored: canonical UUIDs and addresses, everything else as received. */
-export type HoneypotEvent = Record<EventField, string> & {
+export interface HoneypotEvent extends Record<EventField, string> {
   /** Normalised instant of `event_timestamp`. */
   event_time: string;
   /** `called_number` normalised, and its lookup key; null when it is empty or not a number. */
@@ -33,7 +33,7 @@ export type HoneypotEvent = Record<EventField, string> & {
   number_key: string | null;
   /** Hash of the 13 stored values: tells an identical replay from a conflicting reuse of a uuid. */
   content_hash: string;
-};
+}
 
 /** Fields probes legitimately leave empty: no user part, no User-Agent. */
 const MAY_BE_EMPTY = new Set<EventField>(['called_number', 'sip_user_agent']);

@@ -8,8 +8,11 @@ export interface NormalisedNumber {
   key: string;
 }
 
-const SEPARATORS = /[\s\-.()]/g;
+// CONTRACT §7 names these five; other whitespace inside a number is refused, not guessed at.
+const SEPARATORS = /[ \-.()]/g;
 const DIALLABLE = /^\+?[0-9A-Za-z*#]{1,64}$/;
+// What follows the exit code of an international form: no country code begins with 0.
+const COUNTRY_CODE_AND_DIGITS = /^[1-9][0-9]*$/;
 
 /**
  * Normalises a number from a lookup path or an event's `called_number` (CONTRACT §7): trims,
@@ -35,16 +38,17 @@ export function normalisePhoneNumber(input: string): NormalisedNumber | null {
 
 /**
  * `+CC…`, `00CC…` and `011CC…` are one number dialled with different exit codes. `011` is the
- * North American exit code; a few national numbers elsewhere also begin with 011 (e.g. UK
- * area codes 0113–0118), but the contract decides that attackers' test calls, which dial
- * internationally, are what matters, so 011 is read as an exit code.
+ * North American exit code, and some national numbers elsewhere also begin with 011 (the UK's
+ * 0113–0118 areas: `0113 496 0000` gets the key `+34960000`, a Spanish-looking number). The
+ * contract (§7) still names `011CC…` as an international form: toll-fraud probes dial abroad,
+ * so merging their 011 and 00 variants matters more than the odd national number.
  */
 function internationalKey(value: string): string | null {
   for (const prefix of ['+', '00', '011']) {
     if (value.startsWith(prefix)) {
       const rest = value.slice(prefix.length);
-      if (/^[0-9]+$/.test(rest) && !(prefix === '00' && rest.startsWith('0'))) return `+${rest}`;
-      return null;
+      // So `0000` or `0110` stays an extension rather than becoming `+00` or `+0`.
+      return COUNTRY_CODE_AND_DIGITS.test(rest) ? `+${rest}` : null;
     }
   }
   return null;
@@ -65,7 +69,9 @@ const FACTS_CACHE_SIZE = 50_000;
 
 /** Country and number type of an international key, or null when it is not a valid E.164 number. */
 export function phoneNumberFacts(key: string): NumberFacts | null {
-  if (!key.startsWith('+')) return null;
+  // Only what normalisePhoneNumber makes of an international form: libphonenumber would also
+  // read spaces and other decoration, giving facts for a number the key does not name.
+  if (!key.startsWith('+') || !COUNTRY_CODE_AND_DIGITS.test(key.slice(1))) return null;
   const cached = factsCache.get(key);
   if (cached !== undefined) return cached;
   const facts = parseFacts(key);
