@@ -82,7 +82,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ttlSeconds: config.tokenTtlSeconds,
   });
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
-  const eventsRepo = new SqlEventsRepository(database.db);
+  const eventsRepo = new SqlEventsRepository(database.db, database.ingestWrites);
   // Concurrent submissions are committed together: one transaction and one WAL flush for many
   // events, each answered only after that commit. On SQLite it also serialises the one writer.
   const ingestRepo = new GroupCommit(eventsRepo);

@@ -4,6 +4,7 @@ import SQLiteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
+import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { migrateToLatest } from './migrations.ts';
 import { isStoreUnavailable } from './store-errors.ts';
 import type { Schema } from './schema.ts';
@@ -20,6 +21,8 @@ export interface Database {
    * the dialect has no such cheap signal.
    */
   externalChangeCounter: (() => number) | undefined;
+  /** How an ingest transaction writes its rows, the fastest way for this store. */
+  ingestWrites: IngestWrites;
   close(): Promise<void>;
 }
 
@@ -103,6 +106,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
       native.prepare('SELECT 1').get();
     },
     externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
+    ingestWrites: new SqliteRowIngestWrites(native, db),
     close: () => db.destroy(),
   };
 }
@@ -158,6 +162,7 @@ function openPostgres(url: string): Database {
       await sql`select 1`.execute(db);
     },
     externalChangeCounter: undefined,
+    ingestWrites: new MultiRowIngestWrites(),
     close: () => db.destroy(),
   };
 }

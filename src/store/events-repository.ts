@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import type { CountTable, IngestWrites, SetTable, SpanTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** Events of one owner to store together. */
@@ -15,9 +16,11 @@ const STORED_COLUMNS = [...EVENT_FIELDS, 'event_time', 'received_at'] as const;
 /** Events and their lookup aggregates in the SQL store. */
 export class SqlEventsRepository implements EventsRepository {
   private readonly db: Kysely<Schema>;
+  private readonly writes: IngestWrites;
 
-  constructor(db: Kysely<Schema>) {
+  constructor(db: Kysely<Schema>, writes: IngestWrites) {
     this.db = db;
+    this.writes = writes;
   }
 
   async ingest(owner: { accountId: string; scope: string }, events: HoneypotEvent[]): Promise<IngestOutcome[]> {
@@ -26,9 +29,9 @@ export class SqlEventsRepository implements EventsRepository {
   }
 
   /**
-   * Stores several owners' events in one transaction (one commit, one fsync), set-based: one
-   * multi-row insert of the events, then one multi-row upsert per aggregate table with the
-   * deltas summed here, whatever the number of events.
+   * Stores several owners' events in one transaction (one commit, one fsync), set-based: the
+   * identities first (to tell new events from replays), then the new events, then one delta
+   * per aggregate key with the counts summed here, whatever the number of events.
    */
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
     const receivedAt = new Date().toISOString();
@@ -51,40 +54,32 @@ export class SqlEventsRepository implements EventsRepository {
       }),
     );
 
-    // Every multi-row statement lists its keys in one global order, so that concurrent
-    // transactions (PostgreSQL) take row locks in the same order and never deadlock.
+    // Every statement takes its keys in one global order, so that concurrent transactions
+    // (PostgreSQL) take row locks in the same order and never deadlock.
     candidates.sort((a, b) => compare(identity(a.accountId, a.event.event_uuid), identity(b.accountId, b.event.event_uuid)));
 
     return this.db.transaction().execute(async (trx) => {
-      const inserted = new Set<string>();
-      for (const chunk of chunks(candidates, 500)) {
-        const rows = await trx
-          .insertInto('event_ids')
-          .values(chunk.map(({ accountId, event }) => ({ account_id: accountId, event_uuid: event.event_uuid, content_hash: event.content_hash, event_time: event.event_time })))
-          .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing())
-          .returning(['account_id', 'event_uuid'])
-          .execute();
-        for (const row of rows) inserted.add(identity(row.account_id, row.event_uuid));
-      }
-      const fresh = candidates.filter((c) => inserted.has(identity(c.accountId, c.event.event_uuid)));
-      for (const chunk of chunks(fresh, 500)) {
-        await trx.insertInto('events').values(chunk.map((item) => eventRow(item, receivedAt))).execute();
-      }
-      const storedHash = await existingHashes(trx, candidates.filter((c) => !inserted.has(identity(c.accountId, c.event.event_uuid))));
-      for (const item of candidates) {
+      const isNew = await this.writes.claimIds(
+        trx,
+        candidates.map(({ accountId, event }) => ({ account_id: accountId, event_uuid: event.event_uuid, content_hash: event.content_hash, event_time: event.event_time })),
+      );
+      const fresh = candidates.filter((_, i) => isNew[i]);
+      await this.writes.insertEvents(trx, fresh.map((item) => eventRow(item, receivedAt)));
+      const storedHash = await existingHashes(trx, candidates.filter((_, i) => !isNew[i]));
+      candidates.forEach((item, i) => {
         const key = identity(item.accountId, item.event.event_uuid);
-        if (inserted.has(key)) {
+        if (isNew[i]) {
           storedHash.set(key, item.event.content_hash);
           outcomes[item.g]![item.e] = 'created';
         } else {
           outcomes[item.g]![item.e] = storedHash.get(key) === item.event.content_hash ? 'replayed' : 'conflict';
         }
-      }
+      });
       for (const { item, of } of repeats) {
         const stored = storedHash.get(identity(of.accountId, of.event.event_uuid));
         outcomes[item.g]![item.e] = stored === item.event.content_hash ? 'replayed' : 'conflict';
       }
-      await addToAggregates(trx, fresh);
+      await addToAggregates(trx, this.writes, fresh);
       return outcomes;
     });
   }
@@ -214,9 +209,9 @@ const SEP = '\u0000';
 
 /**
  * Folds new events into the scope's number and address aggregates: distinct sets first (to
- * learn which members are new), then one upsert per table with every key's summed delta.
+ * learn which members are new), then one delta per key and table.
  */
-async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise<void> {
+async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: Item[]): Promise<void> {
   if (items.length === 0) return;
   const numberSpans = new Map<string, Span>();
   const ipSpans = new Map<string, Span>();
@@ -250,82 +245,41 @@ async function addToAggregates(trx: Transaction<Schema>, items: Item[]): Promise
     ipNumbers.add(`${ipKey}${SEP}${event.number_key}`);
   }
 
-  for (const chunk of chunks([...numberSources].sort().map(split3), 500)) {
-    const added = await trx
-      .insertInto('number_sources')
-      .values(chunk.map(([scope, number_key, source_ip]) => ({ scope, number_key, source_ip })))
-      .onConflict((oc) => oc.doNothing())
-      .returning(['scope', 'number_key'])
-      .execute();
-    for (const row of added) numberSpans.get(`${row.scope}${SEP}${row.number_key}`)!.fresh += 1;
-  }
-  for (const chunk of chunks([...ipNumbers].sort().map(split3), 500)) {
-    const added = await trx
-      .insertInto('ip_numbers')
-      .values(chunk.map(([scope, source_ip, number_key]) => ({ scope, source_ip, number_key })))
-      .onConflict((oc) => oc.doNothing())
-      .returning(['scope', 'source_ip'])
-      .execute();
-    for (const row of added) ipSpans.get(`${row.scope}${SEP}${row.source_ip}`)!.fresh += 1;
-  }
+  await addMembers(trx, writes, 'number_sources', numberSources, numberSpans);
+  await addMembers(trx, writes, 'ip_numbers', ipNumbers, ipSpans);
+  await addSpans(trx, writes, 'number_stats', numberSpans);
+  await addSpans(trx, writes, 'ip_stats', ipSpans);
+  await addCounts(trx, writes, 'number_methods', methods);
+  await addCounts(trx, writes, 'number_forms', forms);
+  await addCounts(trx, writes, 'ip_user_agents', agents);
+  await addCounts(trx, writes, 'ip_transports', transports);
+}
 
-  await addSpans(trx, 'number_stats', 'number_key', 'source_ip_count', numberSpans);
-  await addSpans(trx, 'ip_stats', 'source_ip', 'called_number_count', ipSpans);
-  await addCounts(trx, 'number_methods', ['scope', 'number_key', 'sip_method'], methods);
-  await addCounts(trx, 'number_forms', ['scope', 'number_key', 'written'], forms);
-  await addCounts(trx, 'ip_user_agents', ['scope', 'source_ip', 'user_agent'], agents);
-  await addCounts(trx, 'ip_transports', ['scope', 'source_ip', 'transport'], transports);
+/** Adds (scope, key, member) triples to a distinct set; each new one widens its key's distinct count. */
+async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table: SetTable, members: Set<string>, spans: Map<string, Span>) {
+  const rows = [...members].sort().map(split3);
+  const added = await writes.addMembers(trx, table, rows);
+  rows.forEach(([scope, key], i) => {
+    if (added[i]) spans.get(`${scope}${SEP}${key}`)!.fresh += 1;
+  });
 }
 
 /**
  * Adds per-key spans to a stats table: counts add up, the first sighting is the earlier one and
  * the last the later one, and the distinct count grows by the members new to the store.
  */
-async function addSpans(
-  trx: Transaction<Schema>,
-  table: 'number_stats' | 'ip_stats',
-  keyColumn: 'number_key' | 'source_ip',
-  distinctColumn: 'source_ip_count' | 'called_number_count',
-  spans: Map<string, Span>,
-) {
-  // One builder for both tables; Kysely cannot type a table chosen at run time.
-  const db = trx as unknown as Kysely<any>;
-  for (const chunk of chunks(sortedEntries(spans), 500)) {
-    await db
-      .insertInto(table)
-      .values(
-        chunk.map(([key, s]) => {
-          const [scope, value] = split2(key);
-          return { scope, [keyColumn]: value, seen_count: s.count, first_seen: s.first, last_seen: s.last, [distinctColumn]: s.fresh };
-        }),
-      )
-      .onConflict((oc) =>
-        oc.columns(['scope', keyColumn]).doUpdateSet((eb) => ({
-          seen_count: eb(`${table}.seen_count`, '+', eb.ref('excluded.seen_count')),
-          [distinctColumn]: eb(`${table}.${distinctColumn}`, '+', eb.ref(`excluded.${distinctColumn}`)),
-          first_seen: eb.case().when('excluded.first_seen', '<', eb.ref(`${table}.first_seen`)).then(eb.ref('excluded.first_seen')).else(eb.ref(`${table}.first_seen`)).end(),
-          last_seen: eb.case().when('excluded.last_seen', '>', eb.ref(`${table}.last_seen`)).then(eb.ref('excluded.last_seen')).else(eb.ref(`${table}.last_seen`)).end(),
-        })),
-      )
-      .execute();
-  }
+async function addSpans(trx: Transaction<Schema>, writes: IngestWrites, table: SpanTable, spans: Map<string, Span>) {
+  const rows = sortedEntries(spans).map(([key, s]) => {
+    const [scope, value] = split2(key);
+    return { scope, key: value, count: s.count, first: s.first, last: s.last, fresh: s.fresh };
+  });
+  await writes.addSpans(trx, table, rows);
 }
 
-type CountTable = 'number_methods' | 'number_forms' | 'ip_user_agents' | 'ip_transports';
-
 /** Adds summed counts to a (scope, key, name) counting table. */
-async function addCounts(trx: Transaction<Schema>, table: CountTable, columns: [string, string, string], counts: Map<string, number>) {
-  for (const chunk of chunks(sortedEntries(counts), 500)) {
-    const rows = chunk.map(([key, count]) => {
-      const [a, b, c] = split3(key);
-      return { [columns[0]]: a, [columns[1]]: b, [columns[2]]: c, count };
-    });
-    await trx
-      .insertInto(table)
-      .values(rows as never)
-      .onConflict((oc) => oc.columns(columns as never).doUpdateSet((eb) => ({ count: eb(`${table}.count` as never, '+', eb.ref('excluded.count' as never)) }) as never))
-      .execute();
-  }
+async function addCounts(trx: Transaction<Schema>, writes: IngestWrites, table: CountTable, counts: Map<string, number>) {
+  const rows = sortedEntries(counts).map(([key, count]): [string, string, string, number] => [...split3(key), count]);
+  await writes.addCounts(trx, table, rows);
 }
 
 function split2(key: string): [string, string] {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookups.ts';
+import { PreparedQuery } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 
 /** One row of a lookup read: the per-scope totals, or one named count. */
@@ -23,44 +24,32 @@ interface LookupRow {
  */
 export class SqlLookupsRepository implements LookupsRepository {
   private readonly db: Kysely<Schema>;
+  /** Prepared statements by what they read and how many scopes they read it in. */
+  private readonly prepared = new Map<string, PreparedQuery<LookupRow>>();
 
   constructor(db: Kysely<Schema>) {
     this.db = db;
   }
 
   async phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined> {
-    const inScopes = sql.join(scopes);
-    const rows = await this.read(sql`
-      select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, source_ip_count as distinct_count
-        from number_stats where scope in (${inScopes}) and number_key = ${numberKey}
-      union all
-      select 'part', sip_method, 'method', count, null, null, null from number_methods where scope in (${inScopes}) and number_key = ${numberKey}
-      union all
-      select 'part', written, 'form', count, null, null, null from number_forms where scope in (${inScopes}) and number_key = ${numberKey}`);
+    const rows = await this.query('number', scopes.length, numberStatement).execute(...scopes, numberKey);
     const stats = rows.filter((r) => r.kind === 'stats');
     if (stats.length === 0) return undefined;
     return {
       ...span(stats),
-      sourceIpCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('number_sources', 'number_key', 'source_ip', scopes, numberKey, stats),
+      sourceIpCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('number_sources', scopes, numberKey, stats),
       sipMethods: Object.fromEntries([...sumParts(rows, 'method')].sort(byName)),
       forms: [...sumParts(rows, 'form')].sort(byCountThenName).map(([written]) => written),
     };
   }
 
   async ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined> {
-    const inScopes = sql.join(scopes);
-    const rows = await this.read(sql`
-      select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, called_number_count as distinct_count
-        from ip_stats where scope in (${inScopes}) and source_ip = ${sourceIp}
-      union all
-      select 'part', user_agent, 'agent', count, null, null, null from ip_user_agents where scope in (${inScopes}) and source_ip = ${sourceIp}
-      union all
-      select 'part', transport, 'transport', count, null, null, null from ip_transports where scope in (${inScopes}) and source_ip = ${sourceIp}`);
+    const rows = await this.query('ip', scopes.length, ipStatement).execute(...scopes, sourceIp);
     const stats = rows.filter((r) => r.kind === 'stats');
     if (stats.length === 0) return undefined;
     return {
       ...span(stats),
-      calledNumberCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('ip_numbers', 'source_ip', 'number_key', scopes, sourceIp, stats),
+      calledNumberCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('ip_numbers', scopes, sourceIp, stats),
       userAgents: [...sumParts(rows, 'agent')]
         .sort(byCountThenName)
         .slice(0, topUserAgents)
@@ -69,33 +58,63 @@ export class SqlLookupsRepository implements LookupsRepository {
     };
   }
 
-  private async read(query: RawBuilder<LookupRow>): Promise<LookupRow[]> {
-    return (await query.execute(this.db)).rows;
+  /** The statement reading `what` over `scopeCount` scopes, prepared on first use. */
+  private query(what: string, scopeCount: number, statement: (scopes: unknown[], key: unknown) => RawBuilder<LookupRow>): PreparedQuery<LookupRow> {
+    const name = `${what}/${scopeCount}`;
+    let prepared = this.prepared.get(name);
+    if (!prepared) {
+      prepared = new PreparedQuery(this.db, scopeCount + 1, (...values) => statement(values.slice(0, scopeCount), values[scopeCount]).compile(this.db));
+      this.prepared.set(name, prepared);
+    }
+    return prepared;
   }
 
   /**
    * Distinct members across two scopes: the first scope's kept count plus the second scope's
    * members the first lacks. Only the second (the caller's own, small) set is walked.
    */
-  private async distinctUnion(
-    table: 'number_sources' | 'ip_numbers',
-    keyColumn: 'number_key' | 'source_ip',
-    memberColumn: 'source_ip' | 'number_key',
-    scopes: string[],
-    key: string,
-    stats: LookupRow[],
-  ): Promise<number> {
+  private async distinctUnion(table: 'number_sources' | 'ip_numbers', scopes: string[], key: string, stats: LookupRow[]): Promise<number> {
     const [first, second] = scopes as [string, string];
     const firstCount = Number(stats.find((s) => s.name === first)?.distinct_count ?? 0);
-    const extra = await sql<{ n: number | string }>`
-      select count(*) as n from ${sql.table(table)} o
-      where o.scope = ${second} and o.${sql.ref(keyColumn)} = ${key}
-        and not exists (
-          select 1 from ${sql.table(table)} s
-          where s.scope = ${first} and s.${sql.ref(keyColumn)} = ${key} and s.${sql.ref(memberColumn)} = o.${sql.ref(memberColumn)}
-        )`.execute(this.db);
-    return firstCount + Number(extra.rows[0]?.n ?? 0);
+    const [row] = await this.query(table, 2, (pair, k) => distinctStatement(table, pair, k)).execute(first, second, key);
+    return firstCount + Number(row?.n ?? 0);
   }
+}
+
+/** Per-scope totals of a called number, then its methods and written forms. */
+function numberStatement(scopes: unknown[], numberKey: unknown) {
+  const inScopes = sql.join(scopes);
+  return sql<LookupRow>`
+    select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, source_ip_count as distinct_count
+      from number_stats where scope in (${inScopes}) and number_key = ${numberKey}
+    union all
+    select 'part', sip_method, 'method', count, null, null, null from number_methods where scope in (${inScopes}) and number_key = ${numberKey}
+    union all
+    select 'part', written, 'form', count, null, null, null from number_forms where scope in (${inScopes}) and number_key = ${numberKey}`;
+}
+
+/** Per-scope totals of a source address, then its user agents and transports. */
+function ipStatement(scopes: unknown[], sourceIp: unknown) {
+  const inScopes = sql.join(scopes);
+  return sql<LookupRow>`
+    select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, called_number_count as distinct_count
+      from ip_stats where scope in (${inScopes}) and source_ip = ${sourceIp}
+    union all
+    select 'part', user_agent, 'agent', count, null, null, null from ip_user_agents where scope in (${inScopes}) and source_ip = ${sourceIp}
+    union all
+    select 'part', transport, 'transport', count, null, null, null from ip_transports where scope in (${inScopes}) and source_ip = ${sourceIp}`;
+}
+
+/** How many members the second scope's set of `key` has that the first scope's set lacks. */
+function distinctStatement(table: 'number_sources' | 'ip_numbers', [first, second]: unknown[], key: unknown) {
+  const [keyColumn, memberColumn] = table === 'number_sources' ? ['number_key', 'source_ip'] : ['source_ip', 'number_key'];
+  return sql<LookupRow>`
+    select count(*) as n from ${sql.table(table)} o
+    where o.scope = ${second} and o.${sql.ref(keyColumn!)} = ${key}
+      and not exists (
+        select 1 from ${sql.table(table)} s
+        where s.scope = ${first} and s.${sql.ref(keyColumn!)} = ${key} and s.${sql.ref(memberColumn!)} = o.${sql.ref(memberColumn!)}
+      )`;
 }
 
 /** Sums the per-scope counts of one part by name. */
