@@ -19,6 +19,7 @@ import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
+import { ThreadedIngest } from './store/threaded-ingest.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
 
@@ -84,8 +85,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
   const eventsRepo = new SqlEventsRepository(database.db, database.ingestWrites);
   // Concurrent submissions are committed together: one transaction and one WAL flush for many
-  // events, each answered only after that commit. On SQLite it also serialises the one writer.
-  const ingestRepo = new GroupCommit(eventsRepo);
+  // events, each answered only after that commit. A SQLite file is written by a thread of its
+  // own, one group at a time, while the next group gathers.
+  const writerThread = database.writerThread ? new ThreadedIngest(config.databaseUrl, config.sqliteCacheMiB) : undefined;
+  const ingestRepo = writerThread ? new GroupCommit(eventsRepo, writerThread, 1) : new GroupCommit(eventsRepo);
   return {
     config,
     database,
@@ -102,6 +105,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     eventQuery: new EventQuery(eventsRepo),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db)),
     async close() {
+      await writerThread?.close();
       await redis?.close();
       await replica?.close();
       await database.close();

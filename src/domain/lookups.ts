@@ -1,3 +1,17 @@
+/**
+ * How many characters of a user agent an address's aggregate keeps. Probes carry up to 1,024
+ * characters (attacker-chosen), more than PostgreSQL can index (2,704 bytes per key); the
+ * first 256 name a client well enough, and the event itself keeps the whole value.
+ */
+export const USER_AGENT_KEPT_CHARACTERS = 256;
+
+/** A user agent as address aggregates count it: its first USER_AGENT_KEPT_CHARACTERS characters. */
+export function userAgentKey(userAgent: string): string {
+  if (userAgent.length <= USER_AGENT_KEPT_CHARACTERS) return userAgent;
+  // Characters, not UTF-16 units, as SQL's substr() counts them when aggregates are rebuilt.
+  return Array.from(userAgent).slice(0, USER_AGENT_KEPT_CHARACTERS).join('');
+}
+
 /** Kept aggregates of one called number across the scopes a caller may read. */
 export interface NumberAggregate {
   seenCount: number;

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { USER_AGENT_KEPT_CHARACTERS } from '../domain/lookups.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { Schema } from './schema.ts';
 
@@ -15,6 +16,8 @@ export async function rebuildAggregates(db: Kysely<Schema>): Promise<void> {
     }
     const scoped = sql`(select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
       from events e join accounts a on a.account_id = e.account_id)`;
+    // Inlined, not bound: PostgreSQL matches the select list to GROUP BY by expression text.
+    const kept = sql.lit(USER_AGENT_KEPT_CHARACTERS);
     const statements = [
       sql`insert into number_stats (scope, number_key, seen_count, first_seen, last_seen, source_ip_count)
           select scope, number_key, count(*), min(event_time), max(event_time), count(distinct source_ip)
@@ -30,7 +33,8 @@ export async function rebuildAggregates(db: Kysely<Schema>): Promise<void> {
           select scope, source_ip, count(*), min(event_time), max(event_time), count(distinct number_key)
           from ${scoped} s group by scope, source_ip`,
       sql`insert into ip_user_agents (scope, source_ip, user_agent, count)
-          select scope, source_ip, sip_user_agent, count(*) from ${scoped} s group by scope, source_ip, sip_user_agent`,
+          select scope, source_ip, substr(sip_user_agent, 1, ${kept}), count(*) from ${scoped} s
+          group by scope, source_ip, substr(sip_user_agent, 1, ${kept})`,
       sql`insert into ip_transports (scope, source_ip, transport, count)
           select scope, source_ip, transport_type, count(*) from ${scoped} s group by scope, source_ip, transport_type`,
       sql`insert into ip_numbers (scope, source_ip, number_key)

@@ -23,6 +23,11 @@ export interface Database {
   externalChangeCounter: (() => number) | undefined;
   /** How an ingest transaction writes its rows, the fastest way for this store. */
   ingestWrites: IngestWrites;
+  /**
+   * Whether intake should write on a thread of its own: true for a SQLite file, whose
+   * synchronous commits would otherwise hold up every request of this process.
+   */
+  writerThread: boolean;
   close(): Promise<void>;
 }
 
@@ -107,6 +112,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
     },
     externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
     ingestWrites: new SqliteRowIngestWrites(native, db),
+    writerThread: path !== ':memory:',
     close: () => db.destroy(),
   };
 }
@@ -163,6 +169,7 @@ function openPostgres(url: string): Database {
     },
     externalChangeCounter: undefined,
     ingestWrites: new MultiRowIngestWrites(),
+    writerThread: false,
     close: () => db.destroy(),
   };
 }

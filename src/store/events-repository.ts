@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import { userAgentKey } from '../domain/lookups.ts';
 import type { CountTable, IngestWrites, SetTable, SpanTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
@@ -234,7 +235,7 @@ async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, i
   for (const { scope, event } of items) {
     const ipKey = `${scope}${SEP}${event.source_ip}`;
     widen(ipSpans, ipKey, event.event_time);
-    tally(agents, `${ipKey}${SEP}${event.sip_user_agent}`);
+    tally(agents, `${ipKey}${SEP}${userAgentKey(event.sip_user_agent)}`);
     tally(transports, `${ipKey}${SEP}${event.transport_type}`);
     if (event.number_key === null) continue;
     const numberKey = `${scope}${SEP}${event.number_key}`;

@@ -1,6 +1,12 @@
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import type { HoneypotEvent } from '../domain/honeypot-event.ts';
 import type { IngestGroup, SqlEventsRepository } from './events-repository.ts';
+import { isStoreUnavailable } from './store-errors.ts';
+
+/** Stores several owners' events in one transaction; one outcome list per group. */
+export interface GroupWriter {
+  ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]>;
+}
 
 interface Waiting extends IngestGroup {
   resolve(outcomes: IngestOutcome[]): void;
@@ -8,46 +14,76 @@ interface Waiting extends IngestGroup {
 }
 
 /**
- * Group commit for a single-writer store: submissions that arrive while a commit is being
- * prepared are stored in one transaction, and every caller is answered only after that
- * transaction has committed. Durability per event is unchanged; the fsync is shared.
+ * Group commit: submissions that arrive while a commit is being prepared, or while earlier
+ * commits are in flight (up to `maxInFlight`), are stored in one transaction, and every caller
+ * is answered only after that transaction has committed. Durability per event is unchanged;
+ * the fsync is shared.
  */
 export class GroupCommit implements EventsRepository {
-  private readonly inner: SqlEventsRepository;
+  private readonly reader: SqlEventsRepository;
+  private readonly writer: GroupWriter;
+  private readonly maxInFlight: number;
   private waiting: Waiting[] = [];
   private scheduled = false;
+  private inFlight = 0;
 
-  constructor(inner: SqlEventsRepository) {
-    this.inner = inner;
+  /** `writer` stores the groups (by default `reader` itself); `reader` answers reads. */
+  constructor(reader: SqlEventsRepository, writer: GroupWriter = reader, maxInFlight = Number.POSITIVE_INFINITY) {
+    this.reader = reader;
+    this.writer = writer;
+    this.maxInFlight = maxInFlight;
   }
 
   ingest(owner: { accountId: string; scope: string }, events: HoneypotEvent[]): Promise<IngestOutcome[]> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ owner, events, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => void this.flush());
-      }
+      this.schedule();
     });
   }
 
   find(accountId: string, eventUuid: string): Promise<StoredEvent | undefined> {
-    return this.inner.find(accountId, eventUuid);
+    return this.reader.find(accountId, eventUuid);
   }
 
   list(accountId: string, filter: EventFilter, after: EventPosition | undefined, limit: number) {
-    return this.inner.list(accountId, filter, after, limit);
+    return this.reader.list(accountId, filter, after, limit);
+  }
+
+  /**
+   * A group that the store refused for its content must not take the others with it (they may
+   * be other accounts' events): each is tried in a transaction of its own.
+   */
+  private async oneByOne(batch: Waiting[]): Promise<void> {
+    for (const w of batch) {
+      try {
+        const [outcomes] = await this.writer.ingestGroups([w]);
+        w.resolve(outcomes ?? []);
+      } catch (error) {
+        w.reject(error);
+      }
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.waiting.length === 0 || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => void this.flush());
   }
 
   private async flush(): Promise<void> {
+    this.scheduled = false;
     const batch = this.waiting;
     this.waiting = [];
-    this.scheduled = false;
+    this.inFlight += 1;
     try {
-      const outcomes = await this.inner.ingestGroups(batch);
+      const outcomes = await this.writer.ingestGroups(batch);
       batch.forEach((w, i) => w.resolve(outcomes[i] ?? []));
     } catch (error) {
-      for (const w of batch) w.reject(error);
+      if (batch.length > 1 && !isStoreUnavailable(error)) await this.oneByOne(batch);
+      else for (const w of batch) w.reject(error);
+    } finally {
+      this.inFlight -= 1;
+      this.schedule();
     }
   }
 }

@@ -1,5 +1,9 @@
+/** The SQLite writer thread stopped while it held a request (threaded-ingest.ts). */
+export const WRITER_DOWN = 'TOLLWATCH_WRITER_DOWN';
+
 /** Store faults that mean "try again shortly", not "this server is broken". */
 const UNAVAILABLE_CODES = new Set([
+  WRITER_DOWN,
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
   'SQLITE_FULL',

@@ -56,4 +56,29 @@ describe('rebuilding aggregates from events', () => {
     await rebuildAggregates(h.services.database.db);
     expect((await viewer.api('/api/phone-numbers/%2B390662279016')).status).toBe(200);
   });
+
+  it('counts long user agents of any script by their first 256 characters, the same way when rebuilt', async () => {
+    const fleet = await h.account({ trusted: true });
+    const viewer = await h.account({ plan: 'business' });
+    // 1,024 CJK characters are 3,072 bytes in UTF-8: more than PostgreSQL can index whole.
+    const cjk = '漢字'.repeat(512);
+    const emoji = '😀'.repeat(300);
+    const agents = [cjk, `${cjk.slice(0, 256)}different tail`, emoji, `${emoji}!`];
+    for (const [i, sip_user_agent] of agents.entries()) {
+      const res = await postEvent(fleet, sampleEvent({ source_ip: '192.0.2.77', sip_user_agent, event_timestamp: `2026-11-20 01:00:0${i}` }));
+      expect(res.status).toBe(201);
+    }
+    const answer = (await (await viewer.api('/api/ip-addresses/192.0.2.77')).json()) as { seen_count: number; user_agents: Array<{ user_agent: string; count: number }> };
+    expect(answer.seen_count).toBe(4);
+    expect(answer.user_agents).toEqual(
+      expect.arrayContaining([
+        { user_agent: cjk.slice(0, 256), count: 2 },
+        { user_agent: '😀'.repeat(256), count: 2 },
+      ]),
+    );
+    expect(answer.user_agents).toHaveLength(2);
+    const incremental = await snapshot();
+    await rebuildAggregates(h.services.database.db);
+    expect(await snapshot()).toEqual(incremental);
+  });
 });

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { IngestOutcome } from '../../src/domain/events.ts';
+import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { IngestGroup, SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { GroupCommit, type GroupWriter } from '../../src/store/group-commit.ts';
+
+/**
+ * The grouping policy alone, over a writer that records what it was asked: the store's own
+ * behaviour is covered by the intake tests on both stores.
+ */
+class RecordingWriter implements GroupWriter {
+  readonly calls: IngestGroup[][] = [];
+  private readonly refuse: (group: IngestGroup) => Error | undefined;
+
+  constructor(refuse: (group: IngestGroup) => Error | undefined = () => undefined) {
+    this.refuse = refuse;
+  }
+
+  async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
+    this.calls.push(groups);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const group of groups) {
+      const error = this.refuse(group);
+      if (error) throw error;
+    }
+    return groups.map((g) => g.events.map((): IngestOutcome => 'created'));
+  }
+}
+
+const event = (uuid: string) => ({ event_uuid: uuid }) as HoneypotEvent;
+const owner = (accountId: string) => ({ accountId, scope: accountId });
+const unusedReader = {} as SqlEventsRepository;
+
+describe('group commit', () => {
+  it('stores submissions that arrive together in one call, answering each its own outcomes', async () => {
+    const writer = new RecordingWriter();
+    const commit = new GroupCommit(unusedReader, writer);
+    const answers = await Promise.all([commit.ingest(owner('a'), [event('1')]), commit.ingest(owner('b'), [event('2'), event('3')])]);
+    expect(answers).toEqual([['created'], ['created', 'created']]);
+    expect(writer.calls).toHaveLength(1);
+  });
+
+  it('with one commit in flight, gathers what arrives meanwhile into the next group', async () => {
+    const writer = new RecordingWriter();
+    const commit = new GroupCommit(unusedReader, writer, 1);
+    const first = commit.ingest(owner('a'), [event('1')]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = [2, 3, 4].map((n) => commit.ingest(owner('a'), [event(String(n))]));
+    await Promise.all([first, ...later]);
+    expect(writer.calls.map((groups) => groups.length)).toEqual([1, 3]);
+  });
+
+  it('does not let one refused group fail the others: each is retried alone', async () => {
+    const poison = Object.assign(new Error('index row size exceeds maximum'), { code: '54000' });
+    const writer = new RecordingWriter((group) => (group.owner.accountId === 'bad' ? poison : undefined));
+    const commit = new GroupCommit(unusedReader, writer);
+    const results = await Promise.allSettled([commit.ingest(owner('a'), [event('1')]), commit.ingest(owner('bad'), [event('2')]), commit.ingest(owner('c'), [event('3')])]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toBe(poison);
+  });
+
+  it('fails the whole group at once when the store is unavailable, without retrying into it', async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const writer = new RecordingWriter(() => down);
+    const commit = new GroupCommit(unusedReader, writer);
+    const results = await Promise.allSettled([commit.ingest(owner('a'), [event('1')]), commit.ingest(owner('b'), [event('2')])]);
+    expect(results.every((r) => r.status === 'rejected')).toBe(true);
+    expect(writer.calls).toHaveLength(1);
+  });
+});
