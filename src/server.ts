@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import { pino, type Logger } from 'pino';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
@@ -8,6 +8,11 @@ import { createServices } from './services.ts';
 import { openDatabase } from './store/database.ts';
 import { StoreMaintenance } from './store/maintenance.ts';
 
+/** From the primary to the one worker that runs store maintenance. */
+const MAINTAIN = 'tollwatch:maintain';
+/** From a worker to the primary once it listens. */
+const SERVING = 'tollwatch:serving';
+
 /**
  * The process entry: configuration, logger, listen, graceful shutdown. With WORKERS=n the
  * primary forks n workers sharing one port (node:cluster) and replaces any that die.
@@ -15,19 +20,27 @@ import { StoreMaintenance } from './store/maintenance.ts';
 async function serve(config: Config, log: Logger) {
   const services = await createServices(config, { log });
   const app = await buildApp(services, { loggerInstance: log });
-  // One maintenance runner per deployment is enough; on PostgreSQL a lock also guards it.
-  const maintenance = cluster.isWorker && cluster.worker?.id !== 1 ? undefined : new StoreMaintenance(services.database, config.retentionDays, log);
+  // One maintenance runner per deployment is enough (on PostgreSQL a lock also guards it): a
+  // single process runs it; under WORKERS the primary names the one worker that does.
+  const maintenance = new StoreMaintenance(services.database, config.retentionDays, log);
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
-    maintenance?.stop();
+    maintenance.stop();
     await app.close();
     await services.close();
   });
 
   await app.listen({ port: config.port, host: config.host });
-  maintenance?.start();
+  if (cluster.isWorker) {
+    process.on('message', (message) => {
+      if (message === MAINTAIN) maintenance.start();
+    });
+    process.send?.(SERVING);
+  } else {
+    maintenance.start();
+  }
   log.info(
     { audiences: config.audiences, issuer: config.issuer, store: services.database.caps.name, redis: Boolean(config.redisUrl) },
     `Tollwatch is serving ${config.publicUrl}`,
@@ -40,8 +53,27 @@ async function supervise(config: Config, log: Logger) {
   // Without Redis the primary keeps the rate-limit counters for all its workers.
   if (!config.redisUrl) new RateLimiterClusterMaster();
   let stopping = false;
+  // One worker runs store maintenance. When it dies, another serving worker takes over, or
+  // else the next one to start serving (worker ids are never reused, so no id can be fixed).
+  const serving = new Set<Worker>();
+  let maintainer: Worker | undefined;
+  const appoint = () => {
+    if (maintainer || stopping) return;
+    maintainer = [...serving][0];
+    maintainer?.send(MAINTAIN);
+  };
+  cluster.on('message', (worker, message) => {
+    if (message !== SERVING) return;
+    serving.add(worker);
+    appoint();
+  });
   for (let i = 0; i < config.workers; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
+    serving.delete(worker);
+    if (worker === maintainer) {
+      maintainer = undefined;
+      appoint();
+    }
     if (stopping) return;
     log.error({ worker: worker.id, code, signal }, 'worker died; starting another');
     cluster.fork();
