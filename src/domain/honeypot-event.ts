@@ -128,14 +128,31 @@ function lengthError(field: EventField, value: unknown): string | undefined {
   if (typeof value !== 'string') return 'must be a string';
   // PostgreSQL text cannot hold NUL, and no SIP text needs it: refused alike on every store.
   if (value.includes('\u0000')) return 'must not contain NUL characters';
+  // A lone surrogate is no character: the stores would write U+FFFD in its place, so the
+  // stored event would differ from the one its content hash was computed on.
+  if (!value.isWellFormed()) return 'must be valid Unicode text (it holds an unpaired UTF-16 surrogate)';
   if (value.length === 0 && !MAY_BE_EMPTY.has(field)) return 'must not be empty';
   if (field === 'sip_message') {
     // Cheap bound first: a UTF-8 character is at most 3 bytes per UTF-16 unit.
     if (value.length * 3 > MAX_SIP_MESSAGE_BYTES && Buffer.byteLength(value, 'utf8') > MAX_SIP_MESSAGE_BYTES) {
       return `must be at most ${MAX_SIP_MESSAGE_BYTES} bytes`;
     }
-  } else if (value.length > MAX_FIELD_CHARS) {
+  } else if (value.length > MAX_FIELD_CHARS && characterCount(value) > MAX_FIELD_CHARS) {
+    // Cheap bound first: a string of at most that many UTF-16 units has at most that many characters.
     return `must be at most ${MAX_FIELD_CHARS} characters`;
   }
   return undefined;
+}
+
+/**
+ * Characters (Unicode code points) of a well-formed string. `length` counts UTF-16 units, so
+ * an emoji outside the Basic Multilingual Plane would count twice: each surrogate pair is one.
+ */
+function characterCount(value: string): number {
+  let count = value.length;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) count -= 1;
+  }
+  return count;
 }

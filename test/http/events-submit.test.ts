@@ -129,6 +129,23 @@ describe('POST /api/events (CONTRACT §5)', () => {
     await expectProblem(await postEvent(owner, sampleEvent({ sip_method: 'X'.repeat(33) })), 422, 'validation_failed');
   });
 
+  it('counts characters, not UTF-16 units: 1,024 emoji fit, 1,025 do not', async () => {
+    const event = sampleEvent({ sip_user_agent: '😀'.repeat(1024) });
+    expect((await postEvent(owner, event)).status).toBe(201);
+    const stored = (await (await owner.api(`/api/events/${event.event_uuid}`)).json()) as { sip_user_agent: string };
+    expect(stored.sip_user_agent).toBe(event.sip_user_agent);
+    const over = await expectProblem(await postEvent(owner, sampleEvent({ sip_user_agent: '😀'.repeat(1025) })), 422, 'validation_failed');
+    expect(over.errors).toEqual([{ field: 'sip_user_agent', message: 'must be at most 1024 characters' }]);
+  });
+
+  it('422 for a lone UTF-16 surrogate, naming the field; nothing stored', async () => {
+    const before = await count(owner);
+    // JSON.stringify writes a lone surrogate as the escape \ud800: valid JSON, invalid text.
+    const body = await expectProblem(await postEvent(owner, sampleEvent({ sip_user_agent: 'scanner\ud800' })), 422, 'validation_failed');
+    expect(body.errors).toEqual([{ field: 'sip_user_agent', message: expect.stringContaining('surrogate') }]);
+    expect(await count(owner)).toBe(before);
+  });
+
   it('rejects timestamps in impossible shapes and more than 24 h ahead', async () => {
     const ahead = new Date(Date.now() + 25 * 3600_000).toISOString();
     const nearFuture = new Date(Date.now() + 23 * 3600_000).toISOString();
