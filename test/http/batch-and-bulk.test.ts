@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
@@ -63,6 +64,29 @@ describe('POST /api/events/batch', () => {
     const body = (await res.json()) as BatchAnswer;
     expect(body.results.map((r) => r.status)).toEqual(['created', 'invalid', 'created']);
     expect(body.results[1]!.errors).toEqual([{ field: '(body)', message: 'is not valid JSON' }]);
+  });
+
+  it('reads NDJSON lines under the body rules: prototype keys dropped, too deep refused, no content coding', async () => {
+    const a = sampleEvent();
+    const b = sampleEvent();
+    const lines = [
+      `{"__proto__":{"polluted":"yes"},${JSON.stringify(a).slice(1)}`,
+      `${JSON.stringify(b).slice(0, -1)},"constructor":{"prototype":{"polluted":"yes"}}}`,
+      `${'['.repeat(33)}${']'.repeat(33)}`,
+    ];
+    const res = await batch(owner, lines.join('\n'), 'application/x-ndjson');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as BatchAnswer;
+    expect(body.results.map((r) => r.status)).toEqual(['created', 'created', 'invalid']);
+    expect(body.results[2]!.errors).toEqual([{ field: '(body)', message: 'nests arrays and objects more than 32 levels deep' }]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const gzipped = await owner.api('/api/events/batch', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify(sampleEvent())),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(await gzipped.json()).toMatchObject({ error: 'unsupported_media_type', detail: expect.stringContaining('content coding') });
   });
 
   it('replays the recorded SentryPeer log as one NDJSON batch', async () => {
@@ -139,6 +163,21 @@ describe('bulk lookups', () => {
     expect(results[2]).toEqual({ input: 'abc$', error: 'invalid_phone_number', message: expect.any(String) });
     expect(results[3]).toEqual({ input: 42, error: 'invalid_phone_number', message: 'must be a string' });
     expect(results[4]).toMatchObject({ found: true, seen_count: 1 });
+  });
+
+  it('400 invalid_json for a deeply nested body, never a 5xx', async () => {
+    // Once answered 500: the nested item was echoed back and overflowed the serializer's stack.
+    for (const path of ['/api/phone-numbers/lookup', '/api/ip-addresses/lookup']) {
+      const field = path.startsWith('/api/phone') ? 'phone_numbers' : 'ip_addresses';
+      const res = await who.api(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"${field}":[${'['.repeat(20_000)}${']'.repeat(20_000)}]}`,
+      });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(await res.json()).toMatchObject({ status: 400, error: 'invalid_json', detail: expect.stringContaining('32 levels') });
+    }
   });
 
   it('answers each address', async () => {

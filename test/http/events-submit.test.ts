@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_FIELDS } from '../../src/domain/honeypot-event.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
@@ -57,7 +58,69 @@ describe('POST /api/events (CONTRACT §5)', () => {
   it('400 for malformed JSON and an empty body', async () => {
     await expectProblem(await postEvent(owner, '{"app_name": "x",'), 400, 'invalid_json');
     await expectProblem(await postEvent(owner, ''), 400, 'invalid_json');
-    await expectProblem(await postEvent(owner, '{"__proto__": {"x": 1}}'), 400, 'invalid_json');
+  });
+
+  it('ignores __proto__ and constructor.prototype keys like any unknown field: 201, none of it stored', async () => {
+    const extras = [
+      '"__proto__":"x"',
+      '"__proto__":{}',
+      '"__proto__":{"polluted":"yes","app_name":"evil"}',
+      '"\\u005f_proto__":{"polluted":"yes"}',
+      '"constructor":{"prototype":{}}',
+      '"constructor":{"prototype":{"polluted":"yes"}}',
+    ];
+    for (const extra of extras) {
+      const event = sampleEvent();
+      // Before and after the fields: neither position may change what is read.
+      for (const text of [`{${extra},${JSON.stringify(event).slice(1)}`, `${JSON.stringify(event).slice(0, -1)},${extra}}`]) {
+        const res = await postEvent(owner, text);
+        expect([201, 200], `${extra}: ${await res.clone().text()}`).toContain(res.status);
+      }
+      const stored = (await (await owner.api(`/api/events/${event.event_uuid}`)).json()) as Record<string, unknown>;
+      expect(stored).toEqual({ ...event, event_time: expect.any(String), received_at: expect.any(String) });
+      const row = await h.services.database.db.selectFrom('events').selectAll().where('event_uuid', '=', event.event_uuid as string).executeTakeFirstOrThrow();
+      expect(JSON.stringify(row)).not.toMatch(/polluted|evil|prototype/);
+    }
+    // Nothing reached any prototype of this process (the server runs in it).
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype).not.toHaveProperty('polluted');
+    expect(Object.prototype).not.toHaveProperty('app_name');
+    // A body of nothing but such keys is an event missing every field, not malformed JSON.
+    const empty = await expectProblem(await postEvent(owner, '{"__proto__": {"x": 1}}'), 422, 'validation_failed');
+    expect(empty.errors?.map((e) => e.field)).toEqual([...EVENT_FIELDS]);
+  });
+
+  it('400 invalid_json for a body nested more than 32 levels deep, never a 5xx', async () => {
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    // The event object is one level, so an extra field of 31 levels makes 32: accepted.
+    const event = JSON.stringify(sampleEvent());
+    expect((await postEvent(owner, `${event.slice(0, -1)},"extra":${nested(31)}}`)).status).toBe(201);
+    for (const body of [`${JSON.stringify(sampleEvent()).slice(0, -1)},"extra":${nested(32)}}`, nested(20_000), `{"a":${'{"a":'.repeat(40)}1${'}'.repeat(41)}`]) {
+      const res = await postEvent(owner, body);
+      const problem = (await expectProblem(res, 400, 'invalid_json')) as { detail?: string };
+      expect(problem.detail).toContain('32 levels');
+    }
+    // Brackets and escaped quotes inside strings are text, not nesting.
+    const text = sampleEvent({ sip_message: `${'['.repeat(40)}\\"{{{{ \\\\" ${'{'.repeat(40)}`, sip_user_agent: '\\"]]]]]' });
+    expect((await postEvent(owner, text)).status).toBe(201);
+  });
+
+  it('415 for a body in a content coding other than identity, saying so', async () => {
+    const event = sampleEvent();
+    for (const coding of ['gzip', 'br', 'deflate', 'GZIP', 'identity, gzip']) {
+      const res = await postEvent(owner, event, { 'content-encoding': coding });
+      const body = (await expectProblem(res, 415, 'unsupported_media_type')) as { detail?: string };
+      expect(body.detail).toContain('content coding');
+      expect(res.headers.get('accept-encoding')).toBe('identity');
+    }
+    const gzipped = await owner.api('/api/events', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify(event)),
+    });
+    await expectProblem(gzipped, 415, 'unsupported_media_type');
+    expect((await owner.api(`/api/events/${event.event_uuid}`)).status).toBe(404);
+    expect((await postEvent(owner, event, { 'content-encoding': 'identity' })).status).toBe(201);
   });
 
   it('413 over 128 KiB', async () => {

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import sjson from 'secure-json-parse';
 import { Type } from 'typebox';
-import { MAX_BATCH, UNREADABLE } from '../../domain/event-intake.ts';
+import { MAX_BATCH, UnreadableItem } from '../../domain/event-intake.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
+import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
 import { authErrors } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
@@ -40,16 +40,19 @@ function itemsOf(request: FastifyRequest): unknown[] {
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
 export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   // NDJSON: one event per line; a line that is not JSON is that item's own failure.
-  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (_request, body, done) => {
+  // Each line is read under the rules of a JSON body (depth, prototype keys).
+  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      assertIdentityCoding(request);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
     const items = (body as string)
       .split('\n')
       .filter((line) => line.trim().length > 0)
       .map((line) => {
-        try {
-          return sjson.parse(line, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
-        } catch {
-          return UNREADABLE;
-        }
+        const parsed = tryParseJsonText(line);
+        return parsed.ok ? parsed.value : new UnreadableItem(parsed.reason);
       });
     done(null, items);
   });
