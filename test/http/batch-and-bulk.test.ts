@@ -165,6 +165,20 @@ describe('bulk lookups', () => {
     expect(results[4]).toMatchObject({ found: true, seen_count: 1 });
   });
 
+  it('echoes a non-string item only when it is a scalar', async () => {
+    const res = await bulk('/api/phone-numbers/lookup', { phone_numbers: [1.5, true, null, [['100']], { a: { b: 1 } }, '100'] });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: Array<Record<string, unknown>> };
+    expect(results.slice(0, 5).map((r) => [r.input, r.error, r.message])).toEqual([
+      [1.5, 'invalid_phone_number', 'must be a string'],
+      [true, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+    ]);
+    expect(results[5]).toMatchObject({ phone_number: '100', found: false });
+  });
+
   it('400 invalid_json for a deeply nested body, never a 5xx', async () => {
     // Once answered 500: the nested item was echoed back and overflowed the serializer's stack.
     for (const path of ['/api/phone-numbers/lookup', '/api/ip-addresses/lookup']) {
