@@ -40,7 +40,10 @@ export class EventIntake {
     this.plans = plans;
   }
 
-  /** Refuses accounts whose plan may not submit. */
+  /**
+   * Refuses accounts whose plan may not submit. The HTTP routes ask before reading a body;
+   * submit and submitBatch ask again, so the rule holds for any caller.
+   */
   async assertMaySubmit(account: Account): Promise<void> {
     if (!(await this.plans.find(account.plan))?.maySubmit) {
       throw new ServiceError('plan_not_allowed', `the ${account.plan} plan may not submit events; submission needs the Contributor Plan`);

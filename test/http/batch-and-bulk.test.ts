@@ -123,6 +123,21 @@ describe('POST /api/events/batch', () => {
     const res = await batch(business, JSON.stringify([sampleEvent()]));
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: 'plan_not_allowed' });
+    // Whatever the body: the plan is checked before it is read.
+    const bodies: Array<[string, string, string]> = [
+      ['not a list', JSON.stringify(sampleEvent()), 'application/json'],
+      ['empty list', '[]', 'application/json'],
+      ['malformed', '[{"a":', 'application/json'],
+      ['too many', JSON.stringify(Array.from({ length: 1001 }, () => sampleEvent())), 'application/json'],
+      ['bad items', '{"broken":\n[1]', 'application/x-ndjson'],
+      ['media type', '<events/>', 'application/xml'],
+    ];
+    for (const [what, body, contentType] of bodies) {
+      const refused = await batch(business, body, contentType);
+      expect(refused.status, what).toBe(403);
+      expect(await refused.json(), what).toMatchObject({ error: 'plan_not_allowed' });
+    }
+    expect(await stored(business)).toBe(0);
   });
 
   it('counts against the submission limit per event, and a refused batch stores nothing', async () => {

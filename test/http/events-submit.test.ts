@@ -279,6 +279,34 @@ describe('POST /api/events (CONTRACT §5)', () => {
     }
   });
 
+  it('403 plan_not_allowed whatever the body: permission is checked before content', async () => {
+    const who = await h.account({ plan: 'business', permissions: ['write:events', 'read:events'] });
+    const token = await who.token();
+    const post = (body: BodyInit, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+      fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body });
+    const bodies: Array<[string, Response]> = [
+      ['malformed JSON', await post('{"app_name":')],
+      ['empty body', await post('')],
+      ['missing fields', await post('{}')],
+      ['bad fields', await post(JSON.stringify(sampleEvent({ source_ip: 'nope' })))],
+      ['not an object', await post('[]')],
+      ['too deep', await post('['.repeat(100) + ']'.repeat(100))],
+      ['unsupported media type', await post('<event/>', { 'content-type': 'application/xml' })],
+      ['content coding', await post(JSON.stringify(sampleEvent()), { 'content-type': 'application/json', 'content-encoding': 'gzip' })],
+      ['too large', await post(JSON.stringify(sampleEvent({ sip_message: 'x'.repeat(200 * 1024) })))],
+    ];
+    for (const [what, res] of bodies) {
+      expect(res.status, what).toBe(403);
+      expect(await res.json(), what).toMatchObject({ error: 'plan_not_allowed' });
+    }
+    expect(await count(who)).toBe(0);
+    // Authentication and permission still come first.
+    const anonymous = await fetch(`${h.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+    await expectProblem(anonymous, 401, 'invalid_token');
+    const reader = await h.account({ plan: 'business', permissions: ['read:events'] });
+    await expectProblem(await postEvent(reader, '{'), 403, 'insufficient_scope');
+  });
+
   it('a plan change takes effect on the next request', async () => {
     const who = await h.account({ plan: 'tester', permissions: ['write:events'] });
     expect((await postEvent(who, sampleEvent())).status).toBe(403);

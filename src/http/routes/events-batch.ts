@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
 import { authErrors } from '../schemas.ts';
+import { submissionPlanHook } from '../submission-plan-hook.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -61,6 +62,7 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
     '/events/batch',
     {
       config: { permission: 'write:events', rateGroup: 'submissions', rateCost: (request) => (Array.isArray(request.body) ? Math.max(1, request.body.length) : 1) },
+      onRequest: submissionPlanHook(services.intake),
       bodyLimit: BATCH_BODY_LIMIT,
       // Shape and size are checked before the rate limiter spends anything on the batch.
       preValidation: async (request) => void itemsOf(request),

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { authErrors } from '../schemas.ts';
+import { submissionPlanHook } from '../submission-plan-hook.ts';
 
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
@@ -15,6 +16,7 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
     '/events',
     {
       config: { permission: 'write:events', rateGroup: 'submissions' },
+      onRequest: submissionPlanHook(services.intake),
       bodyLimit: EVENT_BODY_LIMIT,
       // The domain validator names every bad field with the contract's messages; the schema
       // below documents the body for OpenAPI and is not run a second time.
