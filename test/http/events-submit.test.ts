@@ -282,7 +282,7 @@ describe('POST /api/events (CONTRACT §5)', () => {
   it('403 plan_not_allowed whatever the body: permission is checked before content', async () => {
     const who = await h.account({ plan: 'business', permissions: ['write:events', 'read:events'] });
     const token = await who.token();
-    const post = (body: BodyInit, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+    const post = (body: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
       fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body });
     const bodies: Array<[string, Response]> = [
       ['malformed JSON', await post('{"app_name":')],
