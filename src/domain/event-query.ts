@@ -3,6 +3,7 @@ import { ServiceError } from './errors.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
 import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
 import type { FieldError } from './field-error.ts';
+import { COLLECTED_METHODS, sipMethodError, TRANSPORT_TYPES } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
 import { canonicalUuid } from './uuid.ts';
@@ -10,19 +11,29 @@ import { canonicalUuid } from './uuid.ts';
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
-/** An own-event query as the caller wrote it. */
-export interface EventQueryInput {
-  since?: string;
-  until?: string;
-  called_number?: string;
-  source_ip?: string;
-  sip_method?: string;
-  node_id?: string;
-  collected_method?: string;
-  transport_type?: string;
-  limit?: number;
-  cursor?: string;
-}
+/** The parameters of an own-event query (CONTRACT §8), in the order their errors are listed. */
+export const QUERY_PARAMETERS = [
+  'since',
+  'until',
+  'called_number',
+  'source_ip',
+  'sip_method',
+  'node_id',
+  'collected_method',
+  'transport_type',
+  'limit',
+  'cursor',
+] as const;
+
+type QueryParameter = (typeof QUERY_PARAMETERS)[number];
+const KNOWN_PARAMETERS = new Set<string>(QUERY_PARAMETERS);
+
+/**
+ * An own-event query as the caller wrote it: each parameter's value as a query string carries
+ * it (a string, or an array when repeated), `limit` also as a number from code. Anything may be
+ * in it; the query names every bad or unknown parameter at once.
+ */
+export type EventQueryInput = Readonly<Record<string, unknown>>;
 
 export interface EventPage {
   data: StoredEvent[];
@@ -61,55 +72,91 @@ export class EventQuery {
   }
 }
 
+/**
+ * Reads every parameter in one pass (CONTRACT §4: one 422 names every bad field, each with one
+ * message), unknown parameters included, so a caller fixes its query in one round trip.
+ */
 function parseQuery(input: EventQueryInput): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
   const errors: FieldError[] = [];
-  const filter: EventFilter = {};
-  const instant = (field: 'since' | 'until') => {
-    const value = input[field];
-    if (value === undefined) return undefined;
-    const parsed = parseEventTimestamp(value, NO_FUTURE_LIMIT);
-    if ('error' in parsed) {
-      errors.push({ field, message: parsed.error });
-      return undefined;
-    }
-    return parsed.iso;
+  const refuse = (field: string, message: string) => void errors.push({ field, message });
+  /** A parameter's one value as text; undefined when absent or refused for its shape. */
+  const text = (name: QueryParameter): string | undefined => {
+    const value = input[name];
+    if (value === undefined || typeof value === 'string') return value;
+    refuse(name, Array.isArray(value) ? 'must be given once' : 'must be a string');
+    return undefined;
   };
-  filter.since = instant('since');
-  filter.until = instant('until');
-  if (input.called_number !== undefined) {
-    const number = normalisePhoneNumber(input.called_number);
+  const filter: EventFilter = {};
+
+  for (const field of ['since', 'until'] as const) {
+    const value = text(field);
+    if (value === undefined) continue;
+    const parsed = parseEventTimestamp(value, NO_FUTURE_LIMIT);
+    if ('error' in parsed) refuse(field, parsed.error);
+    else filter[field] = parsed.iso;
+  }
+  const calledNumber = text('called_number');
+  if (calledNumber !== undefined) {
+    const number = normalisePhoneNumber(calledNumber);
     if (number) filter.numberKey = number.key;
-    else errors.push({ field: 'called_number', message: 'is not a phone number' });
+    else refuse('called_number', 'must be a phone number: up to 64 digits, letters, * or #, optionally after +');
   }
-  if (input.source_ip !== undefined) {
-    const ip = canonicalIpAddress(input.source_ip);
+  const sourceIp = text('source_ip');
+  if (sourceIp !== undefined) {
+    const ip = canonicalIpAddress(sourceIp);
     if (ip) filter.sourceIp = ip;
-    else errors.push({ field: 'source_ip', message: 'is not an IPv4 or IPv6 address' });
+    else refuse('source_ip', 'must be an IPv4 or IPv6 address');
   }
-  if (input.node_id !== undefined) {
-    const node = canonicalUuid(input.node_id);
+  const sipMethod = text('sip_method');
+  if (sipMethod !== undefined) {
+    const error = sipMethodError(sipMethod);
+    if (error) refuse('sip_method', error);
+    else filter.sipMethod = sipMethod;
+  }
+  const nodeId = text('node_id');
+  if (nodeId !== undefined) {
+    const node = canonicalUuid(nodeId);
     if (node) filter.nodeId = node;
-    else errors.push({ field: 'node_id', message: 'is not a UUID' });
+    else refuse('node_id', 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
   }
-  if (input.sip_method !== undefined) filter.sipMethod = input.sip_method;
-  if (input.collected_method !== undefined) filter.collectedMethod = input.collected_method;
-  if (input.transport_type !== undefined) filter.transportType = input.transport_type;
+  const collectedMethod = text('collected_method');
+  if (collectedMethod !== undefined) {
+    if (oneOf(COLLECTED_METHODS, collectedMethod)) filter.collectedMethod = collectedMethod;
+    else refuse('collected_method', `must be one of: ${COLLECTED_METHODS.join(', ')}`);
+  }
+  const transportType = text('transport_type');
+  if (transportType !== undefined) {
+    if (oneOf(TRANSPORT_TYPES, transportType)) filter.transportType = transportType;
+    else refuse('transport_type', `must be one of: ${TRANSPORT_TYPES.join(', ')}`);
+  }
+
+  let limit = DEFAULT_PAGE;
+  const rawLimit = typeof input.limit === 'number' ? input.limit : text('limit');
+  if (rawLimit !== undefined) {
+    // Digits only: Number() would also take '1e2', '0x10' or ' 5'.
+    const value = typeof rawLimit === 'number' ? rawLimit : /^\d{1,7}$/.test(rawLimit) ? Number(rawLimit) : NaN;
+    if (Number.isInteger(value) && value >= 1 && value <= MAX_PAGE) limit = value;
+    else refuse('limit', `must be an integer from 1 to ${MAX_PAGE}`);
+  }
 
   let after: EventPosition | undefined;
-  if (input.cursor !== undefined) {
-    after = decodeCursor(input.cursor);
-    if (!after) errors.push({ field: 'cursor', message: 'is not a cursor this service issued' });
+  const cursor = text('cursor');
+  if (cursor !== undefined) {
+    after = decodeCursor(cursor);
+    if (!after) refuse('cursor', 'is not a cursor this service issued');
   }
-  const limit = input.limit ?? DEFAULT_PAGE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    errors.push({ field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
+
+  for (const name of Object.keys(input)) {
+    if (!KNOWN_PARAMETERS.has(name) && input[name] !== undefined) refuse(name, 'is not a known parameter');
   }
   if (errors.length > 0) {
     throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
   }
-  // Drop undefined members so the repository sees only the filters that were asked for.
-  for (const key of Object.keys(filter) as Array<keyof EventFilter>) if (filter[key] === undefined) delete filter[key];
   return { filter, after, limit };
+}
+
+function oneOf<T extends string>(allowed: readonly T[], value: string): value is T {
+  return (allowed as readonly string[]).includes(value);
 }
 
 /** Opaque to callers: the position of the last event of the previous page. */

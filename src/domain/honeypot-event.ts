@@ -43,6 +43,17 @@ const MAX_SIP_METHOD_CHARS = 32;
 // RFC 3261 §25.1 `token`.
 const SIP_TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
 
+/** Values of `collected_method` and `transport_type`, also the filters' allowed values. */
+export const COLLECTED_METHODS = ['responsive', 'passive'] as const;
+export const TRANSPORT_TYPES = ['UDP', 'TCP', 'TLS'] as const;
+
+/** Why a value is no `sip_method` (a SIP token of at most 32 characters), or undefined. */
+export function sipMethodError(value: string): string | undefined {
+  return value.length <= MAX_SIP_METHOD_CHARS && SIP_TOKEN.test(value)
+    ? undefined
+    : `must be a SIP method token of at most ${MAX_SIP_METHOD_CHARS} characters`;
+}
+
 /** A field's verdict: its stored value (and anything derived on the way), or why it is refused. */
 type Check = (value: string, now: Date) => { value: string; derived?: string } | { error: string };
 
@@ -69,14 +80,14 @@ const CHECKS: Partial<Record<EventField, Check>> = {
   },
   event_uuid: uuid,
   created_by_node_id: uuid,
-  collected_method: enumeration('responsive', 'passive'),
-  transport_type: enumeration('UDP', 'TCP', 'TLS'),
+  collected_method: enumeration(...COLLECTED_METHODS),
+  transport_type: enumeration(...TRANSPORT_TYPES),
   source_ip: ipAddress,
   destination_ip: ipAddress,
-  sip_method: (value) =>
-    value.length <= MAX_SIP_METHOD_CHARS && SIP_TOKEN.test(value)
-      ? { value }
-      : { error: `must be a SIP method token of at most ${MAX_SIP_METHOD_CHARS} characters` },
+  sip_method: (value) => {
+    const error = sipMethodError(value);
+    return error ? { error } : { value };
+  },
 };
 
 /**
