@@ -1,11 +1,13 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
+import { EventCursors } from './event-cursor.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
 import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
 import type { FieldError } from './field-error.ts';
 import { COLLECTED_METHODS, sipMethodError, TRANSPORT_TYPES } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
+import type { ServerSecrets } from './server-secrets.ts';
 import { canonicalUuid } from './uuid.ts';
 
 export const DEFAULT_PAGE = 100;
@@ -46,9 +48,16 @@ const NO_FUTURE_LIMIT = new Date(8.64e15);
 /** Own-event queries (CONTRACT §8): only the caller's events, newest first, keyset pages. */
 export class EventQuery {
   private readonly repo: EventsRepository;
+  private readonly cursors: EventCursors;
 
-  constructor(repo: EventsRepository) {
+  constructor(repo: EventsRepository, cursors: EventCursors) {
     this.repo = repo;
+    this.cursors = cursors;
+  }
+
+  /** Event queries whose cursors are sealed with the store's shared cursor key. */
+  static async open(repo: EventsRepository, secrets: ServerSecrets): Promise<EventQuery> {
+    return new EventQuery(repo, new EventCursors(await secrets.read('cursor')));
   }
 
   /** One of the caller's events, or `not_found` (also for another account's event). */
@@ -61,13 +70,13 @@ export class EventQuery {
 
   /** A page of the caller's events. */
   async list(account: Account, input: EventQueryInput): Promise<EventPage> {
-    const { filter, after, limit } = parseQuery(input);
+    const { filter, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
     const rows = await this.repo.list(account.account_id, filter, after, limit + 1);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
       data: page.map((r) => r.event),
-      next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null,
+      next_cursor: rows.length > limit && last ? this.cursors.seal(account.account_id, last.position) : null,
     };
   }
 }
@@ -76,7 +85,10 @@ export class EventQuery {
  * Reads every parameter in one pass (CONTRACT §4: one 422 names every bad field, each with one
  * message), unknown parameters included, so a caller fixes its query in one round trip.
  */
-function parseQuery(input: EventQueryInput): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
+function parseQuery(
+  input: EventQueryInput,
+  openCursor: (cursor: string) => EventPosition | undefined,
+): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => void errors.push({ field, message });
   /** A parameter's one value as text; undefined when absent or refused for its shape. */
@@ -142,7 +154,9 @@ function parseQuery(input: EventQueryInput): { filter: EventFilter; after: Event
   let after: EventPosition | undefined;
   const cursor = text('cursor');
   if (cursor !== undefined) {
-    after = decodeCursor(cursor);
+    after = openCursor(cursor);
+    // Another account's cursor is refused exactly as a malformed or altered one: one message
+    // for all, so a refusal tells nothing about whose it was.
     if (!after) refuse('cursor', 'is not a cursor this service issued');
   }
 
@@ -157,27 +171,4 @@ function parseQuery(input: EventQueryInput): { filter: EventFilter; after: Event
 
 function oneOf<T extends string>(allowed: readonly T[], value: string): value is T {
   return (allowed as readonly string[]).includes(value);
-}
-
-/** Opaque to callers: the position of the last event of the previous page. */
-function encodeCursor(position: EventPosition): string {
-  return Buffer.from(JSON.stringify([position.eventTime, position.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): EventPosition | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/.test(value[0]) &&
-      Number.isSafeInteger(value[1])
-    ) {
-      return { eventTime: value[0], id: value[1] as number };
-    }
-  } catch {
-    // Not base64url JSON: fall through to "not a cursor".
-  }
-  return undefined;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { freshDatabase } from '../support/test-database.ts';
 
 type Page = { data: Array<Record<string, string>>; next_cursor: string | null };
 
@@ -119,12 +120,89 @@ describe('querying one’s own events (CONTRACT §8)', () => {
     expect((await page('?limit=1000&collected_method=responsive&transport_type=UDP')).data.length).toBeGreaterThan(0);
   });
 
+  it('issues opaque cursors that only the account they were made for can use', async () => {
+    const first = await page('?limit=5');
+    const cursor = first.next_cursor!;
+    // Neither the event time nor the store's shared id sequence can be read from it.
+    expect(Buffer.from(cursor, 'base64url').toString('latin1')).not.toMatch(/2026|\d{2}:\d{2}/);
+    const refused = async (who: TestAccount, value: string) => {
+      const res = await who.api(`/api/events?limit=5&cursor=${encodeURIComponent(value)}`);
+      expect(res.status, value).toBe(422);
+      const body = (await res.json()) as { error: string; errors: unknown };
+      expect(body.error).toBe('validation_failed');
+      expect(body.errors).toEqual([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+    };
+    // Another account: refused exactly as a malformed cursor, learning nothing.
+    const other = await h.account();
+    expect((await postEvent(other, sampleEvent())).status).toBe(201);
+    await refused(other, cursor);
+    // Altered, truncated, or forged in the old plain form.
+    const bytes = Buffer.from(cursor, 'base64url');
+    bytes[bytes.length >> 1]! ^= 0x01;
+    await refused(owner, bytes.toString('base64url'));
+    await refused(owner, cursor.slice(0, -2));
+    const last = first.data.at(-1)!;
+    await refused(owner, Buffer.from(JSON.stringify([last.event_time, 1e9])).toString('base64url'));
+    // The owner goes on from it.
+    const all = (await page('?limit=1000')).data.map((e) => e.event_uuid);
+    const second = await page(`?limit=5&cursor=${cursor}`);
+    expect(second.data.map((e) => e.event_uuid)).toEqual(all.slice(5, 10));
+  });
+
+  it('shares the cursor key through the store: another instance continues a walk, the key is 32 random bytes', async () => {
+    const first = await page('?limit=4');
+    const twin = await startHarness({ DATABASE_URL: h.config.databaseUrl });
+    try {
+      const token = await owner.token();
+      const res = await fetch(`${twin.url}/api/events?limit=4&cursor=${first.next_cursor}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const second = (await res.json()) as Page;
+      const all = (await page('?limit=1000')).data.map((e) => e.event_uuid);
+      expect(second.data.map((e) => e.event_uuid)).toEqual(all.slice(4, 8));
+    } finally {
+      await twin.app.close();
+      await twin.services.close();
+    }
+    const rows = await h.services.database.db.selectFrom('server_secrets').selectAll().execute();
+    expect(rows.map((r) => r.name)).toEqual(['cursor']);
+    expect(Buffer.from(rows[0]!.value, 'base64')).toHaveLength(32);
+  });
+
   it('one event by uuid, any case; 404 for a malformed or unknown uuid', async () => {
     expect((await owner.api(`/api/events/${uuids[3]!.toUpperCase()}`)).status).toBe(200);
     for (const id of ['not-a-uuid', crypto.randomUUID()]) {
       const res = await owner.api(`/api/events/${id}`);
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ error: 'not_found' });
+    }
+  });
+});
+
+describe('the cursor key, made while instances start together', () => {
+  it('is one key for every instance of a fresh store', async () => {
+    const store = await freshDatabase();
+    // Both migrate the empty store at once: Kysely's lock (PostgreSQL) or a retried, idempotent
+    // migration (SQLite) must leave them with the same key.
+    const [a, b] = await Promise.all([startHarness({ DATABASE_URL: store.url }), startHarness({ DATABASE_URL: store.url })]);
+    try {
+      const who = await a.account();
+      for (let i = 0; i < 3; i++) expect((await postEvent(who, sampleEvent())).status).toBe(201);
+      const token = await who.token();
+      const get = async (on: Harness, query: string) => {
+        const res = await fetch(`${on.url}/api/events${query}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(res.status, await res.clone().text()).toBe(200);
+        return (await res.json()) as Page;
+      };
+      const fromA = await get(a, '?limit=1');
+      const fromB = await get(b, '?limit=1');
+      expect((await get(b, `?limit=1&cursor=${fromA.next_cursor}`)).data).toHaveLength(1);
+      expect((await get(a, `?limit=1&cursor=${fromB.next_cursor}`)).data).toHaveLength(1);
+    } finally {
+      for (const h of [b, a]) {
+        await h.app.close();
+        await h.services.close();
+      }
+      await store.drop();
     }
   });
 });
