@@ -6,7 +6,7 @@ import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
-import { authErrors } from '../schemas.ts';
+import { authErrors, jsonBodyContent } from '../schemas.ts';
 import { submissionPlanHook } from '../submission-plan-hook.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
@@ -70,9 +70,11 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
       schema: {
         summary: 'Submit up to 1,000 events at once',
         description:
-          'A JSON array of events, or NDJSON (`Content-Type: application/x-ndjson`). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
+          'A JSON array of events (as application/json, text/plain, application/x-www-form-urlencoded or with no Content-Type), or NDJSON (`Content-Type: application/x-ndjson`, one event per line). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
         tags: ['events'],
-        body: Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }),
+        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }), {
+          'application/x-ndjson': Type.String({ description: 'One JSON event per line; a line that is not JSON is only that item’s failure' }),
+        }),
         response: { 200: BatchResult, 400: Type.Ref('Problem'), 413: Type.Ref('Problem'), 415: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
       },
     },
