@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUERY_PARAMETERS } from '../../src/domain/event-query.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { freshDatabase } from '../support/test-database.ts';
 
@@ -166,6 +167,19 @@ describe('querying one’s own events (CONTRACT §8)', () => {
     const rows = await h.services.database.db.selectFrom('server_secrets').selectAll().execute();
     expect(rows.map((r) => r.name)).toEqual(['cursor']);
     expect(Buffer.from(rows[0]!.value, 'base64')).toHaveLength(32);
+  });
+
+  it('documents its parameters in OpenAPI as it reads them', async () => {
+    type Parameter = { name: string; in: string; required: boolean; schema: Record<string, unknown> };
+    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters: Parameter[] }>> };
+    const parameters = doc.paths['/api/events']!.get!.parameters;
+    expect(parameters.map((p) => p.name)).toEqual([...QUERY_PARAMETERS]);
+    expect(parameters.every((p) => p.in === 'query' && !p.required)).toBe(true);
+    const schemaOf = (name: string) => parameters.find((p) => p.name === name)!.schema;
+    expect(schemaOf('limit')).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+    expect(schemaOf('collected_method')).toMatchObject({ enum: ['responsive', 'passive'] });
+    expect(schemaOf('transport_type')).toMatchObject({ enum: ['UDP', 'TCP', 'TLS'] });
+    expect(schemaOf('cursor')).not.toHaveProperty('maxLength');
   });
 
   it('one event by uuid, any case; 404 for a malformed or unknown uuid', async () => {
