@@ -22,6 +22,7 @@ import { GroupCommit } from './store/group-commit.ts';
 import { ThreadedIngest } from './store/threaded-ingest.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
+import { SqlServerSecrets } from './store/server-secrets-repository.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
 export interface Services {
@@ -102,7 +103,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
     intake: new EventIntake(ingestRepo, plans),
-    eventQuery: new EventQuery(eventsRepo),
+    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db)),
     async close() {
       await writerThread?.close();

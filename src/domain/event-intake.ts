@@ -14,8 +14,15 @@ export type BatchItemOutcome =
 /** Most events one batch may carry. */
 export const MAX_BATCH = 1000;
 
-/** A batch item that could not even be read as JSON (an NDJSON line). */
-export const UNREADABLE = Symbol('unreadable item');
+/** A batch item that could not even be read as JSON (an NDJSON line), and why. */
+export class UnreadableItem {
+  /** Says what is wrong with the item, e.g. "is not valid JSON". */
+  readonly message: string;
+
+  constructor(message: string) {
+    this.message = message;
+  }
+}
 
 /** What submitting one event did. */
 export interface Submitted {
@@ -33,7 +40,10 @@ export class EventIntake {
     this.plans = plans;
   }
 
-  /** Refuses accounts whose plan may not submit. */
+  /**
+   * Refuses accounts whose plan may not submit. The HTTP routes ask before reading a body;
+   * submit and submitBatch ask again, so the rule holds for any caller.
+   */
   async assertMaySubmit(account: Account): Promise<void> {
     if (!(await this.plans.find(account.plan))?.maySubmit) {
       throw new ServiceError('plan_not_allowed', `the ${account.plan} plan may not submit events; submission needs the Contributor Plan`);
@@ -62,8 +72,8 @@ export class EventIntake {
     const outcomes: BatchItemOutcome[] = [];
     const valid: Array<{ index: number; event: HoneypotEvent }> = [];
     items.forEach((item, index) => {
-      if (item === UNREADABLE) {
-        outcomes[index] = { index, event_uuid: null, status: 'invalid', errors: [{ field: '(body)', message: 'is not valid JSON' }] };
+      if (item instanceof UnreadableItem) {
+        outcomes[index] = { index, event_uuid: null, status: 'invalid', errors: [{ field: '(body)', message: item.message }] };
         return;
       }
       const result = validateHoneypotEvent(item, now);

@@ -1,28 +1,41 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
+import { EventCursors } from './event-cursor.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
 import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
 import type { FieldError } from './field-error.ts';
+import { COLLECTED_METHODS, sipMethodError, TRANSPORT_TYPES } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
+import type { ServerSecrets } from './server-secrets.ts';
 import { canonicalUuid } from './uuid.ts';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
-/** An own-event query as the caller wrote it. */
-export interface EventQueryInput {
-  since?: string;
-  until?: string;
-  called_number?: string;
-  source_ip?: string;
-  sip_method?: string;
-  node_id?: string;
-  collected_method?: string;
-  transport_type?: string;
-  limit?: number;
-  cursor?: string;
-}
+/** The parameters of an own-event query (CONTRACT §8), in the order their errors are listed. */
+export const QUERY_PARAMETERS = [
+  'since',
+  'until',
+  'called_number',
+  'source_ip',
+  'sip_method',
+  'node_id',
+  'collected_method',
+  'transport_type',
+  'limit',
+  'cursor',
+] as const;
+
+type QueryParameter = (typeof QUERY_PARAMETERS)[number];
+const KNOWN_PARAMETERS = new Set<string>(QUERY_PARAMETERS);
+
+/**
+ * An own-event query as the caller wrote it: each parameter's value as a query string carries
+ * it (a string, or an array when repeated), `limit` also as a number from code. Anything may be
+ * in it; the query names every bad or unknown parameter at once.
+ */
+export type EventQueryInput = Readonly<Record<string, unknown>>;
 
 export interface EventPage {
   data: StoredEvent[];
@@ -35,9 +48,16 @@ const NO_FUTURE_LIMIT = new Date(8.64e15);
 /** Own-event queries (CONTRACT §8): only the caller's events, newest first, keyset pages. */
 export class EventQuery {
   private readonly repo: EventsRepository;
+  private readonly cursors: EventCursors;
 
-  constructor(repo: EventsRepository) {
+  constructor(repo: EventsRepository, cursors: EventCursors) {
     this.repo = repo;
+    this.cursors = cursors;
+  }
+
+  /** Event queries whose cursors are sealed with the store's shared cursor key. */
+  static async open(repo: EventsRepository, secrets: ServerSecrets): Promise<EventQuery> {
+    return new EventQuery(repo, new EventCursors(await secrets.read('cursor')));
   }
 
   /** One of the caller's events, or `not_found` (also for another account's event). */
@@ -50,87 +70,105 @@ export class EventQuery {
 
   /** A page of the caller's events. */
   async list(account: Account, input: EventQueryInput): Promise<EventPage> {
-    const { filter, after, limit } = parseQuery(input);
+    const { filter, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
     const rows = await this.repo.list(account.account_id, filter, after, limit + 1);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
     return {
       data: page.map((r) => r.event),
-      next_cursor: rows.length > limit && last ? encodeCursor(last.position) : null,
+      next_cursor: rows.length > limit && last ? this.cursors.seal(account.account_id, last.position) : null,
     };
   }
 }
 
-function parseQuery(input: EventQueryInput): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
+/**
+ * Reads every parameter in one pass (CONTRACT §4: one 422 names every bad field, each with one
+ * message), unknown parameters included, so a caller fixes its query in one round trip.
+ */
+function parseQuery(
+  input: EventQueryInput,
+  openCursor: (cursor: string) => EventPosition | undefined,
+): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
   const errors: FieldError[] = [];
-  const filter: EventFilter = {};
-  const instant = (field: 'since' | 'until') => {
-    const value = input[field];
-    if (value === undefined) return undefined;
-    const parsed = parseEventTimestamp(value, NO_FUTURE_LIMIT);
-    if ('error' in parsed) {
-      errors.push({ field, message: parsed.error });
-      return undefined;
-    }
-    return parsed.iso;
+  const refuse = (field: string, message: string) => void errors.push({ field, message });
+  /** A parameter's one value as text; undefined when absent or refused for its shape. */
+  const text = (name: QueryParameter): string | undefined => {
+    const value = input[name];
+    if (value === undefined || typeof value === 'string') return value;
+    refuse(name, Array.isArray(value) ? 'must be given once' : 'must be a string');
+    return undefined;
   };
-  filter.since = instant('since');
-  filter.until = instant('until');
-  if (input.called_number !== undefined) {
-    const number = normalisePhoneNumber(input.called_number);
+  const filter: EventFilter = {};
+
+  for (const field of ['since', 'until'] as const) {
+    const value = text(field);
+    if (value === undefined) continue;
+    const parsed = parseEventTimestamp(value, NO_FUTURE_LIMIT);
+    if ('error' in parsed) refuse(field, parsed.error);
+    else filter[field] = parsed.iso;
+  }
+  const calledNumber = text('called_number');
+  if (calledNumber !== undefined) {
+    const number = normalisePhoneNumber(calledNumber);
     if (number) filter.numberKey = number.key;
-    else errors.push({ field: 'called_number', message: 'is not a phone number' });
+    else refuse('called_number', 'must be a phone number: up to 64 digits, letters, * or #, optionally after +');
   }
-  if (input.source_ip !== undefined) {
-    const ip = canonicalIpAddress(input.source_ip);
+  const sourceIp = text('source_ip');
+  if (sourceIp !== undefined) {
+    const ip = canonicalIpAddress(sourceIp);
     if (ip) filter.sourceIp = ip;
-    else errors.push({ field: 'source_ip', message: 'is not an IPv4 or IPv6 address' });
+    else refuse('source_ip', 'must be an IPv4 or IPv6 address');
   }
-  if (input.node_id !== undefined) {
-    const node = canonicalUuid(input.node_id);
+  const sipMethod = text('sip_method');
+  if (sipMethod !== undefined) {
+    const error = sipMethodError(sipMethod);
+    if (error) refuse('sip_method', error);
+    else filter.sipMethod = sipMethod;
+  }
+  const nodeId = text('node_id');
+  if (nodeId !== undefined) {
+    const node = canonicalUuid(nodeId);
     if (node) filter.nodeId = node;
-    else errors.push({ field: 'node_id', message: 'is not a UUID' });
+    else refuse('node_id', 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
   }
-  if (input.sip_method !== undefined) filter.sipMethod = input.sip_method;
-  if (input.collected_method !== undefined) filter.collectedMethod = input.collected_method;
-  if (input.transport_type !== undefined) filter.transportType = input.transport_type;
+  const collectedMethod = text('collected_method');
+  if (collectedMethod !== undefined) {
+    if (oneOf(COLLECTED_METHODS, collectedMethod)) filter.collectedMethod = collectedMethod;
+    else refuse('collected_method', `must be one of: ${COLLECTED_METHODS.join(', ')}`);
+  }
+  const transportType = text('transport_type');
+  if (transportType !== undefined) {
+    if (oneOf(TRANSPORT_TYPES, transportType)) filter.transportType = transportType;
+    else refuse('transport_type', `must be one of: ${TRANSPORT_TYPES.join(', ')}`);
+  }
+
+  let limit = DEFAULT_PAGE;
+  const rawLimit = typeof input.limit === 'number' ? input.limit : text('limit');
+  if (rawLimit !== undefined) {
+    // Digits only: Number() would also take '1e2', '0x10' or ' 5'.
+    const value = typeof rawLimit === 'number' ? rawLimit : /^\d{1,7}$/.test(rawLimit) ? Number(rawLimit) : NaN;
+    if (Number.isInteger(value) && value >= 1 && value <= MAX_PAGE) limit = value;
+    else refuse('limit', `must be an integer from 1 to ${MAX_PAGE}`);
+  }
 
   let after: EventPosition | undefined;
-  if (input.cursor !== undefined) {
-    after = decodeCursor(input.cursor);
-    if (!after) errors.push({ field: 'cursor', message: 'is not a cursor this service issued' });
+  const cursor = text('cursor');
+  if (cursor !== undefined) {
+    after = openCursor(cursor);
+    // Another account's cursor is refused exactly as a malformed or altered one: one message
+    // for all, so a refusal tells nothing about whose it was.
+    if (!after) refuse('cursor', 'is not a cursor this service issued');
   }
-  const limit = input.limit ?? DEFAULT_PAGE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    errors.push({ field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
+
+  for (const name of Object.keys(input)) {
+    if (!KNOWN_PARAMETERS.has(name) && input[name] !== undefined) refuse(name, 'is not a known parameter');
   }
   if (errors.length > 0) {
     throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
   }
-  // Drop undefined members so the repository sees only the filters that were asked for.
-  for (const key of Object.keys(filter) as Array<keyof EventFilter>) if (filter[key] === undefined) delete filter[key];
   return { filter, after, limit };
 }
 
-/** Opaque to callers: the position of the last event of the previous page. */
-function encodeCursor(position: EventPosition): string {
-  return Buffer.from(JSON.stringify([position.eventTime, position.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): EventPosition | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/.test(value[0]) &&
-      Number.isSafeInteger(value[1])
-    ) {
-      return { eventTime: value[0], id: value[1] as number };
-    }
-  } catch {
-    // Not base64url JSON: fall through to "not a cursor".
-  }
-  return undefined;
+function oneOf<T extends string>(allowed: readonly T[], value: string): value is T {
+  return (allowed as readonly string[]).includes(value);
 }

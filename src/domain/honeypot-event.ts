@@ -43,6 +43,17 @@ const MAX_SIP_METHOD_CHARS = 32;
 // RFC 3261 §25.1 `token`.
 const SIP_TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
 
+/** Values of `collected_method` and `transport_type`, also the filters' allowed values. */
+export const COLLECTED_METHODS = ['responsive', 'passive'] as const;
+export const TRANSPORT_TYPES = ['UDP', 'TCP', 'TLS'] as const;
+
+/** Why a value is no `sip_method` (a SIP token of at most 32 characters), or undefined. */
+export function sipMethodError(value: string): string | undefined {
+  return value.length <= MAX_SIP_METHOD_CHARS && SIP_TOKEN.test(value)
+    ? undefined
+    : `must be a SIP method token of at most ${MAX_SIP_METHOD_CHARS} characters`;
+}
+
 /** A field's verdict: its stored value (and anything derived on the way), or why it is refused. */
 type Check = (value: string, now: Date) => { value: string; derived?: string } | { error: string };
 
@@ -69,14 +80,14 @@ const CHECKS: Partial<Record<EventField, Check>> = {
   },
   event_uuid: uuid,
   created_by_node_id: uuid,
-  collected_method: enumeration('responsive', 'passive'),
-  transport_type: enumeration('UDP', 'TCP', 'TLS'),
+  collected_method: enumeration(...COLLECTED_METHODS),
+  transport_type: enumeration(...TRANSPORT_TYPES),
   source_ip: ipAddress,
   destination_ip: ipAddress,
-  sip_method: (value) =>
-    value.length <= MAX_SIP_METHOD_CHARS && SIP_TOKEN.test(value)
-      ? { value }
-      : { error: `must be a SIP method token of at most ${MAX_SIP_METHOD_CHARS} characters` },
+  sip_method: (value) => {
+    const error = sipMethodError(value);
+    return error ? { error } : { value };
+  },
 };
 
 /**
@@ -128,14 +139,31 @@ function lengthError(field: EventField, value: unknown): string | undefined {
   if (typeof value !== 'string') return 'must be a string';
   // PostgreSQL text cannot hold NUL, and no SIP text needs it: refused alike on every store.
   if (value.includes('\u0000')) return 'must not contain NUL characters';
+  // A lone surrogate is no character: the stores would write U+FFFD in its place, so the
+  // stored event would differ from the one its content hash was computed on.
+  if (!value.isWellFormed()) return 'must be valid Unicode text (it holds an unpaired UTF-16 surrogate)';
   if (value.length === 0 && !MAY_BE_EMPTY.has(field)) return 'must not be empty';
   if (field === 'sip_message') {
     // Cheap bound first: a UTF-8 character is at most 3 bytes per UTF-16 unit.
     if (value.length * 3 > MAX_SIP_MESSAGE_BYTES && Buffer.byteLength(value, 'utf8') > MAX_SIP_MESSAGE_BYTES) {
       return `must be at most ${MAX_SIP_MESSAGE_BYTES} bytes`;
     }
-  } else if (value.length > MAX_FIELD_CHARS) {
+  } else if (value.length > MAX_FIELD_CHARS && characterCount(value) > MAX_FIELD_CHARS) {
+    // Cheap bound first: a string of at most that many UTF-16 units has at most that many characters.
     return `must be at most ${MAX_FIELD_CHARS} characters`;
   }
   return undefined;
+}
+
+/**
+ * Characters (Unicode code points) of a well-formed string. `length` counts UTF-16 units, so
+ * an emoji outside the Basic Multilingual Plane would count twice: each surrogate pair is one.
+ */
+function characterCount(value: string): number {
+  let count = value.length;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) count -= 1;
+  }
+  return count;
 }

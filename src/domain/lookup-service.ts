@@ -12,7 +12,8 @@ export const MAX_BULK = 1000;
 
 /** A bulk item that could not be looked up. */
 export interface BulkItemError {
-  input: unknown;
+  /** The value as sent when it is a string, number, boolean or null; null for an array or object. */
+  input: string | number | boolean | null;
   error: 'invalid_phone_number' | 'invalid_ip_address';
   message: string;
 }
@@ -105,7 +106,7 @@ export class LookupService {
     const answers: Array<T | BulkItemError> = [];
     for (const input of inputs) {
       if (typeof input !== 'string') {
-        answers.push({ input, error: code, message: 'must be a string' });
+        answers.push({ input: echoable(input), error: code, message: 'must be a string' });
         continue;
       }
       try {
@@ -136,4 +137,13 @@ export class LookupService {
       message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
     };
   }
+}
+
+/**
+ * What of a non-string item is echoed back: scalars only. An array or object is the caller's
+ * own structure, of any size and depth; sending it back could only cost us (serializing it) and
+ * tells the caller nothing its index does not.
+ */
+function echoable(input: unknown): number | boolean | null {
+  return typeof input === 'number' || typeof input === 'boolean' ? input : null;
 }

@@ -2,11 +2,15 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import type { FieldError } from '../domain/field-error.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
+import { UnsupportedContentCoding } from './json-body.ts';
 import { problem, sendProblem, serverProblem } from './problem.ts';
 
 /** Maps anything thrown under `/api` to a problem document (CONTRACT §4); leaks nothing. */
 export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  if (error instanceof ServiceError) return sendProblem(reply, problem(error.code, error.message, error.errors));
+  if (error instanceof ServiceError) {
+    if (error instanceof UnsupportedContentCoding) reply.header('accept-encoding', 'identity');
+    return sendProblem(reply, problem(error.code, error.message, error.errors));
+  }
   if (error.validation) {
     const errors = error.validation.map(fieldErrorOf(error.validationContext ?? 'request'));
     return sendProblem(reply, problem('validation_failed', 'the request has invalid parameters', errors));

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import { apiAuthHook } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
+import { readJsonBody } from './json-body.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { securityHeaders } from './security-headers.ts';
@@ -11,9 +12,6 @@ import { eventsSubmitRoute } from './routes/events-submit.ts';
 import { lookupRoutes } from './routes/lookups.ts';
 import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
 import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
-
-/** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
-const JSON_LIKE = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
 
 /** The `/api` scope: version header, authentication, JSON bodies, problem details. */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
@@ -37,16 +35,17 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   );
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // One parser for every media type: readJsonBody decides which are JSON, so the answer for a
+  // refused body (415, 400) is ours, with our messages, whatever the Content-Type.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
-    const mediaType = (request.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
-    if (!JSON_LIKE.has(mediaType)) {
-      const error = Object.assign(new Error('unsupported media type'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 });
-      return done(error, undefined);
+    let value: unknown;
+    try {
+      value = readJsonBody(request, body as string);
+    } catch (err) {
+      return done(err as Error, undefined);
     }
-    if (body === '') return done(Object.assign(new Error('empty body'), { code: 'FST_ERR_CTP_EMPTY_JSON_BODY', statusCode: 400 }), undefined);
-    parseJson(request, body as string, done);
+    done(null, value);
   });
 
   app.setErrorHandler(apiErrorHandler);

@@ -1,4 +1,5 @@
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
+import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
 
 /** The problem document every `/api` error answers with (CONTRACT §4). */
 export const Problem = Type.Object(
@@ -59,3 +60,15 @@ export const StoredEventSchema = Type.Object(
   },
   { $id: 'StoredEvent' },
 );
+
+/**
+ * A request body documented under every media type `/api` reads as JSON (CONTRACT §5), plus
+ * any others a route adds. A body without Content-Type is read as JSON too; OpenAPI cannot
+ * name that, so routes say it in their description.
+ */
+export function jsonBodyContent(schema: TSchema, others: Record<string, TSchema> = {}) {
+  const content: Record<string, { schema: TSchema }> = {};
+  for (const mediaType of JSON_LIKE_MEDIA_TYPES) content[mediaType] = { schema };
+  for (const [mediaType, other] of Object.entries(others)) content[mediaType] = { schema: other };
+  return { content };
+}

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import { CURSOR_KEY_BYTES } from '../domain/event-cursor.ts';
 import { normalisePhoneNumber } from '../domain/phone-number.ts';
 import { DEFAULT_PLANS } from '../domain/plans.ts';
 import type { DialectCapabilities } from './dialect.ts';
@@ -211,6 +213,25 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
         if (caps.partitionedEvents) {
           await db.schema.createIndex('events_by_uuid').on('events').columns(['account_id', 'event_uuid']).execute();
         }
+      },
+    },
+    '005_server_secrets': {
+      async up(db: Kysely<any>) {
+        // Secrets every instance must share, made once, here. Migrations run one at a time
+        // (Kysely's lock on PostgreSQL), so instances starting together read one key. On
+        // SQLite the lock is a no-op and DDL is not transactional: two processes may both run
+        // this, so it is idempotent and the first key written is the one kept.
+        await db.schema
+          .createTable('server_secrets')
+          .ifNotExists()
+          .addColumn('name', 'text', (c) => c.primaryKey())
+          .addColumn('value', 'text', (c) => c.notNull())
+          .execute();
+        await db
+          .insertInto('server_secrets')
+          .values({ name: 'cursor', value: randomBytes(CURSOR_KEY_BYTES).toString('base64') })
+          .onConflict((oc) => oc.column('name').doNothing())
+          .execute();
       },
     },
   };

@@ -21,6 +21,7 @@ export interface Schema {
   ip_numbers: IpNumbersTable;
   plans: PlansTable;
   audit_log: AuditLogTable;
+  server_secrets: ServerSecretsTable;
 }
 
 type Counter = ColumnType<number | string, number, number>;
@@ -170,4 +171,11 @@ export interface EventIdsTable {
   event_uuid: string;
   content_hash: string;
   event_time: string;
+}
+
+/** Secrets every instance shares (the events cursor key), made once by a migration. */
+export interface ServerSecretsTable {
+  name: string;
+  /** The secret's bytes, base64. */
+  value: string;
 }

@@ -268,6 +268,29 @@ describe('validateHoneypotEvent', () => {
     }
   });
 
+  it('counts other fields in characters (code points), not UTF-16 units', () => {
+    // An emoji is one character but two UTF-16 units.
+    expect(validateHoneypotEvent(valid({ app_name: '😀'.repeat(1024) }), NOW).ok).toBe(true);
+    expect(validateHoneypotEvent(valid({ sip_user_agent: '😀'.repeat(513) }), NOW).ok).toBe(true);
+    expect(validateHoneypotEvent(valid({ sip_user_agent: `${'😀'.repeat(1000)}${'a'.repeat(24)}` }), NOW).ok).toBe(true);
+    expect(errorsOf(valid({ sip_user_agent: '😀'.repeat(1025) }))).toEqual([{ field: 'sip_user_agent', message: 'must be at most 1024 characters' }]);
+    expect(errorsOf(valid({ app_name: `${'😀'.repeat(1024)}a` }))).toEqual([{ field: 'app_name', message: 'must be at most 1024 characters' }]);
+  });
+
+  it('refuses a lone UTF-16 surrogate in any field, naming the field', () => {
+    const message = 'must be valid Unicode text (it holds an unpaired UTF-16 surrogate)';
+    expect(errorsOf(valid({ app_name: 'a\ud800', sip_user_agent: '\udc00b', sip_message: 'x\ud83d' }))).toEqual([
+      { field: 'app_name', message },
+      { field: 'sip_user_agent', message },
+      { field: 'sip_message', message },
+    ]);
+    // As JSON would carry it, and in a field with its own rule: still named for the surrogate.
+    const parsed = JSON.parse(JSON.stringify(valid()).replace('"INVITE"', '"INV\\ud800"')) as Record<string, unknown>;
+    expect(errorsOf(parsed)).toEqual([{ field: 'sip_method', message }]);
+    // A proper pair is a character like any other.
+    expect(validateHoneypotEvent(valid({ sip_user_agent: '\ud83d\ude00' }), NOW).ok).toBe(true);
+  });
+
   it.each(['OPTIONS', 'REGISTER', 'X-CUSTOM', 'a.b!c%d*e_f+g`h\'i~j', 'A'.repeat(32)])('accepts the SIP method token %s', (sip_method) => {
     expect(validateHoneypotEvent(valid({ sip_method }), NOW).ok).toBe(true);
   });

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
@@ -65,6 +66,29 @@ describe('POST /api/events/batch', () => {
     expect(body.results[1]!.errors).toEqual([{ field: '(body)', message: 'is not valid JSON' }]);
   });
 
+  it('reads NDJSON lines under the body rules: prototype keys dropped, too deep refused, no content coding', async () => {
+    const a = sampleEvent();
+    const b = sampleEvent();
+    const lines = [
+      `{"__proto__":{"polluted":"yes"},${JSON.stringify(a).slice(1)}`,
+      `${JSON.stringify(b).slice(0, -1)},"constructor":{"prototype":{"polluted":"yes"}}}`,
+      `${'['.repeat(33)}${']'.repeat(33)}`,
+    ];
+    const res = await batch(owner, lines.join('\n'), 'application/x-ndjson');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as BatchAnswer;
+    expect(body.results.map((r) => r.status)).toEqual(['created', 'created', 'invalid']);
+    expect(body.results[2]!.errors).toEqual([{ field: '(body)', message: 'nests arrays and objects more than 32 levels deep' }]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const gzipped = await owner.api('/api/events/batch', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify(sampleEvent())),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(await gzipped.json()).toMatchObject({ error: 'unsupported_media_type', detail: expect.stringContaining('content coding') });
+  });
+
   it('replays the recorded SentryPeer log as one NDJSON batch', async () => {
     const { recordedEvents } = await import('../support/recorded-requests.ts');
     const lines = recordedEvents();
@@ -99,6 +123,21 @@ describe('POST /api/events/batch', () => {
     const res = await batch(business, JSON.stringify([sampleEvent()]));
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: 'plan_not_allowed' });
+    // Whatever the body: the plan is checked before it is read.
+    const bodies: Array<[string, string, string]> = [
+      ['not a list', JSON.stringify(sampleEvent()), 'application/json'],
+      ['empty list', '[]', 'application/json'],
+      ['malformed', '[{"a":', 'application/json'],
+      ['too many', JSON.stringify(Array.from({ length: 1001 }, () => sampleEvent())), 'application/json'],
+      ['bad items', '{"broken":\n[1]', 'application/x-ndjson'],
+      ['media type', '<events/>', 'application/xml'],
+    ];
+    for (const [what, body, contentType] of bodies) {
+      const refused = await batch(business, body, contentType);
+      expect(refused.status, what).toBe(403);
+      expect(await refused.json(), what).toMatchObject({ error: 'plan_not_allowed' });
+    }
+    expect(await stored(business)).toBe(0);
   });
 
   it('counts against the submission limit per event, and a refused batch stores nothing', async () => {
@@ -139,6 +178,35 @@ describe('bulk lookups', () => {
     expect(results[2]).toEqual({ input: 'abc$', error: 'invalid_phone_number', message: expect.any(String) });
     expect(results[3]).toEqual({ input: 42, error: 'invalid_phone_number', message: 'must be a string' });
     expect(results[4]).toMatchObject({ found: true, seen_count: 1 });
+  });
+
+  it('echoes a non-string item only when it is a scalar', async () => {
+    const res = await bulk('/api/phone-numbers/lookup', { phone_numbers: [1.5, true, null, [['100']], { a: { b: 1 } }, '100'] });
+    expect(res.status).toBe(200);
+    const { results } = (await res.json()) as { results: Array<Record<string, unknown>> };
+    expect(results.slice(0, 5).map((r) => [r.input, r.error, r.message])).toEqual([
+      [1.5, 'invalid_phone_number', 'must be a string'],
+      [true, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+      [null, 'invalid_phone_number', 'must be a string'],
+    ]);
+    expect(results[5]).toMatchObject({ phone_number: '100', found: false });
+  });
+
+  it('400 invalid_json for a deeply nested body, never a 5xx', async () => {
+    // Once answered 500: the nested item was echoed back and overflowed the serializer's stack.
+    for (const path of ['/api/phone-numbers/lookup', '/api/ip-addresses/lookup']) {
+      const field = path.startsWith('/api/phone') ? 'phone_numbers' : 'ip_addresses';
+      const res = await who.api(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"${field}":[${'['.repeat(20_000)}${']'.repeat(20_000)}]}`,
+      });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(await res.json()).toMatchObject({ status: 400, error: 'invalid_json', detail: expect.stringContaining('32 levels') });
+    }
   });
 
   it('answers each address', async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUERY_PARAMETERS } from '../../src/domain/event-query.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { freshDatabase } from '../support/test-database.ts';
 
 type Page = { data: Array<Record<string, string>>; next_cursor: string | null };
 
@@ -77,7 +79,7 @@ describe('querying one’s own events (CONTRACT §8)', () => {
     expect(res.status).toBe(422);
     const body = (await res.json()) as { error: string; errors: Array<{ field: string }> };
     expect(body.error).toBe('validation_failed');
-    expect(body.errors.map((e) => e.field)).toEqual(expect.arrayContaining(['limit']));
+    expect(body.errors.map((e) => e.field)).toEqual(['since', 'source_ip', 'node_id', 'limit', 'cursor']);
     const semantic = await owner.api('/api/events?since=yesterday&source_ip=nope&cursor=garbage&node_id=x&called_number=%24');
     const fields = ((await semantic.json()) as { errors: Array<{ field: string }> }).errors.map((e) => e.field);
     expect(fields).toEqual(['since', 'called_number', 'source_ip', 'node_id', 'cursor']);
@@ -86,12 +88,135 @@ describe('querying one’s own events (CONTRACT §8)', () => {
     }
   });
 
+  it('names every bad parameter in one pass, each by its own name with one clear message', async () => {
+    const res = await owner.api('/api/events?collected_method=x&transport_type=y&node_id=z&limit=0&since=bad&colour=red&sip_method=IN%20VITE');
+    expect(res.status).toBe(422);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    const body = (await res.json()) as { error: string; errors: Array<{ field: string; message: string }> };
+    expect(body.error).toBe('validation_failed');
+    expect(body.errors).toEqual([
+      { field: 'since', message: 'must be YYYY-MM-DD HH:MM:SS with up to 9 fractional digits, or RFC 3339' },
+      { field: 'sip_method', message: 'must be a SIP method token of at most 32 characters' },
+      { field: 'node_id', message: 'must be a UUID (8-4-4-4-12 hexadecimal digits)' },
+      { field: 'collected_method', message: 'must be one of: responsive, passive' },
+      { field: 'transport_type', message: 'must be one of: UDP, TCP, TLS' },
+      { field: 'limit', message: 'must be an integer from 1 to 1000' },
+      { field: 'colour', message: 'is not a known parameter' },
+    ]);
+  });
+
+  it('refuses a repeated parameter, and a limit that is not plain digits', async () => {
+    const errorsOf = async (query: string) => ((await (await owner.api(`/api/events${query}`)).json()) as { errors: Array<{ field: string; message: string }> }).errors;
+    expect(await errorsOf('?limit=5&limit=6&sip_method=INVITE&sip_method=BYE')).toEqual([
+      { field: 'sip_method', message: 'must be given once' },
+      { field: 'limit', message: 'must be given once' },
+    ]);
+    for (const limit of ['1e2', '0x10', '%205', '5.0', '-1', '', '99999999999']) {
+      expect(await errorsOf(`?limit=${limit}`), limit).toEqual([{ field: 'limit', message: 'must be an integer from 1 to 1000' }]);
+    }
+    expect(await errorsOf('?__proto__=1&constructor=2')).toEqual([
+      { field: '__proto__', message: 'is not a known parameter' },
+      { field: 'constructor', message: 'is not a known parameter' },
+    ]);
+    expect((await page('?limit=1000&collected_method=responsive&transport_type=UDP')).data.length).toBeGreaterThan(0);
+  });
+
+  it('issues opaque cursors that only the account they were made for can use', async () => {
+    const first = await page('?limit=5');
+    const cursor = first.next_cursor!;
+    // Neither the event time nor the store's shared id sequence can be read from it.
+    expect(Buffer.from(cursor, 'base64url').toString('latin1')).not.toMatch(/2026|\d{2}:\d{2}/);
+    const refused = async (who: TestAccount, value: string) => {
+      const res = await who.api(`/api/events?limit=5&cursor=${encodeURIComponent(value)}`);
+      expect(res.status, value).toBe(422);
+      const body = (await res.json()) as { error: string; errors: unknown };
+      expect(body.error).toBe('validation_failed');
+      expect(body.errors).toEqual([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+    };
+    // Another account: refused exactly as a malformed cursor, learning nothing.
+    const other = await h.account();
+    expect((await postEvent(other, sampleEvent())).status).toBe(201);
+    await refused(other, cursor);
+    // Altered, truncated, or forged in the old plain form.
+    const bytes = Buffer.from(cursor, 'base64url');
+    bytes[bytes.length >> 1]! ^= 0x01;
+    await refused(owner, bytes.toString('base64url'));
+    await refused(owner, cursor.slice(0, -2));
+    const last = first.data.at(-1)!;
+    await refused(owner, Buffer.from(JSON.stringify([last.event_time, 1e9])).toString('base64url'));
+    // The owner goes on from it.
+    const all = (await page('?limit=1000')).data.map((e) => e.event_uuid);
+    const second = await page(`?limit=5&cursor=${cursor}`);
+    expect(second.data.map((e) => e.event_uuid)).toEqual(all.slice(5, 10));
+  });
+
+  it('shares the cursor key through the store: another instance continues a walk, the key is 32 random bytes', async () => {
+    const first = await page('?limit=4');
+    const twin = await startHarness({ DATABASE_URL: h.config.databaseUrl });
+    try {
+      const token = await owner.token();
+      const res = await fetch(`${twin.url}/api/events?limit=4&cursor=${first.next_cursor}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const second = (await res.json()) as Page;
+      const all = (await page('?limit=1000')).data.map((e) => e.event_uuid);
+      expect(second.data.map((e) => e.event_uuid)).toEqual(all.slice(4, 8));
+    } finally {
+      await twin.app.close();
+      await twin.services.close();
+    }
+    const rows = await h.services.database.db.selectFrom('server_secrets').selectAll().execute();
+    expect(rows.map((r) => r.name)).toEqual(['cursor']);
+    expect(Buffer.from(rows[0]!.value, 'base64')).toHaveLength(32);
+  });
+
+  it('documents its parameters in OpenAPI as it reads them', async () => {
+    type Parameter = { name: string; in: string; required: boolean; schema: Record<string, unknown> };
+    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters: Parameter[] }>> };
+    const parameters = doc.paths['/api/events']!.get!.parameters;
+    expect(parameters.map((p) => p.name)).toEqual([...QUERY_PARAMETERS]);
+    expect(parameters.every((p) => p.in === 'query' && !p.required)).toBe(true);
+    const schemaOf = (name: string) => parameters.find((p) => p.name === name)!.schema;
+    expect(schemaOf('limit')).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+    expect(schemaOf('collected_method')).toMatchObject({ enum: ['responsive', 'passive'] });
+    expect(schemaOf('transport_type')).toMatchObject({ enum: ['UDP', 'TCP', 'TLS'] });
+    expect(schemaOf('cursor')).not.toHaveProperty('maxLength');
+  });
+
   it('one event by uuid, any case; 404 for a malformed or unknown uuid', async () => {
     expect((await owner.api(`/api/events/${uuids[3]!.toUpperCase()}`)).status).toBe(200);
     for (const id of ['not-a-uuid', crypto.randomUUID()]) {
       const res = await owner.api(`/api/events/${id}`);
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ error: 'not_found' });
+    }
+  });
+});
+
+describe('the cursor key, made while instances start together', () => {
+  it('is one key for every instance of a fresh store', async () => {
+    const store = await freshDatabase();
+    // Both migrate the empty store at once: Kysely's lock (PostgreSQL) or a retried, idempotent
+    // migration (SQLite) must leave them with the same key.
+    const [a, b] = await Promise.all([startHarness({ DATABASE_URL: store.url }), startHarness({ DATABASE_URL: store.url })]);
+    try {
+      const who = await a.account();
+      for (let i = 0; i < 3; i++) expect((await postEvent(who, sampleEvent())).status).toBe(201);
+      const token = await who.token();
+      const get = async (on: Harness, query: string) => {
+        const res = await fetch(`${on.url}/api/events${query}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(res.status, await res.clone().text()).toBe(200);
+        return (await res.json()) as Page;
+      };
+      const fromA = await get(a, '?limit=1');
+      const fromB = await get(b, '?limit=1');
+      expect((await get(b, `?limit=1&cursor=${fromA.next_cursor}`)).data).toHaveLength(1);
+      expect((await get(a, `?limit=1&cursor=${fromB.next_cursor}`)).data).toHaveLength(1);
+    } finally {
+      for (const h of [b, a]) {
+        await h.app.close();
+        await h.services.close();
+      }
+      await store.drop();
     }
   });
 });

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_FIELDS } from '../../src/domain/honeypot-event.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
@@ -45,6 +46,19 @@ describe('POST /api/events (CONTRACT §5)', () => {
     }
   });
 
+  it('documents in OpenAPI every media type the event routes read', async () => {
+    type Body = { content: Record<string, { schema: Record<string, unknown> }> };
+    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, { requestBody: Body; description: string }>> };
+    const single = doc.paths['/api/events']!.post!;
+    expect(Object.keys(single.requestBody.content)).toEqual(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
+    for (const { schema } of Object.values(single.requestBody.content)) expect(schema).toEqual({ $ref: '#/components/schemas/HoneypotEvent' });
+    expect(single.description).toContain('no Content-Type');
+    const batch = doc.paths['/api/events/batch']!.post!;
+    expect(Object.keys(batch.requestBody.content)).toEqual(['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/x-ndjson']);
+    expect(batch.requestBody.content['application/json']!.schema).toMatchObject({ type: 'array', maxItems: 1000 });
+    expect(batch.requestBody.content['application/x-ndjson']!.schema).toMatchObject({ type: 'string' });
+  });
+
   it('415 for other media types, nothing stored', async () => {
     const before = await count(owner);
     for (const contentType of ['application/xml', 'multipart/form-data; boundary=x', 'application/x-ndjson', 'image/png']) {
@@ -57,7 +71,69 @@ describe('POST /api/events (CONTRACT §5)', () => {
   it('400 for malformed JSON and an empty body', async () => {
     await expectProblem(await postEvent(owner, '{"app_name": "x",'), 400, 'invalid_json');
     await expectProblem(await postEvent(owner, ''), 400, 'invalid_json');
-    await expectProblem(await postEvent(owner, '{"__proto__": {"x": 1}}'), 400, 'invalid_json');
+  });
+
+  it('ignores __proto__ and constructor.prototype keys like any unknown field: 201, none of it stored', async () => {
+    const extras = [
+      '"__proto__":"x"',
+      '"__proto__":{}',
+      '"__proto__":{"polluted":"yes","app_name":"evil"}',
+      '"\\u005f_proto__":{"polluted":"yes"}',
+      '"constructor":{"prototype":{}}',
+      '"constructor":{"prototype":{"polluted":"yes"}}',
+    ];
+    for (const extra of extras) {
+      const event = sampleEvent();
+      // Before and after the fields: neither position may change what is read.
+      for (const text of [`{${extra},${JSON.stringify(event).slice(1)}`, `${JSON.stringify(event).slice(0, -1)},${extra}}`]) {
+        const res = await postEvent(owner, text);
+        expect([201, 200], `${extra}: ${await res.clone().text()}`).toContain(res.status);
+      }
+      const stored = (await (await owner.api(`/api/events/${event.event_uuid}`)).json()) as Record<string, unknown>;
+      expect(stored).toEqual({ ...event, event_time: expect.any(String), received_at: expect.any(String) });
+      const row = await h.services.database.db.selectFrom('events').selectAll().where('event_uuid', '=', event.event_uuid as string).executeTakeFirstOrThrow();
+      expect(JSON.stringify(row)).not.toMatch(/polluted|evil|prototype/);
+    }
+    // Nothing reached any prototype of this process (the server runs in it).
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype).not.toHaveProperty('polluted');
+    expect(Object.prototype).not.toHaveProperty('app_name');
+    // A body of nothing but such keys is an event missing every field, not malformed JSON.
+    const empty = await expectProblem(await postEvent(owner, '{"__proto__": {"x": 1}}'), 422, 'validation_failed');
+    expect(empty.errors?.map((e) => e.field)).toEqual([...EVENT_FIELDS]);
+  });
+
+  it('400 invalid_json for a body nested more than 32 levels deep, never a 5xx', async () => {
+    const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    // The event object is one level, so an extra field of 31 levels makes 32: accepted.
+    const event = JSON.stringify(sampleEvent());
+    expect((await postEvent(owner, `${event.slice(0, -1)},"extra":${nested(31)}}`)).status).toBe(201);
+    for (const body of [`${JSON.stringify(sampleEvent()).slice(0, -1)},"extra":${nested(32)}}`, nested(20_000), `{"a":${'{"a":'.repeat(40)}1${'}'.repeat(41)}`]) {
+      const res = await postEvent(owner, body);
+      const problem = (await expectProblem(res, 400, 'invalid_json')) as { detail?: string };
+      expect(problem.detail).toContain('32 levels');
+    }
+    // Brackets and escaped quotes inside strings are text, not nesting.
+    const text = sampleEvent({ sip_message: `${'['.repeat(40)}\\"{{{{ \\\\" ${'{'.repeat(40)}`, sip_user_agent: '\\"]]]]]' });
+    expect((await postEvent(owner, text)).status).toBe(201);
+  });
+
+  it('415 for a body in a content coding other than identity, saying so', async () => {
+    const event = sampleEvent();
+    for (const coding of ['gzip', 'br', 'deflate', 'GZIP', 'identity, gzip']) {
+      const res = await postEvent(owner, event, { 'content-encoding': coding });
+      const body = (await expectProblem(res, 415, 'unsupported_media_type')) as { detail?: string };
+      expect(body.detail).toContain('content coding');
+      expect(res.headers.get('accept-encoding')).toBe('identity');
+    }
+    const gzipped = await owner.api('/api/events', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify(event)),
+    });
+    await expectProblem(gzipped, 415, 'unsupported_media_type');
+    expect((await owner.api(`/api/events/${event.event_uuid}`)).status).toBe(404);
+    expect((await postEvent(owner, event, { 'content-encoding': 'identity' })).status).toBe(201);
   });
 
   it('413 over 128 KiB', async () => {
@@ -129,6 +205,23 @@ describe('POST /api/events (CONTRACT §5)', () => {
     await expectProblem(await postEvent(owner, sampleEvent({ sip_method: 'X'.repeat(33) })), 422, 'validation_failed');
   });
 
+  it('counts characters, not UTF-16 units: 1,024 emoji fit, 1,025 do not', async () => {
+    const event = sampleEvent({ sip_user_agent: '😀'.repeat(1024) });
+    expect((await postEvent(owner, event)).status).toBe(201);
+    const stored = (await (await owner.api(`/api/events/${event.event_uuid}`)).json()) as { sip_user_agent: string };
+    expect(stored.sip_user_agent).toBe(event.sip_user_agent);
+    const over = await expectProblem(await postEvent(owner, sampleEvent({ sip_user_agent: '😀'.repeat(1025) })), 422, 'validation_failed');
+    expect(over.errors).toEqual([{ field: 'sip_user_agent', message: 'must be at most 1024 characters' }]);
+  });
+
+  it('422 for a lone UTF-16 surrogate, naming the field; nothing stored', async () => {
+    const before = await count(owner);
+    // JSON.stringify writes a lone surrogate as the escape \ud800: valid JSON, invalid text.
+    const body = await expectProblem(await postEvent(owner, sampleEvent({ sip_user_agent: 'scanner\ud800' })), 422, 'validation_failed');
+    expect(body.errors).toEqual([{ field: 'sip_user_agent', message: expect.stringContaining('surrogate') }]);
+    expect(await count(owner)).toBe(before);
+  });
+
   it('rejects timestamps in impossible shapes and more than 24 h ahead', async () => {
     const ahead = new Date(Date.now() + 25 * 3600_000).toISOString();
     const nearFuture = new Date(Date.now() + 23 * 3600_000).toISOString();
@@ -197,6 +290,34 @@ describe('POST /api/events (CONTRACT §5)', () => {
       expect(body).not.toHaveProperty('errors');
       expect(await count(who)).toBe(0);
     }
+  });
+
+  it('403 plan_not_allowed whatever the body: permission is checked before content', async () => {
+    const who = await h.account({ plan: 'business', permissions: ['write:events', 'read:events'] });
+    const token = await who.token();
+    const post = (body: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+      fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body });
+    const bodies: Array<[string, Response]> = [
+      ['malformed JSON', await post('{"app_name":')],
+      ['empty body', await post('')],
+      ['missing fields', await post('{}')],
+      ['bad fields', await post(JSON.stringify(sampleEvent({ source_ip: 'nope' })))],
+      ['not an object', await post('[]')],
+      ['too deep', await post('['.repeat(100) + ']'.repeat(100))],
+      ['unsupported media type', await post('<event/>', { 'content-type': 'application/xml' })],
+      ['content coding', await post(JSON.stringify(sampleEvent()), { 'content-type': 'application/json', 'content-encoding': 'gzip' })],
+      ['too large', await post(JSON.stringify(sampleEvent({ sip_message: 'x'.repeat(200 * 1024) })))],
+    ];
+    for (const [what, res] of bodies) {
+      expect(res.status, what).toBe(403);
+      expect(await res.json(), what).toMatchObject({ error: 'plan_not_allowed' });
+    }
+    expect(await count(who)).toBe(0);
+    // Authentication and permission still come first.
+    const anonymous = await fetch(`${h.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+    await expectProblem(anonymous, 401, 'invalid_token');
+    const reader = await h.account({ plan: 'business', permissions: ['read:events'] });
+    await expectProblem(await postEvent(reader, '{'), 403, 'insufficient_scope');
   });
 
   it('a plan change takes effect on the next request', async () => {

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import sjson from 'secure-json-parse';
 import { Type } from 'typebox';
-import { MAX_BATCH, UNREADABLE } from '../../domain/event-intake.ts';
+import { MAX_BATCH, UnreadableItem } from '../../domain/event-intake.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors } from '../schemas.ts';
+import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
+import { authErrors, jsonBodyContent } from '../schemas.ts';
+import { submissionPlanHook } from '../submission-plan-hook.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -40,16 +41,19 @@ function itemsOf(request: FastifyRequest): unknown[] {
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
 export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   // NDJSON: one event per line; a line that is not JSON is that item's own failure.
-  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (_request, body, done) => {
+  // Each line is read under the rules of a JSON body (depth, prototype keys).
+  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      assertIdentityCoding(request);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
     const items = (body as string)
       .split('\n')
       .filter((line) => line.trim().length > 0)
       .map((line) => {
-        try {
-          return sjson.parse(line, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
-        } catch {
-          return UNREADABLE;
-        }
+        const parsed = tryParseJsonText(line);
+        return parsed.ok ? parsed.value : new UnreadableItem(parsed.reason);
       });
     done(null, items);
   });
@@ -58,6 +62,7 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
     '/events/batch',
     {
       config: { permission: 'write:events', rateGroup: 'submissions', rateCost: (request) => (Array.isArray(request.body) ? Math.max(1, request.body.length) : 1) },
+      onRequest: submissionPlanHook(services.intake),
       bodyLimit: BATCH_BODY_LIMIT,
       // Shape and size are checked before the rate limiter spends anything on the batch.
       preValidation: async (request) => void itemsOf(request),
@@ -65,9 +70,11 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
       schema: {
         summary: 'Submit up to 1,000 events at once',
         description:
-          'A JSON array of events, or NDJSON (`Content-Type: application/x-ndjson`). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
+          'A JSON array of events (as application/json, text/plain, application/x-www-form-urlencoded or with no Content-Type), or NDJSON (`Content-Type: application/x-ndjson`, one event per line). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
         tags: ['events'],
-        body: Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }),
+        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }), {
+          'application/x-ndjson': Type.String({ description: 'One JSON event per line; a line that is not JSON is only that item’s failure' }),
+        }),
         response: { 200: BatchResult, 400: Type.Ref('Problem'), 413: Type.Ref('Problem'), 415: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
       },
     },

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors } from '../schemas.ts';
+import { authErrors, jsonBodyContent } from '../schemas.ts';
+import { submissionPlanHook } from '../submission-plan-hook.ts';
 
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
@@ -15,6 +16,7 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
     '/events',
     {
       config: { permission: 'write:events', rateGroup: 'submissions' },
+      onRequest: submissionPlanHook(services.intake),
       bodyLimit: EVENT_BODY_LIMIT,
       // The domain validator names every bad field with the contract's messages; the schema
       // below documents the body for OpenAPI and is not run a second time.
@@ -22,9 +24,9 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
       schema: {
         summary: 'Submit one honeypot event',
         description:
-          'Contributor Plan only. 201 once the event is durably stored; 200 for an identical replay of an event_uuid; 409 if the uuid was used with different content.',
+          'Contributor Plan only. 201 once the event is durably stored; 200 for an identical replay of an event_uuid; 409 if the uuid was used with different content. The body is one JSON object, sent as application/json, or as text/plain or application/x-www-form-urlencoded (what `curl -d` sends), or with no Content-Type; any other media type, or a Content-Encoding other than identity, is refused with 415.',
         tags: ['events'],
-        body: Type.Ref('HoneypotEvent'),
+        body: jsonBodyContent(Type.Ref('HoneypotEvent')),
         response: {
           201: Acknowledgement,
           200: Acknowledgement,
