@@ -80,5 +80,6 @@ describe('crash safety (issue 4)', () => {
         file.close();
       }
     }
-  });
+    // Three start-ups and hundreds of read-backs: well past the default 30 s on a busy machine.
+  }, 120_000);
 });

@@ -28,6 +28,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     env: { ...process.env, LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // A test that times out never calls stop(): the server must not outlive the test run.
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
+  child.once('exit', () => process.removeListener('exit', reap));
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     try {
