@@ -48,7 +48,7 @@ export interface Config {
   audiences: string[];
   tokenTtlSeconds: number;
   basicAuth: boolean;
-  /** Failed authentications tolerated per 15 minutes before refusal. */
+  /** Failed authentications answered 401 per 15 minutes; later ones get 429. Valid credentials never do. */
   authThrottle: { perAddress: number; perClient: number };
   /** Open connections beyond this are dropped. */
   maxConnections: number;

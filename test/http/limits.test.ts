@@ -1,5 +1,8 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { SignJWT, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SigningKeys } from '../../src/oauth/signing-keys.ts';
+import { privateRedis, redisServerMissing } from '../support/redis.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 function expectRateHeaders(res: Response, limit: number, window: number) {
@@ -79,6 +82,61 @@ describe('per-plan rate limits (CONTRACT §9)', () => {
   });
 });
 
+/** A token request for a client with a wrong secret. */
+function badTokenRequest(h: Harness, clientId: string, headers: Record<string, string> = {}) {
+  return fetch(`${h.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ client_id: clientId, client_secret: 'wrong', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
+  });
+}
+
+/**
+ * Sends raw HTTP requests on connections opened beforehand, all written in the same tick, so
+ * the server reads them together; resolves to each answer's status.
+ */
+async function simultaneously(url: string, requests: string[]): Promise<number[]> {
+  const port = Number(new URL(url).port);
+  const sockets = await Promise.all(
+    requests.map(
+      () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+          socket.once('error', reject);
+        }),
+    ),
+  );
+  const statuses = sockets.map(
+    (socket) =>
+      new Promise<number>((resolve, reject) => {
+        let head = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (chunk: string) => {
+          head += chunk;
+          const status = /^HTTP\/1\.1 (\d{3})/.exec(head);
+          if (status) {
+            resolve(Number(status[1]));
+            socket.destroy();
+          }
+        });
+        socket.once('error', reject);
+        socket.once('close', () => reject(new Error('closed without an answer')));
+      }),
+  );
+  sockets.forEach((socket, i) => socket.write(requests[i]!));
+  return Promise.all(statuses);
+}
+
+function basic(clientId: string, secret: string): string {
+  return `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`;
+}
+
+async function auditRows(h: Harness) {
+  // Failure rows are written without holding the answer: give them a moment to land.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return h.services.database.db.selectFrom('audit_log').selectAll().orderBy('id').execute();
+}
+
 describe('failed authentication is slowed, then refused (CONTRACT §2)', () => {
   let h: Harness;
   let who: TestAccount;
@@ -89,66 +147,152 @@ describe('failed authentication is slowed, then refused (CONTRACT §2)', () => {
   });
   afterAll(() => h.close());
 
-  const badToken = (clientId = who.clientId) =>
-    fetch(`${h.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: clientId, client_secret: 'wrong', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
-    });
-
-  it('answers failures beyond the free ones later, then 429 for the address, even with good credentials', async () => {
+  it('answers failures beyond the free ones later, then 429 for the address; valid credentials from it still work', async () => {
     for (let i = 1; i <= 6; i++) {
       const started = performance.now();
-      const res = await badToken();
+      const res = await badTokenRequest(h, who.clientId);
       expect(res.status).toBe(401);
       // Past the free failures, each answer waits at least its delay: that is the slowing.
       if (i > 3) expect(performance.now() - started).toBeGreaterThanOrEqual(Math.min(200, (i - 3) * 50) - 5);
     }
-    const refused = await badToken();
+    const refused = await badTokenRequest(h, who.clientId);
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('cache-control')).toBe('no-store');
     expect(await refused.json()).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
-    // The address is refused before credentials are even checked.
-    await expect(who.token()).rejects.toThrow(/429/);
-    // API calls with bad tokens from that address are refused too.
+    // Failed API authentication from that address is refused too, as a problem document.
     const api = await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: 'Bearer nope' } });
     expect(api.status).toBe(429);
+    expect(Number(api.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await api.json()).toMatchObject({ error: 'rate_limited' });
+    // Good credentials are verified first and always honoured: no lock-out of valid clients
+    // behind the same address (a load balancer).
+    const token = await who.token();
+    expect((await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+    expect((await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: basic(who.clientId, who.clientSecret) } })).status).toBe(404);
+    // No credentials at all is no attempt: 401 with its challenge, never 429.
+    const bare = await fetch(`${h.url}/api/phone-numbers/100`);
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get('www-authenticate')).toMatch(/^Bearer /);
+  });
+
+  it('does not count requests without credentials', async () => {
+    const quiet = await startHarness({}, { throttle: { perAddress: 2, freeFailures: 1e9 } });
+    try {
+      for (let i = 0; i < 5; i++) expect((await fetch(`${quiet.url}/api/events`)).status).toBe(401);
+      // The address has spent nothing: its first two failures are still answered 401.
+      for (let i = 0; i < 2; i++) expect((await fetch(`${quiet.url}/api/events`, { headers: { authorization: 'Bearer x' } })).status).toBe(401);
+      expect((await fetch(`${quiet.url}/api/events`, { headers: { authorization: 'Bearer x' } })).status).toBe(429);
+      expect((await auditRows(quiet)).filter((r) => r.action === 'api.auth_failed')).toHaveLength(2);
+    } finally {
+      await quiet.close();
+    }
   });
 });
 
-describe('per-client throttling', () => {
-  it('refuses a client id that keeps failing, whatever the address', async () => {
-    const h = await startHarness({}, { throttle: { perAddress: 1000, perClient: 3, freeFailures: 100 } });
+describe('a burst of concurrent failures', () => {
+  /** 300 failures written at once, half to the token endpoint, half to the API; their statuses. */
+  async function burstOfFailures(h: Harness, during?: () => Promise<void>): Promise<number[]> {
+    const who = await h.account();
+    // Signed with another key under our kid: each failure costs a signature check.
+    const { kid } = (await SigningKeys.open(h.services.database.db)).current();
+    const forged = await new SignJWT({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:ip-addresses', ver: 1 })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+      .setIssuer('http://tollwatch.test')
+      .setAudience('http://tollwatch.test/api')
+      .setSubject(who.clientId)
+      .setIssuedAt()
+      .setJti('forged')
+      .setExpirationTime('1h')
+      .sign((await generateKeyPair('ES256')).privateKey);
+    const body = JSON.stringify({ client_id: who.clientId, client_secret: 'wrong', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' });
+    const requests = Array.from({ length: 300 }, (_, i) =>
+      i % 2 === 0
+        ? `POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+        : `GET /api/ip-addresses/192.0.2.1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${forged}\r\nConnection: close\r\n\r\n`,
+    );
+    const [statuses] = await Promise.all([simultaneously(h.url, requests), during?.()]);
+    return statuses;
+  }
+
+  it('gets exactly the allowance through, with in-process counters', async () => {
+    const h = await startHarness({}, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
     try {
-      const who = await h.account();
-      for (let i = 0; i < 3; i++) {
-        const res = await fetch(`${h.url}/oauth/token`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ client_id: who.clientId, client_secret: 'x', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
-        });
-        expect(res.status).toBe(401);
-      }
-      await expect(who.token()).rejects.toThrow(/429/);
-      // Another client from the same address is unaffected.
-      const other = await h.account();
-      await expect(other.token()).resolves.toEqual(expect.any(String));
+      const statuses = await burstOfFailures(h);
+      expect(statuses.filter((s) => s === 401)).toHaveLength(30);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(270);
     } finally {
       await h.close();
     }
   });
 
-  it('does not count expired or revoked tokens as attacks', async () => {
+  it.skipIf(redisServerMissing)('gets exactly the allowance through while shared counters answer late', async () => {
+    // Redis stalls while the burst arrives: every failure is in flight at once, which is where
+    // a look-then-count throttle let nearly all of them through. Spent atomically, first, the
+    // allowance holds, whichever counter (Redis or its in-process insurance) answers.
+    const redis = await privateRedis();
+    const h = await startHarness({ REDIS_URL: redis.url }, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
+    try {
+      const statuses = await burstOfFailures(h, async () => {
+        redis.pause();
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        redis.resume();
+      });
+      expect(statuses.filter((s) => s === 401)).toHaveLength(30);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(270);
+    } finally {
+      await h.close();
+      await redis.stop();
+    }
+  });
+});
+
+describe('per-client throttling', () => {
+  it('refuses failures naming a client id that keeps failing, but never its owner’s good credentials', async () => {
+    const h = await startHarness({}, { throttle: { perAddress: 1000, perClient: 3, freeFailures: 100 } });
+    try {
+      const who = await h.account();
+      for (let i = 0; i < 3; i++) expect((await badTokenRequest(h, who.clientId)).status).toBe(401);
+      expect((await badTokenRequest(h, who.clientId)).status).toBe(429);
+      // Someone who knows a SentryPeer node's client id cannot lock the node out.
+      await expect(who.token()).resolves.toEqual(expect.any(String));
+      // Another client from the same address is unaffected.
+      const other = await h.account();
+      expect((await badTokenRequest(h, other.clientId)).status).toBe(401);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('counts Basic failures on /api against the client id they name', async () => {
+    const h = await startHarness({}, { throttle: { perAddress: 1000, perClient: 3, freeFailures: 100 } });
+    try {
+      const who = await h.account();
+      const lookup = (authorization: string) => fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization } });
+      for (let i = 0; i < 3; i++) expect((await lookup(basic(who.clientId, 'wrong'))).status).toBe(401);
+      expect((await lookup(basic(who.clientId, 'wrong'))).status).toBe(429);
+      // One counter per client id, whichever endpoint the failures came through.
+      expect((await badTokenRequest(h, who.clientId)).status).toBe(429);
+      expect((await lookup(basic(who.clientId, who.clientSecret))).status).toBe(404);
+      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed');
+      expect(rows).toHaveLength(3);
+      for (const row of rows) expect(row).toMatchObject({ client_id: who.clientId, ip: '127.0.0.1' });
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('counts revoked tokens like other failures: slowed, then refused', async () => {
     const h = await startHarness({}, { throttle: { perAddress: 2, freeFailures: 100 } });
     try {
       const who = await h.account();
       const token = await who.token();
       await h.services.accounts.resetSecret(who.clientId);
+      const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const res = await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } });
-        expect(res.status).toBe(401);
+        statuses.push((await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } })).status);
       }
+      expect(statuses).toEqual([401, 401, 429, 429, 429]);
     } finally {
       await h.close();
     }
@@ -161,18 +305,18 @@ describe('audit log', () => {
     try {
       const who = await h.account();
       await who.token();
+      await badTokenRequest(h, who.clientId);
+      await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: 'Bearer forged' } });
       await fetch(`${h.url}/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ client_id: who.clientId, client_secret: 'x', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' }),
+        body: JSON.stringify({ client_id: who.clientId, client_secret: who.clientSecret, audience: 'https://evil.example/api', grant_type: 'client_credentials' }),
       });
-      await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: 'Bearer forged' } });
       await h.services.accounts.setPlan(who.account.account_id, 'business');
       const { client_secret } = await h.services.accounts.resetSecret(who.clientId);
       await h.services.accounts.deleteClient(who.clientId);
-      await new Promise((resolve) => setTimeout(resolve, 50));
 
-      const rows = await h.services.database.db.selectFrom('audit_log').selectAll().orderBy('id').execute();
+      const rows = await auditRows(h);
       const actions = rows.map((r) => r.action);
       expect(actions).toEqual(
         expect.arrayContaining([
@@ -190,10 +334,89 @@ describe('audit log', () => {
       const issued = rows.find((r) => r.action === 'token.issued')!;
       expect(issued).toMatchObject({ actor: `client:${who.clientId}`, account_id: who.account.account_id, ip: '127.0.0.1' });
       expect(JSON.parse(rows.find((r) => r.action === 'account.plan_changed')!.detail!)).toEqual({ from: 'contributor', to: 'business' });
-      expect(rows.find((r) => r.action === 'token.refused')).toMatchObject({ client_id: who.clientId, ip: '127.0.0.1' });
+      const refusals = rows.filter((r) => r.action === 'token.refused');
+      expect(refusals).toHaveLength(2);
+      expect(refusals[0]).toMatchObject({ client_id: who.clientId, ip: '127.0.0.1' });
+      // Valid credentials asking for an audience we do not accept: audited, with whose they were.
+      expect(refusals[1]).toMatchObject({ actor: `client:${who.clientId}`, client_id: who.clientId, account_id: who.account.account_id });
+      expect(JSON.parse(refusals[1]!.detail!)).toEqual({ reason: 'invalid_target', audience: 'https://evil.example/api' });
+      // A forged token names nobody.
+      expect(rows.find((r) => r.action === 'api.auth_failed')).toMatchObject({ client_id: null, account_id: null, ip: '127.0.0.1' });
       // Secrets never reach the audit log.
       expect(JSON.stringify(rows)).not.toContain(who.clientSecret);
       expect(JSON.stringify(rows)).not.toContain(client_secret);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('names the client and account of a token that verified but is expired, revoked or disabled', async () => {
+    const h = await startHarness();
+    try {
+      const expiredOwner = await h.account();
+      const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
+      const now = Math.floor(Date.now() / 1000);
+      const expired = await new SignJWT({ azp: expiredOwner.clientId, account_id: expiredOwner.account.account_id, scope: 'read:phone-numbers', ver: 1 })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+        .setIssuer('http://tollwatch.test')
+        .setAudience('http://tollwatch.test/api')
+        .setSubject(expiredOwner.clientId)
+        .setIssuedAt(now - 100)
+        .setJti('expired')
+        .setExpirationTime(now - 10)
+        .sign(privateKey);
+      const revokedOwner = await h.account();
+      const revoked = await revokedOwner.token();
+      await h.services.accounts.resetSecret(revokedOwner.clientId);
+      const disabledOwner = await h.account();
+      const disabled = await disabledOwner.token();
+      await h.services.accounts.setDisabled(disabledOwner.account.account_id, true);
+
+      for (const token of [expired, revoked, disabled]) {
+        expect((await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+      }
+      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed');
+      expect(rows.map((r) => ({ client_id: r.client_id, account_id: r.account_id, reason: JSON.parse(r.detail!).reason }))).toEqual([
+        { client_id: expiredOwner.clientId, account_id: expiredOwner.account.account_id, reason: 'ERR_JWT_EXPIRED' },
+        { client_id: revokedOwner.clientId, account_id: revokedOwner.account.account_id, reason: 'secret reset' },
+        { client_id: disabledOwner.clientId, account_id: disabledOwner.account.account_id, reason: 'account disabled' },
+      ]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('writes one auth.throttled row when refusal starts for a key, not a row per refused request', async () => {
+    const h = await startHarness({}, { throttle: { perAddress: 5, perClient: 3, freeFailures: 100 } });
+    try {
+      const who = await h.account();
+      const token = await who.token();
+      await h.services.accounts.resetSecret(who.clientId);
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const res = await fetch(`${h.url}/api/events`, { headers: { authorization: `Bearer ${token}` } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      // Three failures against the client id, then it is refused; the address follows at six.
+      expect(statuses.slice(0, 4)).toEqual([401, 401, 401, 429]);
+      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed' || r.action === 'auth.throttled');
+      expect(rows.map((r) => r.action)).toEqual(['api.auth_failed', 'api.auth_failed', 'api.auth_failed', 'auth.throttled', 'auth.throttled']);
+      for (const row of rows.slice(0, 3)) expect(row).toMatchObject({ client_id: who.clientId, account_id: who.account.account_id });
+      expect(rows[3]).toMatchObject({ client_id: who.clientId, account_id: who.account.account_id, ip: '127.0.0.1' });
+      expect(JSON.parse(rows[3]!.detail!)).toMatchObject({ key: 'client_id', after: 'api.auth_failed', retry_after: expect.any(Number) });
+      expect(rows[4]).toMatchObject({ client_id: null, ip: '127.0.0.1' });
+      expect(JSON.parse(rows[4]!.detail!)).toMatchObject({ key: 'address' });
+
+      // The token endpoint follows the same rule for its refusals and its 429s.
+      const other = await h.account();
+      const before = (await auditRows(h)).length;
+      for (let i = 0; i < 10; i++) await (await badTokenRequest(h, other.clientId)).arrayBuffer();
+      // The address is already refused: no more rows, and the client id's refusal starts at once.
+      const after = (await auditRows(h)).slice(before);
+      expect(after.map((r) => r.action)).toEqual(['auth.throttled']);
+      expect(after[0]).toMatchObject({ client_id: other.clientId });
+      expect(JSON.parse(after[0]!.detail!)).toMatchObject({ key: 'client_id', after: 'token.refused' });
     } finally {
       await h.close();
     }

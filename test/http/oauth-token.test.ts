@@ -133,6 +133,19 @@ describe('POST /oauth/token (CONTRACT §2)', () => {
     expect(await res.json()).toEqual({ error: 'invalid_target', error_description: expect.any(String) });
   });
 
+  it('401 invalid_client for Basic credentials that cannot be read, audited as a failure', async () => {
+    const res = await tokenRequest(h, { audience: AUDIENCE, grant_type: 'client_credentials' }, {
+      'content-type': 'application/json',
+      authorization: `Basic ${Buffer.from('no-colon-here').toString('base64')}`,
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Basic realm="tollwatch"');
+    expect(await res.json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const rows = await h.services.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'token.refused').execute();
+    expect(rows.map((r) => JSON.parse(r.detail!).reason)).toContain('unreadable credentials');
+  });
+
   it('refuses credentials sent both in the body and as Basic', async () => {
     const basic = Buffer.from(`${who.clientId}:${who.clientSecret}`).toString('base64');
     const res = await tokenRequest(h, valid(), { 'content-type': 'application/json', authorization: `Basic ${basic}` });
