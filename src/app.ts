@@ -25,6 +25,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     bodyLimit: 128 * 1024,
     routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
+    // Behind a proxy the socket address is the proxy's: the failure throttle and the audit
+    // trail need the client's, read from X-Forwarded-For of the proxies named here only.
+    trustProxy: services.config.trustProxy ?? false,
     ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
     frameworkErrors: badUrlAnswer,
   });

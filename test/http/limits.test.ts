@@ -299,6 +299,45 @@ describe('per-client throttling', () => {
   });
 });
 
+describe('behind a proxy (TOLLWATCH_TRUST_PROXY)', () => {
+  const failWith = (h: Harness, forwardedFor: string) =>
+    fetch(`${h.url}/api/events`, { headers: { authorization: 'Bearer forged', 'x-forwarded-for': forwardedFor } });
+
+  it('throttles and audits each forwarded client address when the proxy is trusted', async () => {
+    const h = await startHarness({ TOLLWATCH_TRUST_PROXY: '127.0.0.1' }, { throttle: { perAddress: 2, freeFailures: 100 } });
+    try {
+      expect((await failWith(h, '198.51.100.1')).status).toBe(401);
+      expect((await failWith(h, '198.51.100.1')).status).toBe(401);
+      expect((await failWith(h, '198.51.100.1')).status).toBe(429);
+      // Another client behind the same proxy has its own allowance.
+      expect((await failWith(h, '203.0.113.9, 198.51.100.2')).status).toBe(401);
+      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed' || r.action === 'auth.throttled');
+      expect(rows.map((r) => [r.action, r.ip])).toEqual([
+        ['api.auth_failed', '198.51.100.1'],
+        ['api.auth_failed', '198.51.100.1'],
+        ['auth.throttled', '198.51.100.1'],
+        ['api.auth_failed', '198.51.100.2'],
+      ]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('ignores X-Forwarded-For unless the peer is a trusted proxy', async () => {
+    for (const env of [{}, { TOLLWATCH_TRUST_PROXY: '10.0.0.0/8' }] as Array<Record<string, string>>) {
+      const h = await startHarness(env, { throttle: { perAddress: 2, freeFailures: 100 } });
+      try {
+        // Whatever a client claims, its failures are its socket address's.
+        expect((await failWith(h, '198.51.100.1')).status).toBe(401);
+        expect((await failWith(h, '198.51.100.2')).status).toBe(401);
+        expect((await failWith(h, '198.51.100.3')).status).toBe(429);
+      } finally {
+        await h.close();
+      }
+    }
+  });
+});
+
 describe('audit log', () => {
   it('records who did what and when: tokens, refusals, client and plan changes, failed API auth', async () => {
     const h = await startHarness();
