@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import { apiAuthHook } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
+import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { securityHeaders } from './security-headers.ts';
@@ -15,14 +16,18 @@ import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 /** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
 const JSON_LIKE = new Set(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
 
+/** Headers on every `/api` answer. Answers hold one account's private data: never stored by shared caches. */
+export function apiHeaders(): Record<string, string> {
+  return { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
+}
+
 /** The `/api` scope: version header, authentication, JSON bodies, problem details. */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.addSchema(StoredEventSchema);
 
-  // Answers hold one account's private data: never stored by shared caches.
-  const headers = { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
+  const headers = apiHeaders();
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
   });
@@ -35,6 +40,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
       audit: services.audit,
     }),
   );
+  app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 
   const parseJson = app.getDefaultJsonParser('error', 'error');
