@@ -19,12 +19,18 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
-    // Slow clients must not hold connections forever: the whole request, headers included,
-    // must arrive within the request timeout, and an idle socket is closed after it.
+    // Slow clients must not hold connections: headers must arrive within 10 s (or the request
+    // timeout, if shorter) and the whole request within the request timeout. Node enforces both
+    // only when it checks its connections, every 30 s by default, which held a request trickled
+    // at 1 byte/s for 53 s; checked every second, a slow request is cut off within a second of
+    // its bound. A new connection that sends nothing is closed after the request timeout too.
     connectionTimeout: services.config.requestTimeoutMs,
     requestTimeout: services.config.requestTimeoutMs,
+    // An idle kept-alive connection is closed after 72 s, not the request timeout: longer than
+    // the usual load-balancer idle timeout (60 s), so the balancer closes a pooled connection
+    // first and never sends a request down one we are closing.
     keepAliveTimeout: 72_000,
-    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000) },
+    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000), connectionsCheckingInterval: 1000 },
     bodyLimit: 128 * 1024,
     routerOptions: { maxParamLength: MAX_PATH_VALUE_LENGTH },
     // Paths the router would refuse unauthenticated are sent on to their routes instead.
