@@ -8,6 +8,7 @@ import { auditEntriesFor, slowDown } from '../limits/failure-throttle.ts';
 import type { Services } from '../services.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
+import { tokenRouteSchema } from './token-schema.ts';
 
 interface ClientCredentials {
   clientId: string;
@@ -40,12 +41,10 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
     '/oauth/token',
     {
       bodyLimit: TOKEN_BODY_LIMIT,
-      schema: {
-        summary: 'Obtain an access token (client credentials)',
-        tags: ['oauth'],
-        description:
-          'JSON or form body with client_id, client_secret, audience, grant_type=client_credentials; credentials may instead be sent as HTTP Basic.',
-      },
+      schema: tokenRouteSchema,
+      // The schema documents; it must not validate, coerce or reshape (see token-schema.ts).
+      validatorCompiler: () => () => true,
+      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
