@@ -30,6 +30,7 @@ export class RedisCoordination {
   private down = false;
   private probe: NodeJS.Timeout | undefined;
   private listening = false;
+  private closed = false;
 
   constructor(url: string, log?: Logger) {
     this.log = log;
@@ -77,6 +78,7 @@ export class RedisCoordination {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.stopProbe();
     this.listening = false;
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()]);
@@ -92,7 +94,8 @@ export class RedisCoordination {
   }
 
   private wentDown(err: Error): void {
-    if (this.down) return;
+    // Errors while quitting are not an outage, and must not start a probe nobody stops.
+    if (this.down || this.closed) return;
     this.down = true;
     this.log?.warn({ err: err.message }, 'redis unreachable: rate limits now count per instance until it returns');
     // A hung Redis never closes the connection, so no 'ready' will say it is back: ask it.
