@@ -77,7 +77,8 @@ export class FailureThrottle {
       return {
         refused: true,
         retryAfterSeconds: Math.max(...over.map((c) => Math.max(1, Math.ceil(c.res.msBeforeNext / 1000)))),
-        // Counters only grow within a window, so exactly one failure sees limit + 1.
+        // A counter only grows within its window, so one failure sees limit + 1 (one per store:
+        // should Redis fail over to its in-process insurance, each counts for itself).
         refusalStarted: over.filter((c) => c.res.consumedPoints === c.limit + 1).map((c) => c.key),
       };
     }
