@@ -1,7 +1,10 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { apiScope } from './http/api.ts';
+import { apiGate } from './http/api-auth.ts';
+import { apiErrorHandler } from './http/api-errors.ts';
+import { apiHeaders, apiScope } from './http/api.ts';
+import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
@@ -16,17 +19,28 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
-    // Slow clients must not hold connections forever: the whole request, headers included,
-    // must arrive within the request timeout, and an idle socket is closed after it.
+    // Slow clients must not hold connections: headers must arrive within 10 s (or the request
+    // timeout, if shorter) and the whole request within the request timeout. Node enforces both
+    // only when it checks its connections, every 30 s by default, which held a request trickled
+    // at 1 byte/s for 53 s; checked every second, a slow request is cut off within a second of
+    // its bound. A new connection that sends nothing is closed after the request timeout too.
     connectionTimeout: services.config.requestTimeoutMs,
     requestTimeout: services.config.requestTimeoutMs,
+    // An idle kept-alive connection is closed after 72 s, not the request timeout: longer than
+    // the usual load-balancer idle timeout (60 s), so the balancer closes a pooled connection
+    // first and never sends a request down one we are closing.
     keepAliveTimeout: 72_000,
-    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000) },
+    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000), connectionsCheckingInterval: 1000 },
     bodyLimit: 128 * 1024,
-    routerOptions: { maxParamLength: 512 },
+    routerOptions: { maxParamLength: MAX_PATH_VALUE_LENGTH },
+    // Paths the router would refuse unauthenticated are sent on to their routes instead.
+    rewriteUrl: routeMalformedApiPaths,
     return503OnClosing: true,
+    // Behind a proxy the socket address is the proxy's: the failure throttle and the audit
+    // trail need the client's, read from X-Forwarded-For of the proxies named here only.
+    trustProxy: services.config.trustProxy ?? false,
     ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
-    frameworkErrors: badUrlAnswer,
+    frameworkErrors: badUrlAnswer(services),
   });
 
   await app.register(swagger, {
@@ -59,14 +73,29 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 }
 
 /**
- * A path the router cannot even decode (e.g. a lone `%`) never reaches a route scope; under
- * `/api` it still gets a problem document, naming the value that was malformed.
+ * A path the router cannot take never reaches a route scope. Outside `/api` it gets a plain
+ * 400. Under `/api`, `routeMalformedApiPaths` should already have sent it on to its route; if
+ * one gets here all the same, it is authenticated like any `/api` request, then not found:
+ * nothing under `/api` answers before credentials are checked.
  */
-function badUrlAnswer(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const url = request.raw.url ?? '';
-  if (!url.startsWith('/api/')) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
-  reply.header('api-version', '1');
-  if (url.startsWith('/api/phone-numbers/')) return sendProblem(reply, problem('invalid_phone_number', 'the phone number in the path is not valid URL encoding'));
-  if (url.startsWith('/api/ip-addresses/')) return sendProblem(reply, problem('invalid_ip_address', 'the address in the path is not valid URL encoding'));
-  return sendProblem(reply, problem('not_found', 'no such resource'));
+function badUrlAnswer(services: Services) {
+  const admit = apiGate({
+    authenticator: services.authenticator,
+    basicAuth: services.config.basicAuth,
+    failures: services.authFailures,
+    audit: services.audit,
+  });
+  const headers = apiHeaders();
+  return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    const url = request.raw.url ?? '';
+    if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
+    reply.headers(headers);
+    try {
+      if (!(await admit(request, reply, undefined))) return reply;
+      request.log.warn({ url }, 'an /api path reached the bad-URL answer');
+      return sendProblem(reply, problem('not_found', 'no such resource'));
+    } catch (err) {
+      return apiErrorHandler(err as FastifyError, request, reply);
+    }
+  };
 }

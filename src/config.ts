@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
 
@@ -20,6 +21,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_AUTH_FAILURES_PER_CLIENT: Type.Integer({ default: 100, minimum: 1 }),
   TOLLWATCH_MAX_CONNECTIONS: Type.Integer({ default: 4096, minimum: 1 }),
   TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
+  TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -48,12 +50,18 @@ export interface Config {
   audiences: string[];
   tokenTtlSeconds: number;
   basicAuth: boolean;
-  /** Failed authentications tolerated per 15 minutes before refusal. */
+  /** Failed authentications answered 401 per 15 minutes; later ones get 429. Valid credentials never do. */
   authThrottle: { perAddress: number; perClient: number };
   /** Open connections beyond this are dropped. */
   maxConnections: number;
   /** A request (headers and body) must arrive within this; slow clients are cut off. */
   requestTimeoutMs: number;
+  /**
+   * Whose `X-Forwarded-For` names the client address (Fastify's `trustProxy`): every peer's
+   * (`true`), or only peers in these addresses and ranges. Unset: the socket's address, which
+   * behind a proxy is the proxy's (and every client then shares its failure throttle).
+   */
+  trustProxy: true | string[] | undefined;
   logLevel: string;
 }
 
@@ -86,8 +94,43 @@ function settleConfig(raw: RawConfig): Config {
     authThrottle: { perAddress: raw.TOLLWATCH_AUTH_FAILURES_PER_ADDRESS, perClient: raw.TOLLWATCH_AUTH_FAILURES_PER_CLIENT },
     maxConnections: raw.TOLLWATCH_MAX_CONNECTIONS,
     requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
+    trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
     logLevel: raw.LOG_LEVEL,
   };
+}
+
+/** The names @fastify/proxy-addr knows for the usual private ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * `true`/`false`, or a comma-separated list of addresses, CIDR ranges (`10.0.0.0/8`,
+ * `10.0.0.0/255.0.0.0`) and range names. A bare hop count is refused rather than passed on:
+ * Fastify 5 ignores one (it cannot tell a proxy from a client that adds hops of its own), and
+ * an operator who set it would believe addresses were being read that were not.
+ */
+function parseTrustProxy(value: string | undefined): true | string[] | undefined {
+  const text = value?.trim() ?? '';
+  if (text === '' || text === 'false') return undefined;
+  if (text === 'true') return true;
+  if (/^\d+$/.test(text)) {
+    throw new Error(`TOLLWATCH_TRUST_PROXY=${text}: a hop count cannot check who the nearest hop is; list the proxies' addresses or ranges instead`);
+  }
+  const entries = text.split(',').map((entry) => entry.trim()).filter((entry) => entry.length > 0);
+  for (const entry of entries) {
+    if (!isProxyAddress(entry)) throw new Error(`TOLLWATCH_TRUST_PROXY: "${entry}" is not an address, a CIDR range or one of ${[...PROXY_RANGE_NAMES].join(', ')}`);
+  }
+  return entries;
+}
+
+function isProxyAddress(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry) || isIP(entry) !== 0) return true;
+  const slash = entry.indexOf('/');
+  if (slash < 0) return false;
+  const family = isIP(entry.slice(0, slash));
+  const range = entry.slice(slash + 1);
+  if (family === 0) return false;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIP(range) === 4;
 }
 
 function stripSlash(url: string): string {

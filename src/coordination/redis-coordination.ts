@@ -6,28 +6,50 @@ import type { LimiterFactory } from '../limits/plan-limiter.ts';
 const CHANNEL = 'tollwatch:access-changed';
 
 /**
+ * How long one Redis command may take before it counts as failed and the in-process limiter
+ * answers instead. A Redis that stops answering without closing its connections (paused,
+ * swapping, a half-dead network path) would otherwise hold every request that counts anything:
+ * ioredis has no timeout of its own. A request makes at most two Redis calls one after the
+ * other (a refused plan limit gives its points back), so a hung Redis costs it about a second.
+ */
+const COMMAND_TIMEOUT_MS = 500;
+
+/** While Redis is thought away, how often it is asked whether it is back. */
+const PROBE_INTERVAL_MS = 1000;
+
+/**
  * What several instances share through Redis: rate-limit counters and notices that access
- * changed (secret reset, client deleted, plan or account changed). When Redis is down, limits
- * fall back to per-instance counters and notices to the one-second cache bound; both resume
- * by themselves when Redis returns. Each transition is logged once.
+ * changed (secret reset, client deleted, plan or account changed). When Redis is down or hung,
+ * limits fall back to per-instance counters and notices to the one-second cache bound; both
+ * resume by themselves when Redis returns. Each transition is logged once.
  */
 export class RedisCoordination {
   private readonly client: Redis;
   private readonly subscriber: Redis;
   private readonly log: Logger | undefined;
   private down = false;
+  private probe: NodeJS.Timeout | undefined;
+  private listening = false;
+  private closed = false;
 
   constructor(url: string, log?: Logger) {
     this.log = log;
     // No offline queue: a command while Redis is away fails at once and the insurance limiter
-    // answers, instead of requests waiting for a reconnect.
-    const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: false };
+    // answers, instead of requests waiting for a reconnect. The command timeout does the same
+    // for a Redis that is connected but silent.
+    const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: COMMAND_TIMEOUT_MS, lazyConnect: false };
     this.client = new Redis(url, options);
     this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true });
     for (const connection of [this.client, this.subscriber]) {
       connection.on('error', (err: Error) => this.wentDown(err));
       connection.on('ready', () => this.cameBack());
     }
+    // ioredis re-subscribes after a reconnect only to channels whose SUBSCRIBE once succeeded:
+    // an instance started while Redis was away would never hear a notice. Subscribe again on
+    // every (re)connection; a second SUBSCRIBE to the same channel is harmless.
+    this.subscriber.on('ready', () => {
+      if (this.listening) this.subscribe();
+    });
   }
 
   /** Limiters counting in Redis, each insured by an in-process one for when Redis is away. */
@@ -37,7 +59,7 @@ export class RedisCoordination {
         ...options,
         storeClient: this.client,
         rejectIfRedisNotReady: true,
-        insuranceLimiter: new RateLimiterMemory(options),
+        insuranceLimiter: new InsuranceLimiter(options, () => this.wentDown(new Error('a rate-limit command failed or timed out'))),
       });
   }
 
@@ -51,24 +73,75 @@ export class RedisCoordination {
     this.subscriber.on('message', (channel: string) => {
       if (channel === CHANNEL) onChange();
     });
-    await this.subscriber.subscribe(CHANNEL).catch((err: Error) => this.wentDown(err));
+    this.listening = true;
+    await this.subscribe();
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    this.stopProbe();
+    this.listening = false;
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()]);
     this.client.disconnect();
     this.subscriber.disconnect();
   }
 
+  private subscribe(): Promise<void> {
+    return this.subscriber.subscribe(CHANNEL).then(
+      () => undefined,
+      (err: Error) => this.wentDown(err),
+    );
+  }
+
   private wentDown(err: Error): void {
-    if (this.down) return;
+    // Errors while quitting are not an outage, and must not start a probe nobody stops.
+    if (this.down || this.closed) return;
     this.down = true;
     this.log?.warn({ err: err.message }, 'redis unreachable: rate limits now count per instance until it returns');
+    // A hung Redis never closes the connection, so no 'ready' will say it is back: ask it.
+    this.probe = setInterval(() => {
+      this.client.ping().then(
+        () => this.cameBack(),
+        () => {},
+      );
+    }, PROBE_INTERVAL_MS);
+    this.probe.unref();
   }
 
   private cameBack(): void {
     if (!this.down) return;
     this.down = false;
+    this.stopProbe();
     this.log?.info('redis reachable again: rate limits and revocation notices shared again');
+  }
+
+  private stopProbe(): void {
+    clearInterval(this.probe);
+    this.probe = undefined;
+  }
+}
+
+/** The in-process limiter that answers whenever Redis did not: its use means Redis is away. */
+class InsuranceLimiter extends RateLimiterMemory {
+  private readonly onUse: () => void;
+
+  constructor(options: ConstructorParameters<typeof RateLimiterMemory>[0], onUse: () => void) {
+    super(options);
+    this.onUse = onUse;
+  }
+
+  override consume(...args: Parameters<RateLimiterMemory['consume']>) {
+    this.onUse();
+    return super.consume(...args);
+  }
+
+  override reward(...args: Parameters<RateLimiterMemory['reward']>) {
+    this.onUse();
+    return super.reward(...args);
+  }
+
+  override get(...args: Parameters<RateLimiterMemory['get']>) {
+    this.onUse();
+    return super.get(...args);
   }
 }

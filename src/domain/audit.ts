@@ -3,6 +3,8 @@ export type AuditAction =
   | 'token.issued'
   | 'token.refused'
   | 'api.auth_failed'
+  /** Refusal (429) of failed authentication began for an address or a client id: one row per key and window. */
+  | 'auth.throttled'
   | 'account.created'
   | 'account.plan_changed'
   | 'account.disabled'

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditTrail } from '../domain/audit.ts';
+import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
 import type { Permission } from '../domain/permissions.ts';
-import type { FailureThrottle } from '../limits/failure-throttle.ts';
+import { auditEntriesFor, slowDown, type FailureThrottle } from '../limits/failure-throttle.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
 import { problem, sendProblem } from './problem.ts';
@@ -22,9 +22,6 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-/** Refusals that are a token's normal end of life, not an attack: not counted as failures. */
-const LIFECYCLE_REASONS = new Set(['ERR_JWT_EXPIRED', 'secret reset', 'client deleted', 'account disabled']);
-
 export interface ApiAuthOptions {
   authenticator: ApiAuthenticator;
   basicAuth: boolean;
@@ -33,46 +30,73 @@ export interface ApiAuthOptions {
 }
 
 /**
- * The `/api` onRequest hook: authenticates before any body is read (CONTRACT §3). Bearer is
- * always accepted, Basic when enabled; a route's declared permission is checked here too.
- * Addresses that keep failing are slowed, then refused with 429 before any verification work.
+ * Authenticates an `/api` request and checks a permission (CONTRACT §3); the principal, or
+ * undefined once it has answered 401, 403 or 429. Credentials are verified first: valid ones
+ * are always honoured, whatever failed before from the same address or for the same client.
+ * Only a failure is counted (against the address, and against the client id when one is
+ * known), then slowed and answered 401, or refused with 429 once over the limit. A request
+ * with no Authorization header at all is not an attempt: 401, not counted. Token-lifecycle
+ * refusals (expired, revoked by a secret reset, client deleted, account disabled) count too:
+ * a client hammering with a dead token is slowed like anyone else.
  */
-export function apiAuthHook({ authenticator, basicAuth, failures, audit }: ApiAuthOptions) {
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
-    const needed = request.routeOptions.config.permission;
-    if (!needed && request.is404 !== true) return;
-    const refusedFor = await failures.refusal(request.ip, undefined);
-    if (refusedFor !== undefined) {
-      reply.header('retry-after', refusedFor);
-      return sendProblem(reply, problem('rate_limited', 'too many failed authentications from this address; retry later'));
+export function apiGate({ authenticator, basicAuth, failures, audit }: ApiAuthOptions) {
+  return async function admit(request: FastifyRequest, reply: FastifyReply, needed: Permission | undefined): Promise<Principal | undefined> {
+    const header = request.headers.authorization;
+    if (!header) {
+      invalidToken(reply);
+      return undefined;
     }
     let principal: Principal;
     try {
-      principal = await fromAuthorization(authenticator, request.headers.authorization, basicAuth);
+      principal = await fromAuthorization(authenticator, header, basicAuth);
     } catch (err) {
       if (!(err instanceof InvalidTokenError)) throw err;
+      const { clientId, accountId } = err.subject;
+      const outcome = await failures.failed(request.ip, clientId);
+      const failure: AuditEntry = { action: 'api.auth_failed', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } };
       // Recorded without waiting: the audit write must not hold the answer.
-      audit
-        .record({ action: 'api.auth_failed', actor: 'anonymous', ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } })
-        .catch((auditError: unknown) => request.log.warn({ err: auditError }, 'audit write failed'));
-      if (!LIFECYCLE_REASONS.has(err.message)) await failures.failed(request.ip, undefined);
-      reply.header('www-authenticate', 'Bearer realm="tollwatch", error="invalid_token"');
-      return sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
+      for (const entry of auditEntriesFor(failure, outcome)) {
+        audit.record(entry).catch((auditError: unknown) => request.log.warn({ err: auditError }, 'audit write failed'));
+      }
+      if (outcome.refused) {
+        reply.header('retry-after', outcome.retryAfterSeconds);
+        sendProblem(reply, problem('rate_limited', 'too many failed authentications; retry later'));
+        return undefined;
+      }
+      await slowDown(outcome);
+      invalidToken(reply);
+      return undefined;
     }
-    request.principal = principal;
     if (needed && !principal.permissions.has(needed)) {
       reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${needed}"`);
-      return sendProblem(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
+      sendProblem(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
+      return undefined;
     }
+    return principal;
   };
 }
 
-async function fromAuthorization(
-  authenticator: ApiAuthenticator,
-  header: string | undefined,
-  basicAuth: boolean,
-): Promise<Principal> {
-  if (!header) throw new InvalidTokenError('no credentials');
+/**
+ * The `/api` onRequest hook: authenticates before any body is read, with the permission the
+ * route declares; unknown paths are authenticated too, then answered 404.
+ */
+export function apiAuthHook(options: ApiAuthOptions) {
+  const admit = apiGate(options);
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
+    const needed = request.routeOptions.config.permission;
+    if (!needed && request.is404 !== true) return;
+    const principal = await admit(request, reply, needed);
+    if (!principal) return reply;
+    request.principal = principal;
+  };
+}
+
+function invalidToken(reply: FastifyReply): void {
+  reply.header('www-authenticate', 'Bearer realm="tollwatch", error="invalid_token"');
+  sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
+}
+
+async function fromAuthorization(authenticator: ApiAuthenticator, header: string, basicAuth: boolean): Promise<Principal> {
   const space = header.indexOf(' ');
   const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
   const value = space < 0 ? '' : header.slice(space + 1).trim();

@@ -3,6 +3,7 @@ import type { Services } from '../services.ts';
 import { apiAuthHook } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { readJsonBody } from './json-body.ts';
+import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { securityHeaders } from './security-headers.ts';
@@ -13,14 +14,18 @@ import { lookupRoutes } from './routes/lookups.ts';
 import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
 import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 
+/** Headers on every `/api` answer. Answers hold one account's private data: never stored by shared caches. */
+export function apiHeaders(): Record<string, string> {
+  return { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
+}
+
 /** The `/api` scope: version header, authentication, JSON bodies, problem details. */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.addSchema(StoredEventSchema);
 
-  // Answers hold one account's private data: never stored by shared caches.
-  const headers = { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
+  const headers = apiHeaders();
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
   });
@@ -33,6 +38,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
       audit: services.audit,
     }),
   );
+  app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 
   // One parser for every media type: readJsonBody decides which are JSON, so the answer for a

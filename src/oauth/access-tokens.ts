@@ -20,11 +20,24 @@ export interface TokenSettings {
   ttlSeconds: number;
 }
 
-/** Thrown for any token that must not be honoured; the reason is for logs only. */
+/** Whose credentials were refused, where that is known for certain (for the audit trail). */
+export interface RefusedSubject {
+  clientId?: string;
+  accountId?: string;
+}
+
+/**
+ * Thrown for any token or credentials that must not be honoured; the reason is for logs only.
+ * `subject` is set only when it was proven (a token whose signature verified, a client id
+ * named in credentials); never from the claims of a token that failed verification.
+ */
 export class InvalidTokenError extends Error {
-  constructor(reason: string) {
+  readonly subject: RefusedSubject;
+
+  constructor(reason: string, subject: RefusedSubject = {}) {
     super(reason);
     this.name = 'InvalidTokenError';
+    this.subject = subject;
   }
 }
 
@@ -92,7 +105,7 @@ export class AccessTokens {
     if (known) {
       if (known.expiresAt * 1000 > Date.now()) return known;
       this.verified.delete(token);
-      throw new InvalidTokenError('ERR_JWT_EXPIRED');
+      throw new InvalidTokenError('ERR_JWT_EXPIRED', { clientId: known.clientId, accountId: known.accountId });
     }
     const claims = await this.verifyAfresh(token);
     if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.clear();
@@ -112,6 +125,8 @@ export class AccessTokens {
       }));
     } catch (err) {
       if (err instanceof InvalidTokenError) throw err;
+      // jose checks expiry only after the signature, issuer and audience: the payload is ours.
+      if (err instanceof joseErrors.JWTExpired) throw new InvalidTokenError(err.code, subjectOf(err.payload));
       if (err instanceof joseErrors.JOSEError) throw new InvalidTokenError(err.code);
       throw err;
     }
@@ -136,4 +151,11 @@ export class AccessTokens {
     if (!key) throw new InvalidTokenError('unknown kid');
     return key;
   }
+}
+
+function subjectOf(payload: JWTPayload): RefusedSubject {
+  return {
+    ...(typeof payload.azp === 'string' ? { clientId: payload.azp } : {}),
+    ...(typeof payload.account_id === 'string' ? { accountId: payload.account_id } : {}),
+  };
 }

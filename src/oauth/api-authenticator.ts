@@ -24,20 +24,22 @@ export class ApiAuthenticator {
   /** A principal from a bearer token; InvalidTokenError for anything not honoured. */
   async fromBearer(token: string): Promise<Principal> {
     const claims = await this.tokens.verify(token);
+    // The signature verified: whose token it is is known, even when it is no longer honoured.
+    const subject = { clientId: claims.clientId, accountId: claims.accountId };
     const found = await this.credentials.get(claims.clientId);
-    if (!found) throw new InvalidTokenError('client deleted');
+    if (!found) throw new InvalidTokenError('client deleted', subject);
     const { client, account } = found;
-    if (client.account_id !== claims.accountId) throw new InvalidTokenError('account mismatch');
-    if (client.secret_version !== claims.secretVersion) throw new InvalidTokenError('secret reset');
-    if (account.disabled) throw new InvalidTokenError('account disabled');
+    if (client.account_id !== claims.accountId) throw new InvalidTokenError('account mismatch', subject);
+    if (client.secret_version !== claims.secretVersion) throw new InvalidTokenError('secret reset', subject);
+    if (account.disabled) throw new InvalidTokenError('account disabled', subject);
     return { account, client, permissions: new Set(claims.permissions) };
   }
 
   /** A principal from Basic credentials (client id and secret). */
   async fromBasic(clientId: string, secret: string): Promise<Principal> {
     const found = await this.credentials.get(clientId);
-    if (!found || !secretMatches(secret, found.client.secret_hash)) throw new InvalidTokenError('bad client credentials');
-    if (found.account.disabled) throw new InvalidTokenError('account disabled');
+    if (!found || !secretMatches(secret, found.client.secret_hash)) throw new InvalidTokenError('bad client credentials', { clientId });
+    if (found.account.disabled) throw new InvalidTokenError('account disabled', { clientId, accountId: found.account.account_id });
     return { account: found.account, client: found.client, permissions: new Set(found.client.permissions) };
   }
 }

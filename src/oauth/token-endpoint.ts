@@ -1,10 +1,14 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Account, Client } from '../domain/accounts.ts';
+import type { AuditEntry } from '../domain/audit.ts';
 import { secretMatches } from '../domain/secrets.ts';
 import { securityHeaders } from '../http/security-headers.ts';
+import { auditEntriesFor, slowDown } from '../limits/failure-throttle.ts';
 import type { Services } from '../services.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
+import { tokenRouteSchema } from './token-schema.ts';
 
 interface ClientCredentials {
   clientId: string;
@@ -14,15 +18,16 @@ interface ClientCredentials {
 interface TokenRequest {
   grantType: string;
   audience: string;
-  credentials: ClientCredentials;
+  /** Undefined when HTTP Basic credentials were sent but cannot be read. */
+  credentials: ClientCredentials | undefined;
 }
 
 const TOKEN_BODY_LIMIT = 8 * 1024;
 
 /**
  * POST /oauth/token: the client-credentials grant (CONTRACT §2), as a list of small steps:
- * no-store, read the body, find the credentials, check the grant, authenticate, check the
- * audience, issue.
+ * no-store, read the body, find the credentials, check the grant, authenticate (failures are
+ * counted, slowed, then refused with 429), check the audience, issue.
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
@@ -36,33 +41,36 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
     '/oauth/token',
     {
       bodyLimit: TOKEN_BODY_LIMIT,
-      schema: {
-        summary: 'Obtain an access token (client credentials)',
-        tags: ['oauth'],
-        description:
-          'JSON or form body with client_id, client_secret, audience, grant_type=client_credentials; credentials may instead be sent as HTTP Basic.',
-      },
+      schema: tokenRouteSchema,
+      // The schema documents; it must not validate, coerce or reshape (see token-schema.ts).
+      validatorCompiler: () => () => true,
+      serializerCompiler: () => (data: unknown) => JSON.stringify(data),
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       const tokenRequest = readTokenRequest(request);
+      // Unreadable Basic credentials are a failed authentication, whatever else the body says.
+      if (!tokenRequest.credentials) return refuse(services, request, reply, { reason: 'unreadable credentials' });
       if (tokenRequest.grantType !== 'client_credentials') throw unsupportedGrantType();
       const { clientId } = tokenRequest.credentials;
-      const refusedFor = await services.authFailures.refusal(request.ip, clientId);
-      if (refusedFor !== undefined) {
-        reply.header('retry-after', refusedFor);
-        throw new OAuthError(429, 'rate_limited', 'too many failed authentications; retry later');
-      }
+      // Credentials first: valid ones get their token whatever failed before from this address
+      // or for this client id; only a failure is counted, slowed, then refused.
       const authenticated = await authenticateClient(services, tokenRequest.credentials);
-      if (!authenticated) {
-        void services.audit
-          .record({ action: 'token.refused', actor: 'anonymous', clientId, ip: request.ip, detail: { reason: 'invalid_client' } })
-          .catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
-        await services.authFailures.failed(request.ip, clientId);
-        throw invalidClient();
-      }
+      if (!('client' in authenticated)) return refuse(services, request, reply, { clientId, ...authenticated });
       const { client, account } = authenticated;
-      if (!services.tokens.acceptsAudience(tokenRequest.audience)) throw invalidTarget();
+      if (!services.tokens.acceptsAudience(tokenRequest.audience)) {
+        // Not an authentication failure (the credentials were good), so not counted; but a
+        // client asking for the wrong audience is worth a line for its operator.
+        recordAudit(services, request, {
+          action: 'token.refused',
+          actor: `client:${client.client_id}`,
+          accountId: account.account_id,
+          clientId: client.client_id,
+          ip: request.ip,
+          detail: { reason: 'invalid_target', audience: tokenRequest.audience },
+        });
+        throw invalidTarget();
+      }
       const accessToken = await services.tokens.issue({
         clientId: client.client_id,
         accountId: account.account_id,
@@ -88,6 +96,33 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
   );
 }
 
+/**
+ * Answers a failed client authentication: counted against the address and the client id
+ * named, audited (one row per failure, or one per throttle once refused), then either refused
+ * with 429 or slowed and answered 401 `invalid_client`.
+ */
+async function refuse(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { clientId, accountId, reason }: { clientId?: string; accountId?: string; reason: string },
+): Promise<never> {
+  const outcome = await services.authFailures.failed(request.ip, clientId);
+  const failure: AuditEntry = { action: 'token.refused', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason } };
+  for (const entry of auditEntriesFor(failure, outcome)) recordAudit(services, request, entry);
+  if (outcome.refused) {
+    reply.header('retry-after', outcome.retryAfterSeconds);
+    throw new OAuthError(429, 'rate_limited', 'too many failed authentications; retry later');
+  }
+  await slowDown(outcome);
+  throw invalidClient();
+}
+
+/** Writes an audit row without waiting: the answer must not wait for the audit table. */
+function recordAudit(services: Services, request: FastifyRequest, entry: AuditEntry): void {
+  services.audit.record(entry).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
+}
+
 /** Reads the grant fields from a JSON or form body, and the credentials from it or Basic. */
 function readTokenRequest(request: FastifyRequest): TokenRequest {
   const body = request.body;
@@ -106,6 +141,7 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   const audience = field('audience');
   const fromBody = { clientId: field('client_id'), clientSecret: field('client_secret') };
   const fromHeader = basicCredentials(request.headers.authorization);
+  if (fromHeader === 'unreadable') return { grantType, audience: audience ?? '', credentials: undefined };
   if (fromHeader && (fromBody.clientId !== undefined || fromBody.clientSecret !== undefined)) {
     // RFC 6749 §2.3: a client must not use more than one authentication method per request.
     if (fromBody.clientSecret !== undefined || fromBody.clientId !== fromHeader.clientId) {
@@ -126,25 +162,31 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   return { grantType, audience, credentials: { clientId, clientSecret } };
 }
 
-function basicCredentials(header: string | undefined): ClientCredentials | undefined {
+function basicCredentials(header: string | undefined): ClientCredentials | 'unreadable' | undefined {
   if (!header || !/^basic /i.test(header)) return undefined;
   const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon <= 0) throw invalidClient();
+  if (colon <= 0) return 'unreadable';
   try {
     // RFC 6749 §2.3.1: both parts are form-encoded before joining.
     const decode = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
     return { clientId: decode(decoded.slice(0, colon)), clientSecret: decode(decoded.slice(colon + 1)) };
   } catch {
-    throw invalidClient();
+    return 'unreadable';
   }
 }
 
-async function authenticateClient(services: Services, { clientId, clientSecret }: ClientCredentials) {
+/** The client and its account, or why they are refused (the same 401 for every reason). */
+async function authenticateClient(
+  services: Services,
+  { clientId, clientSecret }: ClientCredentials,
+): Promise<{ client: Client; account: Account } | { reason: string; accountId?: string }> {
   // Read from the store, not the cache: a secret reset elsewhere must bite here at once.
   const client = await services.accountsRepo.findClient(clientId);
   const account = client && (await services.accountsRepo.findAccount(client.account_id));
-  if (!client || !account || account.disabled || !secretMatches(clientSecret, client.secret_hash)) return undefined;
+  if (!client || !account || !secretMatches(clientSecret, client.secret_hash)) return { reason: 'invalid_client' };
+  // The secret was right: whose account is refused is known, and worth its audit row.
+  if (account.disabled) return { reason: 'account disabled', accountId: account.account_id };
   return { client, account };
 }
 

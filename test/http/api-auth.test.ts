@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { SignJWT, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessTokens } from '../../src/oauth/access-tokens.ts';
@@ -174,6 +175,62 @@ describe('authenticating /api calls (CONTRACT §3)', () => {
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(await res.json()).toMatchObject({ error: 'not_found', status: 404 });
+  });
+
+  it('authenticates /api paths the router cannot read before saying what is wrong with them', async () => {
+    const long = '1'.repeat(513);
+    const unreadable = [
+      '/api/phone-numbers/%',
+      '/api/phone-numbers/%FF?x=1',
+      `/api/phone-numbers/${long}`,
+      '/api/ip-addresses/%',
+      `/api/ip-addresses/${long}`,
+      '/api/events/%',
+      `/api/events/${'a'.repeat(600)}`,
+      '/api/nothing-here/%',
+    ];
+    for (const path of unreadable) await expectInvalidToken(await fetch(`${h.url}${path}`));
+    // The absolute form of a request target is routed by its path: authenticated too.
+    const absolute = await new Promise<{ status: number; challenge: string | undefined }>((resolve, reject) => {
+      const { port } = new URL(h.url);
+      request({ host: '127.0.0.1', port, path: 'http://tollwatch.test/api/phone-numbers/%' }, (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, challenge: res.headers['www-authenticate'] });
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(absolute).toEqual({ status: 401, challenge: expect.stringContaining('invalid_token') });
+
+    // Then the route's permission, as for any value.
+    const ipReader = await h.account({ permissions: ['read:ip-addresses'] });
+    const forbidden = await ipReader.api('/api/phone-numbers/%');
+    expect(forbidden.status).toBe(403);
+    expect(await forbidden.json()).toMatchObject({ error: 'insufficient_scope' });
+
+    // Then the right problem, saying truthfully what is wrong.
+    const answers: Array<[string, number, string, RegExp]> = [
+      ['/api/phone-numbers/%', 400, 'invalid_phone_number', /phone number .* not valid URL encoding/],
+      ['/api/phone-numbers/%FF?x=1', 400, 'invalid_phone_number', /not valid URL encoding/],
+      [`/api/phone-numbers/${long}`, 400, 'invalid_phone_number', /phone number .* longer than 512 characters/],
+      [`/api/phone-numbers/${encodeURIComponent('☎'.repeat(513))}`, 400, 'invalid_phone_number', /longer than 512/],
+      ['/api/ip-addresses/%', 400, 'invalid_ip_address', /IP address .* not valid URL encoding/],
+      [`/api/ip-addresses/${long}`, 400, 'invalid_ip_address', /IP address .* longer than 512 characters/],
+      ['/api/events/%', 404, 'not_found', /no such event/],
+      [`/api/events/${'a'.repeat(600)}`, 404, 'not_found', /no such event/],
+      ['/api/nothing-here/%', 404, 'not_found', /no such resource/],
+    ];
+    for (const [path, status, error, detail] of answers) {
+      const res = await who.api(path);
+      expect(res.status, path.slice(0, 40)).toBe(status);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.headers.get('api-version')).toBe('1');
+      const body = (await res.json()) as { error: string; detail: string };
+      expect(body.error, path.slice(0, 40)).toBe(error);
+      expect(body.detail, path.slice(0, 40)).toMatch(detail);
+    }
+    // Outside /api nothing changes: a plain 400.
+    expect((await fetch(`${h.url}/%`)).status).toBe(400);
   });
 
   it('serves the OpenAPI document and health without authentication', async () => {

@@ -133,6 +133,19 @@ describe('POST /oauth/token (CONTRACT §2)', () => {
     expect(await res.json()).toEqual({ error: 'invalid_target', error_description: expect.any(String) });
   });
 
+  it('401 invalid_client for Basic credentials that cannot be read, audited as a failure', async () => {
+    const res = await tokenRequest(h, { audience: AUDIENCE, grant_type: 'client_credentials' }, {
+      'content-type': 'application/json',
+      authorization: `Basic ${Buffer.from('no-colon-here').toString('base64')}`,
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Basic realm="tollwatch"');
+    expect(await res.json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const rows = await h.services.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'token.refused').execute();
+    expect(rows.map((r) => JSON.parse(r.detail!).reason)).toContain('unreadable credentials');
+  });
+
   it('refuses credentials sent both in the body and as Basic', async () => {
     const basic = Buffer.from(`${who.clientId}:${who.clientSecret}`).toString('base64');
     const res = await tokenRequest(h, valid(), { 'content-type': 'application/json', authorization: `Basic ${basic}` });
@@ -143,12 +156,51 @@ describe('POST /oauth/token (CONTRACT §2)', () => {
   it('publishes RFC 8414 metadata without authentication', async () => {
     const res = await fetch(`${h.url}/.well-known/oauth-authorization-server`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({
+    const metadata = (await res.json()) as Record<string, unknown>;
+    expect(metadata).toMatchObject({
       issuer: 'http://tollwatch.test',
       token_endpoint: 'http://tollwatch.test/oauth/token',
       jwks_uri: 'http://tollwatch.test/.well-known/jwks.json',
       grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      // Required by RFC 8414; no authorization endpoint, so no response types.
+      response_types_supported: [],
     });
+    // No JWT client authentication is accepted, so no signing algorithms for it are claimed.
+    expect(metadata).not.toHaveProperty('token_endpoint_auth_signing_alg_values_supported');
+  });
+
+  it('is described in the OpenAPI document: no bearer security, its body, its answers', async () => {
+    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as {
+      security: unknown[];
+      paths: Record<string, Record<string, any>>;
+    };
+    const token = doc.paths['/oauth/token']!.post;
+    // The document's global bearer/basic security does not apply here.
+    expect(doc.security.length).toBeGreaterThan(0);
+    expect(token.security).toEqual([]);
+    expect(Object.keys(token.requestBody.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    for (const media of Object.values(token.requestBody.content) as Array<{ schema: { properties: object; required: string[] } }>) {
+      expect(Object.keys(media.schema.properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type']);
+      expect(media.schema.required.sort()).toEqual(['audience', 'grant_type']);
+    }
+    expect(Object.keys(token.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '429']));
+    expect(Object.keys(token.responses['200'].content['application/json'].schema.properties).sort()).toEqual([
+      'access_token',
+      'expires_in',
+      'scope',
+      'token_type',
+    ]);
+    for (const status of ['400', '401', '429']) {
+      expect(Object.keys(token.responses[status].content['application/json'].schema.properties).sort()).toEqual(['error', 'error_description']);
+    }
+    expect(token.responses['429'].headers['Retry-After']).toMatchObject({ schema: { type: 'integer' } });
+    // Documentation only: the endpoint still answers its own RFC 6749 errors, uncoerced.
+    const numeric = await tokenRequest(h, { ...valid(), client_id: 42 });
+    expect(numeric.status).toBe(400);
+    expect(await numeric.json()).toEqual({ error: 'invalid_request', error_description: 'client_id must be a string' });
+    const extra = await tokenRequest(h, { ...valid(), extra: 'ignored' });
+    expect(extra.status).toBe(200);
   });
 
   it('keeps its signing key across restarts of the store', async () => {

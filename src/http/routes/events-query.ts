@@ -66,7 +66,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
   app.get(
     '/events/:event_uuid',
     {
-      config: { permission: 'read:events' },
+      config: { permission: 'read:events', pathValue: { code: 'not_found', name: 'event' } },
       schema: {
         summary: 'One of the caller’s events',
         tags: ['events'],

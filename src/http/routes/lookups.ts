@@ -38,7 +38,7 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
   app.get(
     '/phone-numbers/:phone_number',
     {
-      config: { permission: 'read:phone-numbers', rateGroup: 'lookups' },
+      config: { permission: 'read:phone-numbers', rateGroup: 'lookups', pathValue: { code: 'invalid_phone_number', name: 'phone number' } },
       schema: {
         summary: 'Have attackers tried to call this number?',
         description: 'Accepts +CC…, 00CC…, 011CC…, national forms, tel: and sip: URIs. 404 (a normal answer) when never seen.',
@@ -56,7 +56,7 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
   app.get(
     '/ip-addresses/:ip_address',
     {
-      config: { permission: 'read:ip-addresses', rateGroup: 'lookups' },
+      config: { permission: 'read:ip-addresses', rateGroup: 'lookups', pathValue: { code: 'invalid_ip_address', name: 'IP address' } },
       schema: {
         summary: 'Has this address probed honeypots?',
         tags: ['lookups'],

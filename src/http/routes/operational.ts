@@ -28,10 +28,15 @@ export async function operationalRoutes(app: FastifyInstance, { services }: { se
     token_endpoint: `${config.publicUrl}/oauth/token`,
     jwks_uri: `${config.publicUrl}/.well-known/jwks.json`,
     grant_types_supported: ['client_credentials'],
+    // Secret-based client authentication only. No *_signing_alg_values_supported: that lists
+    // algorithms for JWT client authentication (private_key_jwt, client_secret_jwt), which we
+    // do not accept; ES256 signs our access tokens, which the JWKS already tells.
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    response_types_supported: ['token'],
+    // RFC 8414 requires this member, and response types belong to the authorization endpoint,
+    // which a client-credentials-only server does not have: the truthful list is empty. The
+    // `token` we used to list is the implicit grant, which we never supported.
+    response_types_supported: [],
     scopes_supported: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'],
-    token_endpoint_auth_signing_alg_values_supported: ['ES256'],
     service_documentation: `${config.publicUrl}/docs`,
   }));
 }

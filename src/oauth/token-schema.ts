@@ -1,0 +1,67 @@
+import { Type } from 'typebox';
+
+/** The fields of a token request (CONTRACT §2), as JSON or as a form. */
+const TokenRequestBody = Type.Object(
+  {
+    grant_type: Type.Literal('client_credentials', { description: 'Only the client-credentials grant is supported' }),
+    client_id: Type.Optional(Type.String({ maxLength: 256, description: 'Unless sent as HTTP Basic', example: 'twc_3q2-7wEvWn4bKXrD1v4ZxA' })),
+    client_secret: Type.Optional(Type.String({ maxLength: 256, description: 'Unless sent as HTTP Basic' })),
+    audience: Type.String({ maxLength: 2048, description: 'One of the configured audiences', example: 'https://tollwatch.example/api' }),
+  },
+  { description: 'Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both' },
+);
+
+const TokenAnswer = Type.Object(
+  {
+    access_token: Type.String({ description: 'A signed JWT (ES256), verifiable with the JWKS' }),
+    token_type: Type.Literal('Bearer'),
+    expires_in: Type.Integer({ description: 'Seconds the token is valid', example: 86400 }),
+    scope: Type.String({ description: "The client's permissions, space-separated", example: 'write:events read:events' }),
+  },
+  { description: 'An access token (Cache-Control: no-store)' },
+);
+
+/** An RFC 6749 §5.2 error answer with the codes a status may carry. */
+function oauthError(description: string, codes: string[], headers?: Record<string, unknown>) {
+  return {
+    ...Type.Object({
+      error: Type.Union(codes.map((code) => Type.Literal(code))),
+      error_description: Type.String({ description: 'Safe to show; never says which of id or secret was wrong' }),
+    }),
+    description,
+    ...(headers ? { headers } : {}),
+  };
+}
+
+const retryAfter = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' } };
+
+/**
+ * The OpenAPI description of POST /oauth/token. Documentation only: the endpoint reads and
+ * answers its own RFC 6749 errors (Fastify's validation would answer its own shape, and its
+ * type coercion would turn a numeric client_id into a string the endpoint must refuse), so
+ * the route compiles neither validator nor serializer from it.
+ */
+export const tokenRouteSchema = {
+  summary: 'Obtain an access token (client credentials)',
+  tags: ['oauth'],
+  description:
+    'JSON or form body with client_id, client_secret, audience, grant_type=client_credentials; credentials may instead be sent as HTTP Basic. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',
+  // Client credentials are this endpoint's authentication, not a bearer token or /api Basic.
+  security: [],
+  consumes: ['application/json', 'application/x-www-form-urlencoded'],
+  body: TokenRequestBody,
+  response: {
+    200: TokenAnswer,
+    400: oauthError('A missing or malformed field, another grant type, or an audience this server does not accept', [
+      'invalid_request',
+      'unsupported_grant_type',
+      'invalid_target',
+    ]),
+    401: oauthError('Client authentication failed: an unknown client and a wrong secret get this one identical answer', ['invalid_client'], {
+      'WWW-Authenticate': { type: 'string', description: 'Basic realm="tollwatch", when the credentials came as HTTP Basic' },
+    }),
+    413: oauthError('The body is larger than 8 KiB', ['invalid_request']),
+    429: oauthError('Too many failed authentications from this address or for this client id', ['rate_limited'], retryAfter),
+    503: oauthError('The store is unreachable just now', ['temporarily_unavailable'], retryAfter),
+  },
+};
