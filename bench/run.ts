@@ -92,28 +92,26 @@ async function main() {
   mkdirSync(RESULTS, { recursive: true });
   log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${SECONDS} s per measurement`);
 
-  log('1. bare node:http baseline');
-  const bare = await startProcess('bench/bare-server.ts', {}, '/');
-  const baseline: Record<number, number> = {};
-  for (const connections of [1, 16, 64]) {
-    baseline[connections] = (await measure('bare node:http', { url: bare.url, connections }, bare.child.pid)).requestsPerSecond;
-  }
-  await bare.stop();
-
-  log('2. authenticated phone lookups (10,000 events stored)');
+  log('1 and 2. bare node:http beside authenticated phone lookups (10,000 events stored)');
   // Phases 2 and 3 submit events: they work on a copy, so the cached store keeps its size.
   const smallUrl = workingCopy(await storeWith(SIZES[0] ?? 10_000));
   const client = await prepareStore(smallUrl);
   found = await knownNumbers(smallUrl);
+  const bare = await startProcess('bench/bare-server.ts', {}, '/');
   let service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
   let token = await tokenFor(service.url, client);
   const headers = () => ({ authorization: `Bearer ${token}` });
-  for (const [name, path, expected] of [['lookup found', foundPath, 200], ['lookup not found', notFoundPath, 404]] as const) {
-    for (const connections of [1, 16, 64]) {
+  // Each connection count measures the baseline right before the lookups it is compared with:
+  // a shared machine drifts over minutes, and a ratio of far-apart figures would show the drift.
+  const baseline: Record<number, number> = {};
+  for (const connections of [1, 16, 64]) {
+    baseline[connections] = (await measure('bare node:http', { url: bare.url, connections }, bare.child.pid)).requestsPerSecond;
+    for (const [name, path, expected] of [['lookup found', foundPath, 200], ['lookup not found', notFoundPath, 404]] as const) {
       const row = await measure(name, { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: path(), headers: headers() }) }] }, service.child.pid, { expected });
       row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
     }
   }
+  await bare.stop();
 
   log('2b. the same lookups with WORKERS=2 (node:cluster), to see whether a second process pays');
   await service.stop();
