@@ -104,7 +104,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     credentials,
     intake: new EventIntake(ingestRepo, plans),
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
-    lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db)),
+    lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     async close() {
       await writerThread?.close();
       await redis?.close();

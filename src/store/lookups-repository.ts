@@ -1,6 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookups.ts';
-import { PreparedQuery } from './prepared-query.ts';
+import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 
 /** One row of a lookup read: the per-scope totals, or one named count. */
@@ -24,11 +24,14 @@ interface LookupRow {
  */
 export class SqlLookupsRepository implements LookupsRepository {
   private readonly db: Kysely<Schema>;
+  private readonly runner: StatementRunner;
   /** Prepared statements by what they read and how many scopes they read it in. */
   private readonly prepared = new Map<string, PreparedQuery<LookupRow>>();
 
-  constructor(db: Kysely<Schema>) {
+  /** Statements are built with `db` and run by `runner` (see Database.statements). */
+  constructor(db: Kysely<Schema>, runner: StatementRunner) {
     this.db = db;
+    this.runner = runner;
   }
 
   async phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined> {
@@ -63,7 +66,7 @@ export class SqlLookupsRepository implements LookupsRepository {
     const name = `${what}/${scopeCount}`;
     let prepared = this.prepared.get(name);
     if (!prepared) {
-      prepared = new PreparedQuery(this.db, scopeCount + 1, (...values) => statement(values.slice(0, scopeCount), values[scopeCount]).compile(this.db));
+      prepared = new PreparedQuery(this.runner, scopeCount + 1, (...values) => statement(values.slice(0, scopeCount), values[scopeCount]).compile(this.db));
       this.prepared.set(name, prepared);
     }
     return prepared;

@@ -100,6 +100,32 @@ describe('lookups (CONTRACT §7)', () => {
       expect(await bad400.json()).toMatchObject({ error: 'invalid_ip_address' });
     }
   });
+
+  it('answers from committed data, without waiting, while a transaction is open on the store', async () => {
+    // What an aggregate rebuild does: empty the tables, then refill them, in one transaction.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let emptied!: () => void;
+    const emptiedNow = new Promise<void>((resolve) => (emptied = resolve));
+    const rebuild = h.services.database.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.deleteFrom('number_stats').execute();
+        emptied();
+        await held;
+        throw new Error('rolled back on purpose');
+      })
+      .catch(() => undefined);
+    await emptiedNow;
+    try {
+      const res = await Promise.race([number('+46812118532'), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('lookup waited')), 3000))]);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ found: true, seen_count: 4 });
+    } finally {
+      release();
+      await rebuild;
+    }
+  });
 });
 
 describe('who sees what (CONTRACT §6)', () => {
@@ -165,4 +191,5 @@ describe('who sees what (CONTRACT §6)', () => {
     expect((await other.api('/api/phone-numbers/%2B15005550006')).status).toBe(404);
     expect((await other.api('/api/ip-addresses/198.18.2.2')).status).toBe(404);
   });
+
 });
