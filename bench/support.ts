@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
+import { SERVER_NODE_FLAGS } from '../src/node-flags.ts';
 import { createServices } from '../src/services.ts';
 
 /** Shared by the benchmark and the soak: processes to measure, and stores to measure them on. */
@@ -41,7 +42,7 @@ async function waitFor(url: string, child: ChildProcess): Promise<void> {
 
 export async function startProcess(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, script)], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(ROOT, script)], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

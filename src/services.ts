@@ -88,7 +88,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Concurrent submissions are committed together: one transaction and one WAL flush for many
   // events, each answered only after that commit. A SQLite file is written by a thread of its
   // own, one group at a time, while the next group gathers.
-  const writerThread = database.writerThread ? new ThreadedIngest(config.databaseUrl, config.sqliteCacheMiB) : undefined;
+  const writerThread = database.writerThread ? new ThreadedIngest(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
   const ingestRepo = writerThread ? new GroupCommit(eventsRepo, writerThread, 1) : new GroupCommit(eventsRepo);
   return {
     config,

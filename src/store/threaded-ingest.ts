@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
 import type { IngestOutcome } from '../domain/events.ts';
 import type { IngestGroup } from './events-repository.ts';
 import type { GroupWriter } from './group-commit.ts';
@@ -23,13 +24,16 @@ interface Pending {
 export class ThreadedIngest implements GroupWriter {
   private readonly databaseUrl: string;
   private readonly sqliteCacheMiB: number;
+  private readonly log: Logger | undefined;
   private starting: Promise<Worker> | undefined;
+  private closing = false;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  constructor(databaseUrl: string, sqliteCacheMiB: number) {
+  constructor(databaseUrl: string, sqliteCacheMiB: number, log?: Logger) {
     this.databaseUrl = databaseUrl;
     this.sqliteCacheMiB = sqliteCacheMiB;
+    this.log = log;
   }
 
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
@@ -45,6 +49,7 @@ export class ThreadedIngest implements GroupWriter {
 
   /** Lets the thread finish what it holds, close its connection and end. */
   async close(): Promise<void> {
+    this.closing = true;
     const starting = this.starting;
     this.starting = undefined;
     const worker = await starting?.catch(() => undefined);
@@ -79,10 +84,12 @@ export class ThreadedIngest implements GroupWriter {
           this.settle(worker, message);
         }
       });
-      worker.on('error', () => {
+      worker.on('error', (err) => {
         // An uncaught error ends the thread; 'exit' follows and answers what it held.
+        this.log?.error({ err }, 'the intake writer thread failed');
       });
-      worker.on('exit', () => {
+      worker.on('exit', (code) => {
+        if (!this.closing) this.log?.error({ code, held: this.pending.size }, 'the intake writer thread stopped; it starts again with the next submission');
         if (this.starting && ready) this.starting = undefined;
         if (!ready) {
           this.starting = undefined;

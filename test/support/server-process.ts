@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { SERVER_NODE_FLAGS } from '../../src/node-flags.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -24,7 +25,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [`${ROOT}src/server.ts`], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, `${ROOT}src/server.ts`], {
     env: { ...process.env, LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
