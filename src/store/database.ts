@@ -221,7 +221,21 @@ function openPostgres(url: string): Database {
     externalChangeCounter: undefined,
     ingestWrites: new MultiRowIngestWrites(),
     writerThread: false,
-    statements: executorStatements(db),
+    statements: namedStatements(pool),
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * PostgreSQL: each statement is a named prepared statement, parsed and planned once per
+ * connection instead of on every lookup, and sent straight to the pool.
+ */
+function namedStatements(pool: pg.Pool): StatementRunner {
+  let count = 0;
+  return {
+    prepare<Row>(compiled: { sql: string }) {
+      const name = `tollwatch_${++count}`;
+      return async (parameters) => (await pool.query<Row & pg.QueryResultRow>({ name, text: compiled.sql, values: parameters as unknown[] })).rows;
+    },
   };
 }
