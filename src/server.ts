@@ -59,9 +59,13 @@ async function supervise(config: Config, log: Logger) {
   let maintainer: Worker | undefined;
   const appoint = () => {
     if (maintainer || stopping) return;
-    maintainer = [...serving][0];
-    maintainer?.send(MAINTAIN);
+    // Workers killed together are not all reported dead at once: skip any already gone.
+    maintainer = [...serving].find((w) => w.isConnected() && !w.isDead());
+    // A worker dying as it is told fails the send; its exit appoints the next one. (Without
+    // a callback, that failure would be an 'error' event and bring the primary down.)
+    maintainer?.send(MAINTAIN, () => {});
   };
+  cluster.on('fork', (worker) => worker.on('error', (err) => log.warn({ err, worker: worker.id }, 'lost touch with a worker')));
   cluster.on('message', (worker, message) => {
     if (message !== SERVING) return;
     serving.add(worker);
