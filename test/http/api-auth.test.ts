@@ -1,9 +1,10 @@
 import { request } from 'node:http';
-import { SignJWT, generateKeyPair } from 'jose';
+import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessTokens } from '../../src/oauth/access-tokens.ts';
 import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { signToken } from '../support/tokens.ts';
 
 async function expectInvalidToken(res: Response) {
   expect(res.status).toBe(401);
@@ -46,15 +47,7 @@ describe('authenticating /api calls (CONTRACT §3)', () => {
     const real = await who.token();
     const { kid } = JSON.parse(Buffer.from(real.split('.')[0]!, 'base64url').toString()) as { kid: string };
     const { privateKey } = await generateKeyPair('ES256');
-    const forged = await new SignJWT({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:phone-numbers', ver: 1 })
-      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-      .setIssuer('http://tollwatch.test')
-      .setAudience('http://tollwatch.test/api')
-      .setSubject(who.clientId)
-      .setIssuedAt()
-      .setJti('x')
-      .setExpirationTime('1h')
-      .sign(privateKey);
+    const forged = await signToken(who, { kid, key: privateKey, scope: 'read:phone-numbers' });
     await expectInvalidToken(await lookup(`Bearer ${forged}`));
   });
 

@@ -1,9 +1,10 @@
 import { connect, type Socket } from 'node:net';
-import { SignJWT, generateKeyPair } from 'jose';
+import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { privateRedis, redisServerMissing } from '../support/redis.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { signToken } from '../support/tokens.ts';
 
 function expectRateHeaders(res: Response, limit: number, window: number) {
   expect(res.headers.get('ratelimit-limit')).toBe(String(limit));
@@ -196,15 +197,7 @@ describe('a burst of concurrent failures', () => {
     const who = await h.account();
     // Signed with another key under our kid: each failure costs a signature check.
     const { kid } = (await SigningKeys.open(h.services.database.db)).current();
-    const forged = await new SignJWT({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:ip-addresses', ver: 1 })
-      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-      .setIssuer('http://tollwatch.test')
-      .setAudience('http://tollwatch.test/api')
-      .setSubject(who.clientId)
-      .setIssuedAt()
-      .setJti('forged')
-      .setExpirationTime('1h')
-      .sign((await generateKeyPair('ES256')).privateKey);
+    const forged = await signToken(who, { kid, key: (await generateKeyPair('ES256')).privateKey, scope: 'read:ip-addresses', jti: 'forged' });
     const body = JSON.stringify({ client_id: who.clientId, client_secret: 'wrong', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' });
     const requests = Array.from({ length: 300 }, (_, i) =>
       i % 2 === 0
@@ -398,15 +391,7 @@ describe('audit log', () => {
       const expiredOwner = await h.account();
       const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
       const now = Math.floor(Date.now() / 1000);
-      const expired = await new SignJWT({ azp: expiredOwner.clientId, account_id: expiredOwner.account.account_id, scope: 'read:phone-numbers', ver: 1 })
-        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-        .setIssuer('http://tollwatch.test')
-        .setAudience('http://tollwatch.test/api')
-        .setSubject(expiredOwner.clientId)
-        .setIssuedAt(now - 100)
-        .setJti('expired')
-        .setExpirationTime(now - 10)
-        .sign(privateKey);
+      const expired = await signToken(expiredOwner, { kid, key: privateKey, scope: 'read:phone-numbers', jti: 'expired', issuedAt: now - 100, expiresAt: now - 10 });
       const revokedOwner = await h.account();
       const revoked = await revokedOwner.token();
       await h.services.accounts.resetSecret(revokedOwner.clientId);
