@@ -24,6 +24,8 @@ interface Row {
   connections: number;
   requestsPerSecond: number;
   eventsPerSecond?: number;
+  /** Mean latency, to two decimals: the percentiles come in whole milliseconds. */
+  mean: number;
   p50: number;
   p99: number;
   ratioToBaseline?: number;
@@ -46,6 +48,7 @@ async function measure(phase: string, options: Options, pid: number | undefined,
     phase,
     connections: options.connections ?? 10,
     requestsPerSecond: Math.round(ok / SECONDS),
+    mean: Number(result.latency.average.toFixed(2)),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: answered - ok,
@@ -194,10 +197,10 @@ async function main() {
     await service.stop();
   }
 
-  console.log('\nphase                                   conns    req/s  events/s   p50 ms   p99 ms  × bare  non-2xx  errors  RSS MiB');
+  console.log('\nphase                                   conns    req/s  events/s  mean ms   p50 ms   p99 ms  × bare  non-2xx  errors  RSS MiB');
   for (const r of rows) {
     console.log(
-      `${r.phase.padEnd(38)} ${String(r.connections).padStart(6)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.eventsPerSecond ?? '').padStart(9)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.ratioToBaseline ?? '').padStart(7)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.rssMiB ?? '').padStart(8)}`,
+      `${r.phase.padEnd(38)} ${String(r.connections).padStart(6)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.eventsPerSecond ?? '').padStart(9)} ${r.mean.toFixed(2).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.ratioToBaseline ?? '').padStart(7)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.rssMiB ?? '').padStart(8)}`,
     );
   }
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
