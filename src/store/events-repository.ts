@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
 import { userAgentKey } from '../domain/lookups.ts';
-import type { CountTable, IngestWrites, SetTable, SpanTable } from './ingest-writes.ts';
+import { chunks, type CountTable, type IngestWrites, type SetTable, type SpanTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** Events of one owner to store together. */
@@ -142,13 +142,6 @@ function sortedEntries<V>(map: Map<string, V>): Array<[string, V]> {
   return [...map].sort(([a], [b]) => compare(a, b));
 }
 
-/** Splits rows so that no statement exceeds the stores' bound-parameter limits. */
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
 function eventRow(item: Item, receivedAt: string) {
   const { event } = item;
   return {
@@ -180,7 +173,7 @@ async function existingHashes(trx: Transaction<Schema>, items: Item[]): Promise<
   const byAccount = new Map<string, string[]>();
   for (const item of items) byAccount.set(item.accountId, [...(byAccount.get(item.accountId) ?? []), item.event.event_uuid]);
   for (const [accountId, uuids] of byAccount) {
-    for (const chunk of chunks(uuids, 500)) {
+    for (const chunk of chunks(uuids)) {
       const rows = await trx
         .selectFrom('event_ids')
         .select(['event_uuid', 'content_hash'])

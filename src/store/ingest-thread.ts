@@ -34,13 +34,18 @@ try {
       try {
         reply = { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
       } catch (err) {
-        const { message: text, code } = err as { message?: unknown; code?: unknown };
-        reply = { id: message.id, error: { message: String(text ?? err), code: typeof code === 'string' ? code : undefined } };
+        reply = { id: message.id, error: describe(err) };
       }
       port.postMessage(reply);
     });
   });
   port.postMessage('ready');
 } catch (err) {
-  port.postMessage({ failed: { message: String((err as { message?: unknown }).message ?? err) } });
+  port.postMessage({ failed: describe(err) });
+}
+
+/** What crosses to the main thread of an error: structured cloning keeps no `code`. */
+function describe(err: unknown): { message: string; code: string | undefined } {
+  const { message, code } = err as { message?: unknown; code?: unknown };
+  return { message: String(message ?? err), code: typeof code === 'string' ? code : undefined };
 }

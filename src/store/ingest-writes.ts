@@ -233,8 +233,9 @@ export class SqliteRowIngestWrites implements IngestWrites {
   }
 }
 
-function chunks<T>(items: T[]): T[][] {
+/** Splits rows so that no statement exceeds the stores' bound-parameter limits. */
+export function chunks<T>(items: T[], size = ROWS_PER_STATEMENT): T[][] {
   const out: T[][] = [];
-  for (let i = 0; i < items.length; i += ROWS_PER_STATEMENT) out.push(items.slice(i, i + ROWS_PER_STATEMENT));
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }

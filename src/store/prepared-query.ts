@@ -8,7 +8,7 @@ export interface StatementRunner {
   prepare<Row>(compiled: CompiledQuery<Row>): PreparedStatement<Row>;
 }
 
-/** Through Kysely's executor: right for a store across the network, where a call is I/O anyway. */
+/** Through Kysely's executor, on the store's one connection: for an in-memory SQLite store, which has no second one. */
 export function executorStatements(db: Kysely<any>): StatementRunner {
   return {
     prepare<Row>(compiled: CompiledQuery<Row>) {
