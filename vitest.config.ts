@@ -2,7 +2,7 @@ import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Every store-dependent test runs twice: on SQLite and on PostgreSQL (STYLE.md: one test body,
+ * Every store-dependent test runs twice: on SQLite and on PostgreSQL (one test body,
  * a loop over dialects). Without a reachable PostgreSQL the second run is skipped and says so,
  * unless TOLLWATCH_REQUIRE_POSTGRES=1 (as in CI), where that is a failure.
  */

@@ -7,7 +7,7 @@ import { generateEvents, poolNumber } from './generate-events.ts';
 import { benchEvent, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
 
 /**
- * `npm run bench`: every figure of issue 5 in one run on this machine, each beside the bare
+ * `npm run bench`: every throughput and latency figure in one run on this machine, each beside the bare
  * node:http baseline measured with the same load tool and settings. Prints a table and writes
  * JSON under bench/results/. Generated stores are cached in bench/.data/ between runs.
  *

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
 
-/** The environment the service reads; defaults as in CONTRACT §10. */
+/** The environment the service reads; defaults as in docs/api.md §10. */
 const ConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   HOST: Type.String({ default: '127.0.0.1' }),

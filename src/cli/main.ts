@@ -8,7 +8,7 @@ import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
 type Output = { json: object; text: string };
 
 /**
- * The operator CLI (CONTRACT §10): `tollwatch accounts …` and `tollwatch clients …` against
+ * The operator CLI (docs/api.md §10): `tollwatch accounts …` and `tollwatch clients …` against
  * the store named by DATABASE_URL. Errors go to standard error with exit status 1 (2 for
  * usage), never with a stack trace.
  */

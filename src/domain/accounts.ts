@@ -9,7 +9,7 @@ export interface Account {
   account_id: string;
   name: string;
   plan: string;
-  /** Trusted accounts' events form the shared data set (CONTRACT §6). */
+  /** Trusted accounts' events form the shared data set (docs/api.md §6). */
   trusted: boolean;
   disabled: boolean;
   created_at: string;

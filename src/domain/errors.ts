@@ -1,6 +1,6 @@
 import type { FieldError } from './field-error.ts';
 
-/** The closed list of machine error codes of CONTRACT §4. */
+/** The closed list of machine error codes of docs/api.md §4. */
 export type ErrorCode =
   | 'invalid_token'
   | 'insufficient_scope'

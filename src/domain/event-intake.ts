@@ -30,7 +30,7 @@ export interface Submitted {
   eventUuid: string;
 }
 
-/** Event submission (CONTRACT §5): plan, validation, idempotent storage. */
+/** Event submission (docs/api.md §5): plan, validation, idempotent storage. */
 export class EventIntake {
   private readonly repo: EventsRepository;
   private readonly plans: PlanCatalog;

@@ -13,7 +13,7 @@ import { canonicalUuid } from './uuid.ts';
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
-/** The parameters of an own-event query (CONTRACT §8), in the order their errors are listed. */
+/** The parameters of an own-event query (docs/api.md §8), in the order their errors are listed. */
 export const QUERY_PARAMETERS = [
   'since',
   'until',
@@ -45,7 +45,7 @@ export interface EventPage {
 // Filters compare against stored instants, so a bound far in the future is not an error here.
 const NO_FUTURE_LIMIT = new Date(8.64e15);
 
-/** Own-event queries (CONTRACT §8): only the caller's events, newest first, keyset pages. */
+/** Own-event queries (docs/api.md §8): only the caller's events, newest first, keyset pages. */
 export class EventQuery {
   private readonly repo: EventsRepository;
   private readonly cursors: EventCursors;
@@ -82,7 +82,7 @@ export class EventQuery {
 }
 
 /**
- * Reads every parameter in one pass (CONTRACT §4: one 422 names every bad field, each with one
+ * Reads every parameter in one pass (docs/api.md §4: one 422 names every bad field, each with one
  * message), unknown parameters included, so a caller fixes its query in one round trip.
  */
 function parseQuery(

@@ -24,7 +24,7 @@ export interface StoredEvent {
   received_at: string;
 }
 
-/** Filters of an own-event query (CONTRACT §8), already validated and normalised. */
+/** Filters of an own-event query (docs/api.md §8), already validated and normalised. */
 export interface EventFilter {
   since?: string;
   until?: string;

@@ -91,7 +91,7 @@ const CHECKS: Partial<Record<EventField, Check>> = {
 };
 
 /**
- * Validates a submitted body against CONTRACT §5, naming every bad field at once. Unknown
+ * Validates a submitted body against docs/api.md §5, naming every bad field at once. Unknown
  * extra fields are ignored and dropped.
  */
 export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; event: HoneypotEvent } | { ok: false; errors: FieldError[] } {

@@ -18,7 +18,7 @@ export interface BulkItemError {
   message: string;
 }
 
-/** The answer to "have attackers tried to call this number?" (CONTRACT §7). */
+/** The answer to "have attackers tried to call this number?" (docs/api.md §7). */
 export type PhoneNumberAnswer =
   | {
       phone_number: string;

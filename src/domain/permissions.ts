@@ -1,4 +1,4 @@
-/** Every permission a client may hold (CONTRACT §3). */
+/** Every permission a client may hold (docs/api.md §3). */
 export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 

@@ -8,14 +8,14 @@ export interface NormalisedNumber {
   key: string;
 }
 
-// CONTRACT §7 names these five; other whitespace inside a number is refused, not guessed at.
+// docs/api.md §7 names these five; other whitespace inside a number is refused, not guessed at.
 const SEPARATORS = /[ \-.()]/g;
 const DIALLABLE = /^\+?[0-9A-Za-z*#]{1,64}$/;
 // What follows the exit code of an international form: no country code begins with 0.
 const COUNTRY_CODE_AND_DIGITS = /^[1-9][0-9]*$/;
 
 /**
- * Normalises a number from a lookup path or an event's `called_number` (CONTRACT §7): trims,
+ * Normalises a number from a lookup path or an event's `called_number` (docs/api.md §7): trims,
  * reduces `tel:`/`sip:`/`sips:` URIs to their user part, drops visual separators. Null when
  * what remains is not a diallable string.
  */

@@ -6,7 +6,7 @@ export interface RateWindow {
   windowSeconds: number;
 }
 
-/** What an account on a plan may do (CONTRACT §9). */
+/** What an account on a plan may do (docs/api.md §9). */
 export interface Plan {
   name: string;
   maySubmit: boolean;

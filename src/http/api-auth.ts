@@ -30,7 +30,7 @@ export interface ApiAuthOptions {
 }
 
 /**
- * Authenticates an `/api` request and checks a permission (CONTRACT §3); the principal, or
+ * Authenticates an `/api` request and checks a permission (docs/api.md §3); the principal, or
  * undefined once it has answered 401, 403 or 429. Credentials are verified first: valid ones
  * are always honoured, whatever failed before from the same address or for the same client.
  * Only a failure is counted (against the address, and against the client id when one is

@@ -5,7 +5,7 @@ import { isStoreUnavailable } from '../store/store-errors.ts';
 import { UnsupportedContentCoding } from './json-body.ts';
 import { problem, sendProblem, serverProblem } from './problem.ts';
 
-/** Maps anything thrown under `/api` to a problem document (CONTRACT §4); leaks nothing. */
+/** Maps anything thrown under `/api` to a problem document (docs/api.md §4); leaks nothing. */
 export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof ServiceError) {
     if (error instanceof UnsupportedContentCoding) reply.header('accept-encoding', 'identity');

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { ServiceError } from '../domain/errors.ts';
 
-/** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (CONTRACT §5). */
+/** Media types whose body is read as JSON: what `curl -d '{…}'` and bare clients send (docs/api.md §5). */
 export const JSON_LIKE_MEDIA_TYPES = ['application/json', 'text/plain', 'application/x-www-form-urlencoded'] as const;
 const JSON_LIKE = new Set<string>(JSON_LIKE_MEDIA_TYPES);
 
@@ -33,7 +33,7 @@ export function assertIdentityCoding(request: FastifyRequest): void {
   }
 }
 
-/** The essence of a request's media type; no Content-Type counts as JSON (CONTRACT §5). */
+/** The essence of a request's media type; no Content-Type counts as JSON (docs/api.md §5). */
 export function mediaTypeOf(request: FastifyRequest): string {
   return (request.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
 }
@@ -41,7 +41,7 @@ export function mediaTypeOf(request: FastifyRequest): string {
 /**
  * Reads an `/api` request body as JSON: identity coding, a JSON-like media type, at most
  * MAX_JSON_DEPTH levels deep. Keys that could reach an object's prototype (`__proto__`, a
- * `constructor` holding a `prototype`) are dropped, as any unknown field is (CONTRACT §5).
+ * `constructor` holding a `prototype`) are dropped, as any unknown field is (docs/api.md §5).
  */
 export function readJsonBody(request: FastifyRequest, text: string): unknown {
   assertIdentityCoding(request);

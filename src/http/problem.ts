@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { FieldError } from '../domain/field-error.ts';
 
-/** One status and title per machine code: the single table CONTRACT §4 asks for. */
+/** One status and title per machine code: the single table docs/api.md §4 asks for. */
 export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   invalid_json: { status: 400, title: 'Malformed JSON' },
   invalid_phone_number: { status: 400, title: 'Invalid phone number' },

@@ -5,7 +5,7 @@ import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The allowance a route spends from (CONTRACT §9); unlimited routes name none. */
+    /** The allowance a route spends from (docs/api.md §9); unlimited routes name none. */
     rateGroup?: LimitGroup;
     /** How many units a request spends, e.g. one per event of a batch; 1 when absent. */
     rateCost?: (request: FastifyRequest) => number;

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from 'typebox';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
 
-/** The problem document every `/api` error answers with (CONTRACT §4). */
+/** The problem document every `/api` error answers with (docs/api.md §4). */
 export const Problem = Type.Object(
   {
     type: Type.String(),
@@ -62,7 +62,7 @@ export const StoredEventSchema = Type.Object(
 );
 
 /**
- * A request body documented under every media type `/api` reads as JSON (CONTRACT §5), plus
+ * A request body documented under every media type `/api` reads as JSON (docs/api.md §5), plus
  * any others a route adds. A body without Content-Type is read as JSON too; OpenAPI cannot
  * name that, so routes say it in their description.
  */

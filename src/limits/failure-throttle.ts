@@ -45,7 +45,7 @@ export type FailureOutcome =
 
 /**
  * Slows, then refuses, repeated failed authentication from one address or naming one client id
- * (CONTRACT §2). It is consulted only after credentials failed: valid credentials are honoured
+ * (docs/api.md §2). It is consulted only after credentials failed: valid credentials are honoured
  * whatever anyone else's failures, so neither a noisy neighbour behind the same proxy nor
  * someone who knows a client id can lock a client out. The per-client bound is higher than the
  * per-address one because guessing a 256-bit secret is hopeless anyway; it only caps the noise.
@@ -87,7 +87,7 @@ export class FailureThrottle {
   }
 }
 
-/** Waits the delay a failure that is answered (401) has earned: the slowing of CONTRACT §2. */
+/** Waits the delay a failure that is answered (401) has earned: the slowing of docs/api.md §2. */
 export async function slowDown(outcome: FailureOutcome): Promise<void> {
   if (!outcome.refused && outcome.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, outcome.delayMs));
 }

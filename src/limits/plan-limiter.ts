@@ -1,7 +1,7 @@
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateWindow } from '../domain/plans.ts';
 
-/** Route groups with their own allowance (CONTRACT §9). */
+/** Route groups with their own allowance (docs/api.md §9). */
 export type LimitGroup = 'lookups' | 'submissions';
 
 /** Where a caller stands in its window after a request. */

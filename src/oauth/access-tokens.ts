@@ -44,7 +44,7 @@ export class InvalidTokenError extends Error {
 /** Most verified tokens remembered; one per active client is the usual need. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
-/** Issues and verifies the service's signed JWT access tokens (CONTRACT §2). */
+/** Issues and verifies the service's signed JWT access tokens (docs/api.md §2). */
 export class AccessTokens {
   private readonly keys: SigningKeys;
   private readonly settings: TokenSettings;

@@ -11,7 +11,7 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
 }
 
-/** Establishes the principal of an `/api` call (CONTRACT §3), checking revocation every time. */
+/** Establishes the principal of an `/api` call (docs/api.md §3), checking revocation every time. */
 export class ApiAuthenticator {
   private readonly tokens: AccessTokens;
   private readonly credentials: CredentialsCache;

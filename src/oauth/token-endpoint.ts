@@ -25,7 +25,7 @@ interface TokenRequest {
 const TOKEN_BODY_LIMIT = 8 * 1024;
 
 /**
- * POST /oauth/token: the client-credentials grant (CONTRACT §2), as a list of small steps:
+ * POST /oauth/token: the client-credentials grant (docs/api.md §2), as a list of small steps:
  * no-store, read the body, find the credentials, check the grant, authenticate (failures are
  * counted, slowed, then refused with 429), check the audience, issue.
  */

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 
-/** The fields of a token request (CONTRACT §2), as JSON or as a form. */
+/** The fields of a token request (docs/api.md §2), as JSON or as a form. */
 const TokenRequestBody = Type.Object(
   {
     grant_type: Type.Literal('client_credentials', { description: 'Only the client-credentials grant is supported' }),

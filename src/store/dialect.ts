@@ -1,5 +1,5 @@
 /**
- * What differs between the stores, named once (STYLE.md: capability flags, not `if (dialect)`
+ * What differs between the stores, named once (capability flags, not `if (dialect)`
  * scattered through queries).
  */
 export interface DialectCapabilities {

@@ -77,7 +77,7 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
           : events.addUniqueConstraint('events_account_uuid', ['account_id', 'event_uuid'])
         ).execute();
         if (caps.partitionedEvents) await ensurePartitions(db, new Date());
-        // Own-event queries: newest first per account, and the filters of CONTRACT §8.
+        // Own-event queries: newest first per account, and the filters of docs/api.md §8.
         await db.schema.createIndex('events_by_time').on('events').columns(['account_id', 'event_time', 'id']).execute();
         await db.schema
           .createIndex('events_by_number')

@@ -24,7 +24,7 @@ function json(...args: string[]) {
   return JSON.parse(run.stdout) as Record<string, any>;
 }
 
-describe('operator CLI (CONTRACT §10)', () => {
+describe('operator CLI (docs/api.md §10)', () => {
   beforeAll(async () => {
     database = await freshDatabase();
     DATABASE_URL = database.url;

@@ -8,7 +8,7 @@ import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-da
  * An acknowledged event survives a crash: the real server, under concurrent intake, is killed
  * with SIGKILL; after a restart every event answered 201/200 is there and the store is intact.
  */
-describe('crash safety (issue 4)', () => {
+describe('crash safety', () => {
   let database: TestDatabase;
   let server: ServerProcess | undefined;
 

@@ -38,7 +38,7 @@ function redis(action: 'stop' | 'start') {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.skipIf(!canControl)('store and Redis outages under load, two instances (issue 3)', () => {
+describe.skipIf(!canControl)('store and Redis outages under load, two instances', () => {
   let database: TestDatabase;
   let server: ServerProcess;
   let second: ServerProcess;

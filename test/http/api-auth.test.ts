@@ -15,7 +15,7 @@ async function expectInvalidToken(res: Response) {
   expect(body).toMatchObject({ status: 401, error: 'invalid_token', title: expect.any(String), type: expect.any(String) });
 }
 
-describe('authenticating /api calls (CONTRACT §3)', () => {
+describe('authenticating /api calls (docs/api.md §3)', () => {
   let h: Harness;
   let who: TestAccount;
 

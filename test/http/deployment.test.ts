@@ -15,7 +15,7 @@ function statusOnNewConnection(url: string, token: string): Promise<number> {
   });
 }
 
-describe('WORKERS=2: two processes on one port (issue 3)', () => {
+describe('WORKERS=2: two processes on one port', () => {
   let database: TestDatabase;
   let server: ServerProcess;
 
@@ -45,7 +45,7 @@ describe('WORKERS=2: two processes on one port (issue 3)', () => {
   });
 });
 
-describe('WORKERS=2 with a retention: maintenance survives the death of its worker (issue 3)', () => {
+describe('WORKERS=2 with a retention: maintenance survives the death of its worker', () => {
   let database: TestDatabase;
   let server: ServerProcess;
 
@@ -84,7 +84,7 @@ describe('WORKERS=2 with a retention: maintenance survives the death of its work
   }, 60_000);
 });
 
-describe('DATABASE_READ_URL: lookups read the replica (issue 3)', () => {
+describe('DATABASE_READ_URL: lookups read the replica', () => {
   let h: Harness;
   let replica: TestDatabase;
 

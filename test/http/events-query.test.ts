@@ -5,7 +5,7 @@ import { freshDatabase } from '../support/test-database.ts';
 
 type Page = { data: Array<Record<string, string>>; next_cursor: string | null };
 
-describe('querying one’s own events (CONTRACT §8)', () => {
+describe('querying one’s own events (docs/api.md §8)', () => {
   let h: Harness;
   let owner: TestAccount;
   const uuids: string[] = [];

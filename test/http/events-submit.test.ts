@@ -12,7 +12,7 @@ async function expectProblem(res: Response, status: number, error: string) {
   return body as { errors?: Array<{ field: string; message: string }> };
 }
 
-describe('POST /api/events (CONTRACT §5)', () => {
+describe('POST /api/events (docs/api.md §5)', () => {
   let h: Harness;
   let owner: TestAccount;
 

@@ -14,7 +14,7 @@ function expectRateHeaders(res: Response, limit: number, window: number) {
   expect(res.headers.get('ratelimit-policy')).toBe(`${limit};w=${window}`);
 }
 
-describe('per-plan rate limits (CONTRACT §9)', () => {
+describe('per-plan rate limits (docs/api.md §9)', () => {
   let h: Harness;
 
   beforeAll(async () => {
@@ -138,7 +138,7 @@ async function auditRows(h: Harness) {
   return h.services.database.db.selectFrom('audit_log').selectAll().orderBy('id').execute();
 }
 
-describe('failed authentication is slowed, then refused (CONTRACT §2)', () => {
+describe('failed authentication is slowed, then refused (docs/api.md §2)', () => {
   let h: Harness;
   let who: TestAccount;
 

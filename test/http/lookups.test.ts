@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
-describe('lookups (CONTRACT §7)', () => {
+describe('lookups (docs/api.md §7)', () => {
   let h: Harness;
   let fleet: TestAccount;
   let caller: TestAccount;
@@ -128,7 +128,7 @@ describe('lookups (CONTRACT §7)', () => {
   });
 });
 
-describe('who sees what (CONTRACT §6)', () => {
+describe('who sees what (docs/api.md §6)', () => {
   let h: Harness;
 
   beforeAll(async () => {

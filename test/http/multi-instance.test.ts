@@ -13,7 +13,7 @@ if (redisProblem && TEST_STORE === 'postgres') {
  * Two instances behind one address share one PostgreSQL database and one Redis; each has its
  * own caches, limiters and connections, exactly as two processes would.
  */
-describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and one Redis (issue 3)', () => {
+describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and one Redis', () => {
   let a: Harness;
   let b: Harness;
 

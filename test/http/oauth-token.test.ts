@@ -12,7 +12,7 @@ function tokenRequest(h: Harness, body: unknown, headers: Record<string, string>
   });
 }
 
-describe('POST /oauth/token (CONTRACT §2)', () => {
+describe('POST /oauth/token (docs/api.md §2)', () => {
   let h: Harness;
   let who: TestAccount;
 

@@ -16,7 +16,7 @@ interface Submitted {
 }
 
 /**
- * A model of CONTRACT §6: for random accounts (some trusted) submitting random events, every
+ * A model of docs/api.md §6: for random accounts (some trusted) submitting random events, every
  * lookup and query answers exactly what the shared data set plus the caller's own events say,
  * and never reveals another account's events.
  */

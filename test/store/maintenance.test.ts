@@ -7,7 +7,7 @@ import { TEST_STORE } from '../support/test-database.ts';
 
 const DAY = 86_400_000;
 
-describe('retention and partitions (issue 3)', () => {
+describe('retention and partitions', () => {
   let h: Harness;
 
   beforeAll(async () => {

@@ -35,7 +35,7 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (CONTRACT §8). */
+/** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
 export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
     '/events',

@@ -10,7 +10,7 @@ export const EVENT_BODY_LIMIT = 128 * 1024;
 
 const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) });
 
-/** POST /api/events: submit one honeypot event (CONTRACT §5). */
+/** POST /api/events: submit one honeypot event (docs/api.md §5). */
 export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.post(
     '/events',

@@ -33,7 +33,7 @@ const IpFound = Type.Object({
 });
 const IpNotFound = Type.Object({ ip_address: Type.String(), found: Type.Literal(false), message: Type.String() });
 
-/** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (CONTRACT §7). */
+/** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (docs/api.md §7). */
 export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   app.get(
     '/phone-numbers/:phone_number',

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../services.ts';
 
-/** Unauthenticated operational endpoints (CONTRACT §1): health, JWKS, AS metadata. */
+/** Unauthenticated operational endpoints (docs/api.md §1): health, JWKS, AS metadata. */
 export async function operationalRoutes(app: FastifyInstance, { services }: { services: Services }) {
   const { config, database } = services;
 
