@@ -19,7 +19,7 @@ import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
-import { ThreadedIngest } from './store/threaded-ingest.ts';
+import { WriterThread } from './store/writer-thread.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
 import { SqlServerSecrets } from './store/server-secrets-repository.ts';
@@ -88,8 +88,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Concurrent submissions are committed together: one transaction and one WAL flush for many
   // events, each answered only after that commit. A SQLite file is written by a thread of its
   // own, one group at a time, while the next group gathers.
-  const writerThread = database.writerThread ? new ThreadedIngest(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
-  const ingestRepo = writerThread ? new GroupCommit(eventsRepo, writerThread, 1) : new GroupCommit(eventsRepo);
+  const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
+  const ingestRepo = writer ? new GroupCommit(eventsRepo, writer, 1) : new GroupCommit(eventsRepo);
   return {
     config,
     database,
@@ -106,7 +106,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     async close() {
-      await writerThread?.close();
+      await writer?.close();
       await redis?.close();
       await replica?.close();
       await database.close();

@@ -1,7 +1,7 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { canonicalIpAddress } from './ip-address.ts';
-import type { LookupsRepository } from './lookups.ts';
+import type { LookupsRepository } from './lookup-aggregates.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
 import { readScopesOf } from './visibility.ts';
 

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { USER_AGENT_KEPT_CHARACTERS } from '../domain/lookups.ts';
+import { USER_AGENT_KEPT_CHARACTERS } from '../domain/lookup-aggregates.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { Schema } from './schema.ts';
 

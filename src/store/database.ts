@@ -28,7 +28,7 @@ export interface Database {
    * Whether intake should write on a thread of its own: true for a SQLite file, whose
    * synchronous commits would otherwise hold up every request of this process.
    */
-  writerThread: boolean;
+  intakeOnWriterThread: boolean;
   /** Where repeated reads (lookups) run their prepared statements. */
   statements: StatementRunner;
   close(): Promise<void>;
@@ -116,7 +116,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
     },
     externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
     ingestWrites: new SqliteRowIngestWrites(native, db),
-    writerThread: path !== ':memory:',
+    intakeOnWriterThread: path !== ':memory:',
     statements: reads ?? executorStatements(db),
     close: async () => {
       reads?.close();
@@ -220,7 +220,7 @@ function openPostgres(url: string): Database {
     },
     externalChangeCounter: undefined,
     ingestWrites: new MultiRowIngestWrites(),
-    writerThread: false,
+    intakeOnWriterThread: false,
     statements: namedStatements(pool),
     close: () => db.destroy(),
   };

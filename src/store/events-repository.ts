@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
-import { userAgentKey } from '../domain/lookups.ts';
+import { userAgentKey } from '../domain/lookup-aggregates.ts';
 import { chunks, type CountTable, type IngestWrites, type SetTable, type SpanTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 

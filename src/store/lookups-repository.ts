@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookups.ts';
+import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 

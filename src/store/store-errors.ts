@@ -1,4 +1,4 @@
-/** The SQLite writer thread stopped while it held a request (threaded-ingest.ts). */
+/** The SQLite writer thread stopped while it held a request (writer-thread.ts). */
 export const WRITER_DOWN = 'TOLLWATCH_WRITER_DOWN';
 
 /** Store faults that mean "try again shortly", not "this server is broken". */

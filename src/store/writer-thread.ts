@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { IngestOutcome } from '../domain/events.ts';
 import type { IngestGroup } from './events-repository.ts';
 import type { GroupWriter } from './group-commit.ts';
-import type { IngestReply } from './ingest-thread.ts';
+import type { IngestReply } from './writer-thread-worker.ts';
 import { WRITER_DOWN } from './store-errors.ts';
 
 interface Pending {
@@ -21,7 +21,7 @@ interface Pending {
  * The thread starts on the first ingest (the CLI never needs it) and again after it dies;
  * requests it held are answered as a store outage (503), never as stored.
  */
-export class ThreadedIngest implements GroupWriter {
+export class WriterThread implements GroupWriter {
   private readonly databaseUrl: string;
   private readonly sqliteCacheMiB: number;
   private readonly log: Logger | undefined;
@@ -68,7 +68,7 @@ export class ThreadedIngest implements GroupWriter {
 
   private spawn(): Promise<Worker> {
     return new Promise((resolve, reject) => {
-      const worker = new Worker(new URL('./ingest-thread.ts', import.meta.url), {
+      const worker = new Worker(new URL('./writer-thread-worker.ts', import.meta.url), {
         workerData: { databaseUrl: this.databaseUrl, sqliteCacheMiB: this.sqliteCacheMiB },
       });
       worker.unref();

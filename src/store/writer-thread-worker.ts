@@ -3,7 +3,7 @@ import { openDatabase } from './database.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 
 /**
- * The SQLite writer thread (see threaded-ingest.ts): one connection of its own that stores
+ * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
  * ingest groups, so that the B-tree work, the WAL writes and the fsync of every commit happen
  * off the thread that answers HTTP. One request at a time, in arrival order.
  */

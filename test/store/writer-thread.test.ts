@@ -6,7 +6,7 @@ import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/hone
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { isStoreUnavailable } from '../../src/store/store-errors.ts';
-import { ThreadedIngest } from '../../src/store/threaded-ingest.ts';
+import { WriterThread } from '../../src/store/writer-thread.ts';
 import { sampleEvent } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
@@ -36,7 +36,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   });
 
   it('stores groups that this thread reads back as soon as the answer arrives', async () => {
-    const writer = new ThreadedIngest(url, 8);
+    const writer = new WriterThread(url, 8);
     try {
       const first = valid();
       const outcomes = await writer.ingestGroups([
@@ -55,7 +55,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   it('answers a store it cannot write as an outage (503), never as stored', async () => {
     // A path through a regular file: the thread cannot open it.
     writeFileSync(join(dir, 'a-file'), '');
-    const writer = new ThreadedIngest(`sqlite:${join(dir, 'a-file', 'x.db')}`, 8);
+    const writer = new WriterThread(`sqlite:${join(dir, 'a-file', 'x.db')}`, 8);
     try {
       const failure = await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [valid()] }]).catch((err: unknown) => err);
       expect(failure).toBeInstanceOf(Error);
@@ -66,7 +66,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   });
 
   it('passes the store’s error codes through, and keeps going after a refused group', async () => {
-    const writer = new ThreadedIngest(url, 8);
+    const writer = new WriterThread(url, 8);
     try {
       const broken = { ...valid(), event_time: null } as unknown as HoneypotEvent;
       const failure = await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [broken] }]).catch((err: unknown) => err);
@@ -79,9 +79,9 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   });
 
   it('closes cleanly with nothing held, and again when never started', async () => {
-    const writer = new ThreadedIngest(url, 8);
+    const writer = new WriterThread(url, 8);
     await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [valid()] }]);
     await writer.close();
-    await new ThreadedIngest(url, 8).close();
+    await new WriterThread(url, 8).close();
   });
 });
