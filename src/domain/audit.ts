@@ -1,4 +1,4 @@
-/** Actions worth a permanent record of who did what and when */
+/** Actions worth a permanent record of who did what and when. */
 export type AuditAction =
   | 'token.issued'
   | 'token.refused'

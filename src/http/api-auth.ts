@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
+import type { AuditTrail } from '../domain/audit.ts';
 import type { Permission } from '../domain/permissions.ts';
-import { auditEntriesFor, slowDown, type FailureThrottle } from '../limits/failure-throttle.ts';
+import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
+import { accountFailure, readBasicCredentials } from '../oauth/client-authentication.ts';
 import { problem, sendProblem } from './problem.ts';
 
 declare module 'fastify' {
@@ -52,18 +53,15 @@ export function apiGate({ authenticator, basicAuth, failures, audit }: ApiAuthOp
     } catch (err) {
       if (!(err instanceof InvalidTokenError)) throw err;
       const { clientId, accountId } = err.subject;
-      const outcome = await failures.failed(request.ip, clientId);
-      const failure: AuditEntry = { action: 'api.auth_failed', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } };
-      // Recorded without waiting: the audit write must not hold the answer.
-      for (const entry of auditEntriesFor(failure, outcome)) {
-        audit.record(entry).catch((auditError: unknown) => request.log.warn({ err: auditError }, 'audit write failed'));
-      }
-      if (outcome.refused) {
-        reply.header('retry-after', outcome.retryAfterSeconds);
+      const answer = await accountFailure(
+        { failures, audit, log: request.log },
+        { action: 'api.auth_failed', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } },
+      );
+      if (answer.refused) {
+        reply.header('retry-after', answer.retryAfterSeconds);
         sendProblem(reply, problem('rate_limited', 'too many failed authentications; retry later'));
         return undefined;
       }
-      await slowDown(outcome);
       invalidToken(reply);
       return undefined;
     }
@@ -101,22 +99,9 @@ async function fromAuthorization(authenticator: ApiAuthenticator, header: string
   const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
   const value = space < 0 ? '' : header.slice(space + 1).trim();
   if (scheme === 'bearer' && value) return authenticator.fromBearer(value);
-  if (scheme === 'basic' && value && basicAuth) {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    const clientId = safeDecode(decoded.slice(0, colon));
-    // Client ids are URL-safe; anything else (NUL would upset PostgreSQL) cannot be one.
-    if (colon > 0 && /^[\w-]{1,256}$/.test(clientId)) return authenticator.fromBasic(clientId, safeDecode(decoded.slice(colon + 1)));
+  if (scheme === 'basic' && basicAuth) {
+    const credentials = readBasicCredentials(header);
+    if (credentials && credentials !== 'unreadable') return authenticator.fromBasic(credentials);
   }
   throw new InvalidTokenError(`unusable ${scheme} credentials`);
 }
-
-/** RFC 6749 §2.3.1 form-encodes Basic credentials; plain ones must still work. */
-function safeDecode(value: string): string {
-  try {
-    return decodeURIComponent(value.replace(/\+/g, ' '));
-  } catch {
-    return value;
-  }
-}
-

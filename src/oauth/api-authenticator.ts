@@ -1,7 +1,7 @@
 import type { Account, Client } from '../domain/accounts.ts';
 import type { Permission } from '../domain/permissions.ts';
-import { secretMatches } from '../domain/secrets.ts';
 import { InvalidTokenError, type AccessTokens } from './access-tokens.ts';
+import { verifyClientSecret, type ClientCredentials } from './client-authentication.ts';
 import type { CredentialsCache } from './credentials-cache.ts';
 
 /** Who is calling, established from a token or from Basic credentials. */
@@ -36,10 +36,9 @@ export class ApiAuthenticator {
   }
 
   /** A principal from Basic credentials (client id and secret). */
-  async fromBasic(clientId: string, secret: string): Promise<Principal> {
-    const found = await this.credentials.get(clientId);
-    if (!found || !secretMatches(secret, found.client.secret_hash)) throw new InvalidTokenError('bad client credentials', { clientId });
-    if (found.account.disabled) throw new InvalidTokenError('account disabled', { clientId, accountId: found.account.account_id });
-    return { account: found.account, client: found.client, permissions: new Set(found.client.permissions) };
+  async fromBasic(credentials: ClientCredentials): Promise<Principal> {
+    const verdict = verifyClientSecret(await this.credentials.get(credentials.clientId), credentials);
+    if (!verdict.ok) throw new InvalidTokenError(verdict.reason, verdict.subject);
+    return { account: verdict.account, client: verdict.client, permissions: new Set(verdict.client.permissions) };
   }
 }

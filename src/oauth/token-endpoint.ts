@@ -1,19 +1,12 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Account, Client } from '../domain/accounts.ts';
 import type { AuditEntry } from '../domain/audit.ts';
-import { secretMatches } from '../domain/secrets.ts';
 import { securityHeaders } from '../http/security-headers.ts';
-import { auditEntriesFor, slowDown } from '../limits/failure-throttle.ts';
 import type { Services } from '../services.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
+import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from './client-authentication.ts';
 import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
 import { tokenRouteSchema } from './token-schema.ts';
-
-interface ClientCredentials {
-  clientId: string;
-  clientSecret: string;
-}
 
 interface TokenRequest {
   grantType: string;
@@ -55,9 +48,9 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
       const { clientId } = tokenRequest.credentials;
       // Credentials first: valid ones get their token whatever failed before from this address
       // or for this client id; only a failure is counted, slowed, then refused.
-      const authenticated = await authenticateClient(services, tokenRequest.credentials);
-      if (!('client' in authenticated)) return refuse(services, request, reply, { clientId, ...authenticated });
-      const { client, account } = authenticated;
+      const verdict = await authenticateClient(services, tokenRequest.credentials);
+      if (!verdict.ok) return refuse(services, request, reply, { clientId, ...verdict.subject, reason: verdict.reason });
+      const { client, account } = verdict;
       if (!services.tokens.acceptsAudience(tokenRequest.audience)) {
         // Not an authentication failure (the credentials were good), so not counted; but a
         // client asking for the wrong audience is worth a line for its operator.
@@ -97,9 +90,8 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
 }
 
 /**
- * Answers a failed client authentication: counted against the address and the client id
- * named, audited (one row per failure, or one per throttle once refused), then either refused
- * with 429 or slowed and answered 401 `invalid_client`.
+ * Answers a failed client authentication, counted and audited as every failure is (see
+ * client-authentication.ts): 429 once refused, else 401 `invalid_client` after its delay.
  */
 async function refuse(
   services: Services,
@@ -107,14 +99,12 @@ async function refuse(
   reply: FastifyReply,
   { clientId, accountId, reason }: { clientId?: string; accountId?: string; reason: string },
 ): Promise<never> {
-  const outcome = await services.authFailures.failed(request.ip, clientId);
-  const failure: AuditEntry = { action: 'token.refused', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason } };
-  for (const entry of auditEntriesFor(failure, outcome)) recordAudit(services, request, entry);
-  if (outcome.refused) {
-    reply.header('retry-after', outcome.retryAfterSeconds);
+  const failure: AuditEntry & { ip: string } = { action: 'token.refused', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason } };
+  const answer = await accountFailure({ failures: services.authFailures, audit: services.audit, log: request.log }, failure);
+  if (answer.refused) {
+    reply.header('retry-after', answer.retryAfterSeconds);
     throw new OAuthError(429, 'rate_limited', 'too many failed authentications; retry later');
   }
-  await slowDown(outcome);
   throw invalidClient();
 }
 
@@ -140,7 +130,7 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   if (!grantType) throw invalidRequest('grant_type is required');
   const audience = field('audience');
   const fromBody = { clientId: field('client_id'), clientSecret: field('client_secret') };
-  const fromHeader = basicCredentials(request.headers.authorization);
+  const fromHeader = readBasicCredentials(request.headers.authorization);
   if (fromHeader === 'unreadable') return { grantType, audience: audience ?? '', credentials: undefined };
   if (fromHeader && (fromBody.clientId !== undefined || fromBody.clientSecret !== undefined)) {
     // RFC 6749 §2.3: a client must not use more than one authentication method per request.
@@ -162,32 +152,12 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   return { grantType, audience, credentials: { clientId, clientSecret } };
 }
 
-function basicCredentials(header: string | undefined): ClientCredentials | 'unreadable' | undefined {
-  if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return 'unreadable';
-  try {
-    // RFC 6749 §2.3.1: both parts are form-encoded before joining.
-    const decode = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
-    return { clientId: decode(decoded.slice(0, colon)), clientSecret: decode(decoded.slice(colon + 1)) };
-  } catch {
-    return 'unreadable';
-  }
-}
-
 /** The client and its account, or why they are refused (the same 401 for every reason). */
-async function authenticateClient(
-  services: Services,
-  { clientId, clientSecret }: ClientCredentials,
-): Promise<{ client: Client; account: Account } | { reason: string; accountId?: string }> {
+async function authenticateClient(services: Services, credentials: ClientCredentials): Promise<ClientVerdict> {
   // Read from the store, not the cache: a secret reset elsewhere must bite here at once.
-  const client = await services.accountsRepo.findClient(clientId);
+  const client = await services.accountsRepo.findClient(credentials.clientId);
   const account = client && (await services.accountsRepo.findAccount(client.account_id));
-  if (!client || !account || !secretMatches(clientSecret, client.secret_hash)) return { reason: 'invalid_client' };
-  // The secret was right: whose account is refused is known, and worth its audit row.
-  if (account.disabled) return { reason: 'account disabled', accountId: account.account_id };
-  return { client, account };
+  return verifyClientSecret(client && account ? { client, account } : undefined, credentials);
 }
 
 function oauthErrorHandler(error: FastifyError | OAuthError, request: FastifyRequest, reply: FastifyReply) {
