@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { apiGate } from './http/api-auth.ts';
+import { apiAuthOptions, apiGate } from './http/api-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
@@ -79,12 +79,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
  * nothing under `/api` answers before credentials are checked.
  */
 function badUrlAnswer(services: Services) {
-  const admit = apiGate({
-    authenticator: services.authenticator,
-    basicAuth: services.config.basicAuth,
-    failures: services.authFailures,
-    audit: services.audit,
-  });
+  const admit = apiGate(apiAuthOptions(services));
   const headers = apiHeaders();
   return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const url = request.raw.url ?? '';

@@ -5,6 +5,8 @@ import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
 import { accountFailure, readBasicCredentials } from '../oauth/client-authentication.ts';
+import type { Services } from '../services.ts';
+import { protectedResourceMetadataUrl } from './routes/operational.ts';
 import { problem, sendProblem } from './problem.ts';
 
 declare module 'fastify' {
@@ -28,6 +30,19 @@ export interface ApiAuthOptions {
   basicAuth: boolean;
   failures: FailureThrottle;
   audit: AuditTrail;
+  /** Where RFC 9728 protected-resource metadata tells clients how to get a token. */
+  resourceMetadataUrl: string;
+}
+
+/** The authentication options of the `/api` scope, from the services. */
+export function apiAuthOptions(services: Services): ApiAuthOptions {
+  return {
+    authenticator: services.authenticator,
+    basicAuth: services.config.basicAuth,
+    failures: services.authFailures,
+    audit: services.audit,
+    resourceMetadataUrl: protectedResourceMetadataUrl(services.config.publicUrl),
+  };
 }
 
 /**
@@ -40,11 +55,12 @@ export interface ApiAuthOptions {
  * refusals (expired, revoked by a secret reset, client deleted, account disabled) count too:
  * a client hammering with a dead token is slowed like anyone else.
  */
-export function apiGate({ authenticator, basicAuth, failures, audit }: ApiAuthOptions) {
+export function apiGate({ authenticator, basicAuth, failures, audit, resourceMetadataUrl }: ApiAuthOptions) {
+  const challenges = challengesFor(basicAuth, resourceMetadataUrl);
   return async function admit(request: FastifyRequest, reply: FastifyReply, needed: Permission | undefined): Promise<Principal | undefined> {
     const header = request.headers.authorization;
     if (!header) {
-      invalidToken(reply);
+      unauthenticated(reply, challenges.noCredentials);
       return undefined;
     }
     let principal: Principal;
@@ -62,7 +78,7 @@ export function apiGate({ authenticator, basicAuth, failures, audit }: ApiAuthOp
         sendProblem(reply, problem('rate_limited', 'too many failed authentications; retry later'));
         return undefined;
       }
-      invalidToken(reply);
+      unauthenticated(reply, challenges.invalidCredentials);
       return undefined;
     }
     if (needed && !principal.permissions.has(needed)) {
@@ -89,8 +105,23 @@ export function apiAuthHook(options: ApiAuthOptions) {
   };
 }
 
-function invalidToken(reply: FastifyReply): void {
-  reply.header('www-authenticate', 'Bearer realm="tollwatch", error="invalid_token"');
+/**
+ * The WWW-Authenticate challenges of a 401: Bearer always, with the RFC 9728 metadata that
+ * leads a client to the token endpoint, and Basic too while it is accepted, so clients that
+ * answer challenges (Python's HTTPBasicAuthHandler, `curl --anyauth`) find it. RFC 6750 §3.1:
+ * no `error` attribute when the request carried no credentials at all.
+ */
+function challengesFor(basicAuth: boolean, resourceMetadataUrl: string) {
+  const bearer = `Bearer realm="tollwatch", resource_metadata="${resourceMetadataUrl}"`;
+  const basic = basicAuth ? ['Basic realm="tollwatch", charset="UTF-8"'] : [];
+  return {
+    noCredentials: [bearer, ...basic],
+    invalidCredentials: [`${bearer}, error="invalid_token"`, ...basic],
+  };
+}
+
+function unauthenticated(reply: FastifyReply, challenges: string[]): void {
+  reply.header('www-authenticate', challenges);
   sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
 }
 

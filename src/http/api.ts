@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
-import { apiAuthHook } from './api-auth.ts';
+import { apiAuthHook, apiAuthOptions } from './api-auth.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { readJsonBody } from './json-body.ts';
 import { malformedPathHook } from './malformed-path.ts';
@@ -29,15 +29,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
   });
-  app.addHook(
-    'onRequest',
-    apiAuthHook({
-      authenticator: services.authenticator,
-      basicAuth: services.config.basicAuth,
-      failures: services.authFailures,
-      audit: services.audit,
-    }),
-  );
+  app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 

@@ -69,9 +69,22 @@ export class AccessTokens {
     return this.keys.jwks();
   }
 
-  /** Whether a requested `audience` is one this service accepts. */
-  acceptsAudience(audience: string): boolean {
-    return this.settings.audiences.includes(audience);
+  /**
+   * The audience a token request settles on, as configured, or undefined when it asks for one
+   * this service does not accept. `audience` and RFC 8707's `resource` name it alike (both at
+   * once must agree); neither means the first configured audience, the service's own API; a
+   * trailing slash names the same audience as none.
+   */
+  audienceFor(audience: string | undefined, resource: string | undefined): string | undefined {
+    const asked = [audience, resource].filter((value): value is string => value !== undefined).map(withoutTrailingSlash);
+    if (asked.length === 0) return this.settings.audiences[0];
+    if (asked.some((value) => value !== asked[0])) return undefined;
+    return this.settings.audiences.find((configured) => withoutTrailingSlash(configured) === asked[0]);
+  }
+
+  /** The audience a request without `audience` or `resource` gets. */
+  get defaultAudience(): string {
+    return this.settings.audiences[0]!;
   }
 
   /** Signs a token for a client of an account. */
@@ -83,8 +96,9 @@ export class AccessTokens {
     audience: string;
   }): Promise<string> {
     const { kid, privateKey } = this.keys.current();
+    // RFC 9068 claims: client_id names the client (sub does too: the client acts for itself).
     return new SignJWT({
-      azp: input.clientId,
+      client_id: input.clientId,
       scope: input.permissions.join(' '),
       account_id: input.accountId,
       ver: input.secretVersion,
@@ -130,15 +144,17 @@ export class AccessTokens {
       if (err instanceof joseErrors.JOSEError) throw new InvalidTokenError(err.code);
       throw err;
     }
-    const { azp, account_id, scope, ver, exp } = payload;
-    if (typeof azp !== 'string' || typeof account_id !== 'string' || typeof scope !== 'string') {
+    // Tokens issued before RFC 9068's client_id named the client in azp; they stay good until they expire.
+    const clientId = payload.client_id ?? payload.azp;
+    const { account_id, scope, ver, exp } = payload;
+    if (typeof clientId !== 'string' || typeof account_id !== 'string' || typeof scope !== 'string') {
       throw new InvalidTokenError('missing claims');
     }
     if (typeof ver !== 'number' || !Number.isInteger(ver) || typeof exp !== 'number') {
       throw new InvalidTokenError('missing claims');
     }
     return {
-      clientId: azp,
+      clientId,
       accountId: account_id,
       permissions: scope.split(' ').filter(isPermission) as Permission[],
       secretVersion: ver,
@@ -154,8 +170,13 @@ export class AccessTokens {
 }
 
 function subjectOf(payload: JWTPayload): RefusedSubject {
+  const clientId = payload.client_id ?? payload.azp;
   return {
-    ...(typeof payload.azp === 'string' ? { clientId: payload.azp } : {}),
+    ...(typeof clientId === 'string' ? { clientId } : {}),
     ...(typeof payload.account_id === 'string' ? { accountId: payload.account_id } : {}),
   };
+}
+
+function withoutTrailingSlash(value: string): string {
+  return value.replace(/\/+$/, '');
 }

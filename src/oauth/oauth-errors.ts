@@ -16,4 +16,7 @@ export const invalidRequest = (description: string) => new OAuthError(400, 'inva
 export const invalidClient = () => new OAuthError(401, 'invalid_client', 'client authentication failed');
 export const unsupportedGrantType = () =>
   new OAuthError(400, 'unsupported_grant_type', 'only the client_credentials grant is supported');
-export const invalidTarget = () => new OAuthError(400, 'invalid_target', 'the requested audience is not accepted by this server');
+export const invalidTarget = () => new OAuthError(400, 'invalid_target', 'the requested audience or resource is not accepted by this server');
+/** RFC 6749 §5.2: a scope that does not exist, or that this client does not hold. */
+export const invalidScope = () =>
+  new OAuthError(400, 'invalid_scope', 'the scope names a permission that does not exist or that this client does not hold');

@@ -1,26 +1,33 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../domain/audit.ts';
+import { isPermission, PERMISSIONS, type Permission } from '../domain/permissions.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
 import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from './client-authentication.ts';
-import { invalidClient, invalidRequest, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
+import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
 import { tokenRouteSchema } from './token-schema.ts';
 
 interface TokenRequest {
-  grantType: string;
-  audience: string;
-  /** Undefined when HTTP Basic credentials were sent but cannot be read. */
-  credentials: ClientCredentials | undefined;
+  grantType: string | undefined;
+  /** RFC 8707 `resource` or the `audience` of the specification; both name the token's audience. */
+  audience: string | undefined;
+  resource: string | undefined;
+  /** Space-separated permissions asked for; all the client holds when absent. */
+  scope: string | undefined;
+  /** `unreadable` when HTTP Basic credentials were sent but cannot be read. */
+  credentials: ClientCredentials | 'unreadable';
 }
 
 const TOKEN_BODY_LIMIT = 8 * 1024;
 
 /**
  * POST /oauth/token: the client-credentials grant (docs/api.md §2), as a list of small steps:
- * no-store, read the body, find the credentials, check the grant, authenticate (failures are
- * counted, slowed, then refused with 429), check the audience, issue.
+ * no-store, read the body, authenticate the client (failures are counted, slowed, then refused
+ * with 429), check the grant, settle the audience, settle the scope, issue. Credentials come
+ * first: a wrong secret is `invalid_client` whatever else is wrong with the request, and a
+ * request's other faults are told only to the client that made it.
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
@@ -43,15 +50,17 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       const tokenRequest = readTokenRequest(request);
       // Unreadable Basic credentials are a failed authentication, whatever else the body says.
-      if (!tokenRequest.credentials) return refuse(services, request, reply, { reason: 'unreadable credentials' });
-      if (tokenRequest.grantType !== 'client_credentials') throw unsupportedGrantType();
+      if (tokenRequest.credentials === 'unreadable') return refuse(services, request, reply, { reason: 'unreadable credentials' });
       const { clientId } = tokenRequest.credentials;
-      // Credentials first: valid ones get their token whatever failed before from this address
-      // or for this client id; only a failure is counted, slowed, then refused.
+      // Valid credentials get their token whatever failed before from this address or for this
+      // client id; only a failure is counted, slowed, then refused.
       const verdict = await authenticateClient(services, tokenRequest.credentials);
       if (!verdict.ok) return refuse(services, request, reply, { clientId, ...verdict.subject, reason: verdict.reason });
       const { client, account } = verdict;
-      if (!services.tokens.acceptsAudience(tokenRequest.audience)) {
+      if (tokenRequest.grantType === undefined) throw invalidRequest('grant_type is required');
+      if (tokenRequest.grantType !== 'client_credentials') throw unsupportedGrantType();
+      const audience = services.tokens.audienceFor(tokenRequest.audience, tokenRequest.resource);
+      if (audience === undefined) {
         // Not an authentication failure (the credentials were good), so not counted; but a
         // client asking for the wrong audience is worth a line for its operator.
         recordAudit(services, request, {
@@ -60,16 +69,17 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
           accountId: account.account_id,
           clientId: client.client_id,
           ip: request.ip,
-          detail: { reason: 'invalid_target', audience: tokenRequest.audience },
+          detail: { reason: 'invalid_target', audience: tokenRequest.audience ?? tokenRequest.resource ?? null },
         });
         throw invalidTarget();
       }
+      const permissions = grantedPermissions(client.permissions, tokenRequest.scope);
       const accessToken = await services.tokens.issue({
         clientId: client.client_id,
         accountId: account.account_id,
-        permissions: client.permissions,
+        permissions,
         secretVersion: client.secret_version,
-        audience: tokenRequest.audience,
+        audience,
       });
       await services.audit.record({
         action: 'token.issued',
@@ -77,16 +87,30 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
         accountId: account.account_id,
         clientId: client.client_id,
         ip: request.ip,
-        detail: { audience: tokenRequest.audience },
+        detail: { audience, scope: permissions.join(' ') },
       });
       return {
         access_token: accessToken,
         token_type: 'Bearer',
         expires_in: services.tokens.ttlSeconds,
-        scope: client.permissions.join(' '),
+        scope: permissions.join(' '),
       };
     },
   );
+}
+
+/**
+ * The permissions a token carries: every one the client holds, or those `scope` names (RFC
+ * 6749 §3.3), in the canonical order. Naming one that does not exist, or that the client does
+ * not hold, is `invalid_scope`: a token is never silently narrower or wider than asked.
+ */
+function grantedPermissions(held: Permission[], scope: string | undefined): Permission[] {
+  if (scope === undefined || scope.trim() === '') return PERMISSIONS.filter((p) => held.includes(p));
+  const asked = new Set(scope.split(' ').filter((s) => s !== ''));
+  // The description names no value: RFC 6749 allows only plain ASCII there, and echoing the
+  // caller's text back is no help to a client that sent it.
+  if ([...asked].some((s) => !isPermission(s) || !held.includes(s))) throw invalidScope();
+  return PERMISSIONS.filter((p) => asked.has(p));
 }
 
 /**
@@ -113,25 +137,34 @@ function recordAudit(services: Services, request: FastifyRequest, entry: AuditEn
   services.audit.record(entry).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
 }
 
-/** Reads the grant fields from a JSON or form body, and the credentials from it or Basic. */
+/**
+ * Reads the fields of a JSON or form body, and the credentials from it or from Basic. Only the
+ * shape of the request is judged here (fields are strings, bounded, without NUL; credentials
+ * one way, not both); what the fields ask for is judged after the client is authenticated.
+ */
 function readTokenRequest(request: FastifyRequest): TokenRequest {
   const body = request.body;
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw invalidRequest('the body must be a JSON object or a form with client_id, client_secret, audience and grant_type');
+    throw invalidRequest('the body must be a JSON object or a form with client_id, client_secret and grant_type');
   }
   const fields = body as Record<string, unknown>;
-  const field = (name: string): string | undefined => {
+  const field = (name: string, maxLength: number): string | undefined => {
     const value = fields[name];
     if (value === undefined) return undefined;
     if (typeof value !== 'string') throw invalidRequest(`${name} must be a string`);
+    if (value.length > maxLength) throw invalidRequest(`${name} is longer than allowed`);
+    if (value.includes('\u0000')) throw invalidRequest(`${name} must not contain NUL characters`);
     return value;
   };
-  const grantType = field('grant_type');
-  if (!grantType) throw invalidRequest('grant_type is required');
-  const audience = field('audience');
-  const fromBody = { clientId: field('client_id'), clientSecret: field('client_secret') };
+  const read = {
+    grantType: field('grant_type', 256) || undefined,
+    audience: field('audience', 2048) || undefined,
+    resource: field('resource', 2048) || undefined,
+    scope: field('scope', 2048),
+  };
+  const fromBody = { clientId: field('client_id', 256), clientSecret: field('client_secret', 256) };
   const fromHeader = readBasicCredentials(request.headers.authorization);
-  if (fromHeader === 'unreadable') return { grantType, audience: audience ?? '', credentials: undefined };
+  if (fromHeader === 'unreadable') return { ...read, credentials: 'unreadable' };
   if (fromHeader && (fromBody.clientId !== undefined || fromBody.clientSecret !== undefined)) {
     // RFC 6749 §2.3: a client must not use more than one authentication method per request.
     if (fromBody.clientSecret !== undefined || fromBody.clientId !== fromHeader.clientId) {
@@ -142,14 +175,7 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
   const clientSecret = fromHeader?.clientSecret ?? fromBody.clientSecret;
   if (!clientId) throw invalidRequest('client_id is required');
   if (!clientSecret) throw invalidRequest('client_secret is required');
-  if (!audience) throw invalidRequest('audience is required');
-  if (clientId.length > 256 || clientSecret.length > 256 || audience.length > 2048) {
-    throw invalidRequest('a field is longer than allowed');
-  }
-  if ([grantType, audience, clientId, clientSecret].some((v) => v.includes('\u0000'))) {
-    throw invalidRequest('fields must not contain NUL characters');
-  }
-  return { grantType, audience, credentials: { clientId, clientSecret } };
+  return { ...read, credentials: { clientId, clientSecret } };
 }
 
 /** The client and its account, or why they are refused (the same 401 for every reason). */

@@ -6,7 +6,23 @@ const TokenRequestBody = Type.Object(
     grant_type: Type.Literal('client_credentials', { description: 'Only the client-credentials grant is supported' }),
     client_id: Type.Optional(Type.String({ maxLength: 256, description: 'Unless sent as HTTP Basic', example: 'twc_3q2-7wEvWn4bKXrD1v4ZxA' })),
     client_secret: Type.Optional(Type.String({ maxLength: 256, description: 'Unless sent as HTTP Basic' })),
-    audience: Type.String({ maxLength: 2048, description: 'One of the configured audiences', example: 'https://tollwatch.example/api' }),
+    audience: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'One of the configured audiences; a trailing slash names the same one. The service API (the first configured audience) when absent',
+        example: 'https://tollwatch.example/api',
+      }),
+    ),
+    resource: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'RFC 8707 resource indicator: read as `audience` is; when both are sent they must name the same audience' }),
+    ),
+    scope: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'Space-separated permissions the token should carry, each held by the client; every permission the client holds when absent',
+        example: 'read:phone-numbers read:ip-addresses',
+      }),
+    ),
   },
   { description: 'Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both' },
 );
@@ -16,7 +32,7 @@ const TokenAnswer = Type.Object(
     access_token: Type.String({ description: 'A signed JWT (ES256), verifiable with the JWKS' }),
     token_type: Type.Literal('Bearer'),
     expires_in: Type.Integer({ description: 'Seconds the token is valid', example: 86400 }),
-    scope: Type.String({ description: "The client's permissions, space-separated", example: 'write:events read:events' }),
+    scope: Type.String({ description: 'The permissions the token carries, space-separated', example: 'write:events read:events' }),
   },
   { description: 'An access token (Cache-Control: no-store)' },
 );
@@ -45,17 +61,18 @@ export const tokenRouteSchema = {
   summary: 'Obtain an access token (client credentials)',
   tags: ['oauth'],
   description:
-    'JSON or form body with client_id, client_secret, audience, grant_type=client_credentials; credentials may instead be sent as HTTP Basic. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',
+    'JSON or form body with client_id, client_secret, grant_type=client_credentials, and optionally audience (or RFC 8707 resource) and scope; credentials may instead be sent as HTTP Basic. Credentials are checked first: a wrong secret is 401 invalid_client whatever else the request holds. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',
   // Client credentials are this endpoint's authentication, not a bearer token or /api Basic.
   security: [],
   consumes: ['application/json', 'application/x-www-form-urlencoded'],
   body: TokenRequestBody,
   response: {
     200: TokenAnswer,
-    400: oauthError('A missing or malformed field, another grant type, or an audience this server does not accept', [
+    400: oauthError('A missing or malformed field, another grant type, an audience this server does not accept, or a scope the client does not hold', [
       'invalid_request',
       'unsupported_grant_type',
       'invalid_target',
+      'invalid_scope',
     ]),
     401: oauthError('Client authentication failed: an unknown client and a wrong secret get this one identical answer', ['invalid_client'], {
       'WWW-Authenticate': { type: 'string', description: 'Basic realm="tollwatch", when the credentials came as HTTP Basic' },

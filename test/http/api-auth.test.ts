@@ -6,10 +6,12 @@ import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signToken } from '../support/tokens.ts';
 
-async function expectInvalidToken(res: Response) {
+async function expectInvalidToken(res: Response, { credentialsSent = true } = {}) {
   expect(res.status).toBe(401);
   expect(res.headers.get('content-type')).toContain('application/problem+json');
-  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
+  // RFC 6750 §3.1: an error attribute only when credentials were sent.
+  if (credentialsSent) expect(res.headers.get('www-authenticate')).toMatch(/^Bearer [^,]*(, [a-z_]+="[^"]*")*, error="invalid_token"/);
+  else expect(res.headers.get('www-authenticate')).not.toContain('error=');
   expect(res.headers.get('api-version')).toBe('1');
   const body = (await res.json()) as Record<string, unknown>;
   expect(body).toMatchObject({ status: 401, error: 'invalid_token', title: expect.any(String), type: expect.any(String) });
@@ -34,8 +36,37 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
     expect(res.headers.get('api-version')).toBe('1');
   });
 
+  it('challenges Bearer with its resource metadata, and Basic while Basic is on; no error attribute without credentials', async () => {
+    const bare = await lookup();
+    await expectInvalidToken(bare.clone(), { credentialsSent: false });
+    expect(bare.headers.get('www-authenticate')).toBe(
+      'Bearer realm="tollwatch", resource_metadata="http://tollwatch.test/.well-known/oauth-protected-resource/api", Basic realm="tollwatch", charset="UTF-8"',
+    );
+    const wrong = await lookup('Bearer not.a.jwt');
+    expect(wrong.headers.get('www-authenticate')).toBe(
+      'Bearer realm="tollwatch", resource_metadata="http://tollwatch.test/.well-known/oauth-protected-resource/api", error="invalid_token", Basic realm="tollwatch", charset="UTF-8"',
+    );
+    const off = await startHarness({ TOLLWATCH_BASIC_AUTH: 'off' });
+    try {
+      const res = await fetch(`${off.url}/api/phone-numbers/100`);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="tollwatch", resource_metadata="http://tollwatch.test/.well-known/oauth-protected-resource/api"');
+    } finally {
+      await off.close();
+    }
+    // The metadata names the audience a token request gets by default, and where to ask.
+    const metadata = await (await fetch(`${h.url}/.well-known/oauth-protected-resource/api`)).json();
+    expect(metadata).toEqual({
+      resource: 'http://tollwatch.test/api',
+      authorization_servers: ['http://tollwatch.test'],
+      scopes_supported: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'],
+      bearer_methods_supported: ['header'],
+      resource_documentation: 'http://tollwatch.test/docs',
+    });
+    expect(await (await fetch(`${h.url}/.well-known/oauth-protected-resource`)).json()).toEqual(metadata);
+  });
+
   it('401 for a missing, malformed or foreign-scheme credential', async () => {
-    await expectInvalidToken(await lookup());
+    await expectInvalidToken(await lookup(), { credentialsSent: false });
     await expectInvalidToken(await lookup('Bearer'));
     await expectInvalidToken(await lookup('Bearer not.a.jwt'));
     await expectInvalidToken(await lookup('Token abc'));
@@ -57,6 +88,14 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
       JSON.stringify({ azp: who.clientId, account_id: who.account.account_id, scope: 'read:phone-numbers', ver: 1, exp: 9e9 }),
     ).toString('base64url');
     await expectInvalidToken(await lookup(`Bearer ${header}.${payload}.`));
+  });
+
+  it('honours a token naming its client in azp, as tokens issued before RFC 9068 claims did, until it expires', async () => {
+    const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
+    for (const clientClaim of ['client_id', 'azp'] as const) {
+      const token = await signToken(who, { kid, key: privateKey, scope: 'read:phone-numbers', clientClaim });
+      expect((await lookup(`Bearer ${token}`)).status, clientClaim).toBe(404);
+    }
   });
 
   it('401 for an expired token, whose signature is otherwise good', async () => {
@@ -163,7 +202,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
   });
 
   it('every unknown /api path needs authentication, then answers a 404 problem', async () => {
-    await expectInvalidToken(await fetch(`${h.url}/api/nothing-here`));
+    await expectInvalidToken(await fetch(`${h.url}/api/nothing-here`), { credentialsSent: false });
     const res = await who.api('/api/nothing-here');
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -182,7 +221,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
       `/api/events/${'a'.repeat(600)}`,
       '/api/nothing-here/%',
     ];
-    for (const path of unreadable) await expectInvalidToken(await fetch(`${h.url}${path}`));
+    for (const path of unreadable) await expectInvalidToken(await fetch(`${h.url}${path}`), { credentialsSent: false });
     // The absolute form of a request target is routed by its path: authenticated too.
     const absolute = await new Promise<{ status: number; challenge: string | undefined }>((resolve, reject) => {
       const { port } = new URL(h.url);
@@ -193,7 +232,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
         .on('error', reject)
         .end();
     });
-    expect(absolute).toEqual({ status: 401, challenge: expect.stringContaining('invalid_token') });
+    expect(absolute).toEqual({ status: 401, challenge: expect.stringContaining('Bearer realm="tollwatch"') });
 
     // Then the route's permission, as for any value.
     const ipReader = await h.account({ permissions: ['read:ip-addresses'] });

@@ -49,7 +49,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
       iss: 'http://tollwatch.test',
       sub: who.clientId,
       aud: AUDIENCE,
-      azp: who.clientId,
+      client_id: who.clientId,
       scope: body.scope,
       account_id: who.account.account_id,
     });
@@ -96,7 +96,6 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
   it.each([
     ['client_id missing', { client_id: undefined }],
     ['client_secret missing', { client_secret: undefined }],
-    ['audience missing', { audience: undefined }],
     ['grant_type missing', { grant_type: undefined }],
     ['client_id not a string', { client_id: 42 }],
     ['audience not a string', { audience: ['x'] }],
@@ -127,10 +126,68 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     }
   });
 
-  it('400 invalid_target for an audience not configured', async () => {
-    const res = await tokenRequest(h, { ...valid(), audience: 'https://evil.example/api' });
-    expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'invalid_target', error_description: expect.any(String) });
+  it('400 invalid_target for an audience or resource not configured, or the two disagreeing', async () => {
+    for (const change of [
+      { audience: 'https://evil.example/api' },
+      { audience: undefined, resource: 'https://evil.example/api' },
+      { audience: AUDIENCE, resource: SENTRYPEER_AUDIENCE },
+    ]) {
+      const res = await tokenRequest(h, { ...valid(), ...change });
+      expect(res.status, JSON.stringify(change)).toBe(400);
+      expect(await res.json()).toEqual({ error: 'invalid_target', error_description: expect.any(String) });
+    }
+  });
+
+  it('defaults the audience to the service API when none is named, and reads RFC 8707 resource like audience', async () => {
+    const audienceOf = async (change: Record<string, unknown>) => {
+      const res = await tokenRequest(h, { ...valid(), ...change });
+      expect(res.status, JSON.stringify(change)).toBe(200);
+      return decodeJwt(((await res.json()) as { access_token: string }).access_token).aud;
+    };
+    expect(await audienceOf({ audience: undefined })).toBe(AUDIENCE);
+    expect(await audienceOf({ audience: '' })).toBe(AUDIENCE);
+    expect(await audienceOf({ audience: undefined, resource: SENTRYPEER_AUDIENCE })).toBe(SENTRYPEER_AUDIENCE);
+    expect(await audienceOf({ resource: AUDIENCE })).toBe(AUDIENCE);
+    // A trailing slash names the same audience; the token carries it as configured.
+    expect(await audienceOf({ audience: `${AUDIENCE}/` })).toBe(AUDIENCE);
+    expect(await audienceOf({ audience: undefined, resource: `${SENTRYPEER_AUDIENCE}/` })).toBe(SENTRYPEER_AUDIENCE);
+  });
+
+  it('checks the credentials before anything else the request asks for', async () => {
+    for (const change of [{ audience: undefined }, { audience: 'https://evil.example/api' }, { grant_type: 'password' }, { grant_type: undefined }, { scope: 'bogus' }]) {
+      const res = await tokenRequest(h, { ...valid(), client_secret: 'tws_wrong', ...change });
+      expect(res.status, JSON.stringify(change)).toBe(401);
+      expect(await res.json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+    }
+  });
+
+  it('down-scopes to the permissions named in scope, and refuses one that does not exist or is not held', async () => {
+    const granted = async (scope: string) => {
+      const res = await tokenRequest(h, { ...valid(), scope });
+      expect(res.status, scope).toBe(200);
+      const body = (await res.json()) as { access_token: string; scope: string };
+      expect(decodeJwt(body.access_token).scope).toBe(body.scope);
+      return body.scope;
+    };
+    expect(await granted('read:events')).toBe('read:events');
+    expect(await granted('read:ip-addresses  write:events')).toBe('write:events read:ip-addresses');
+    expect(await granted('')).toBe('write:events read:events read:phone-numbers read:ip-addresses');
+    const narrow = await h.account({ permissions: ['read:phone-numbers'] });
+    for (const [client, scope] of [
+      [who, 'bogus'],
+      [who, 'read:events bogus'],
+      [narrow, 'read:events'],
+    ] as const) {
+      const res = await tokenRequest(h, { ...valid(), client_id: client.clientId, client_secret: client.clientSecret, scope });
+      expect(res.status, scope).toBe(400);
+      expect(await res.json()).toEqual({ error: 'invalid_scope', error_description: expect.any(String) });
+    }
+    // A down-scoped token is refused where it lacks the permission, though its client holds it.
+    const res = await tokenRequest(h, { ...valid(), scope: 'read:ip-addresses' });
+    const { access_token } = (await res.json()) as { access_token: string };
+    const lookup = await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${access_token}` } });
+    expect(lookup.status).toBe(403);
+    expect(((await lookup.json()) as { error: string }).error).toBe('insufficient_scope');
   });
 
   it('401 invalid_client for Basic credentials that cannot be read, audited as a failure', async () => {
@@ -181,8 +238,8 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     expect(token.security).toEqual([]);
     expect(Object.keys(token.requestBody.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
     for (const media of Object.values(token.requestBody.content) as Array<{ schema: { properties: object; required: string[] } }>) {
-      expect(Object.keys(media.schema.properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type']);
-      expect(media.schema.required.sort()).toEqual(['audience', 'grant_type']);
+      expect(Object.keys(media.schema.properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type', 'resource', 'scope']);
+      expect(media.schema.required.sort()).toEqual(['grant_type']);
     }
     expect(Object.keys(token.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '429']));
     expect(Object.keys(token.responses['200'].content['application/json'].schema.properties).sort()).toEqual([

@@ -1,7 +1,16 @@
 import type { FastifyInstance } from 'fastify';
+import { PERMISSIONS } from '../../domain/permissions.ts';
 import type { Services } from '../../services.ts';
 
-/** Unauthenticated operational endpoints (docs/api.md §1): health, JWKS, AS metadata. */
+/**
+ * Where the RFC 9728 metadata of the `/api` resource is served: the well-known path with the
+ * resource's path appended (RFC 9728 §3.1), named in every 401 challenge of `/api`.
+ */
+export function protectedResourceMetadataUrl(publicUrl: string): string {
+  return `${publicUrl}/.well-known/oauth-protected-resource/api`;
+}
+
+/** Unauthenticated operational endpoints (docs/api.md §1): health, JWKS, AS and resource metadata. */
 export async function operationalRoutes(app: FastifyInstance, { services }: { services: Services }) {
   const { config, database } = services;
 
@@ -36,7 +45,20 @@ export async function operationalRoutes(app: FastifyInstance, { services }: { se
     // which a client-credentials-only server does not have: the truthful list is empty. The
     // `token` we used to list is the implicit grant, which we never supported.
     response_types_supported: [],
-    scopes_supported: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'],
+    scopes_supported: [...PERMISSIONS],
     service_documentation: `${config.publicUrl}/docs`,
   }));
+
+  // RFC 9728 metadata of the API: the audience a token should name (the default one when a
+  // token request names none) and where to get one. Served at the root well-known path too,
+  // for clients that look only there.
+  const resourceMetadata = () => ({
+    resource: services.tokens.defaultAudience,
+    authorization_servers: [config.issuer],
+    scopes_supported: [...PERMISSIONS],
+    bearer_methods_supported: ['header'],
+    resource_documentation: `${config.publicUrl}/docs`,
+  });
+  app.get('/.well-known/oauth-protected-resource/api', { schema: { hide: true } }, async () => resourceMetadata());
+  app.get('/.well-known/oauth-protected-resource', { schema: { hide: true } }, async () => resourceMetadata());
 }
