@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serializeList } from 'structured-headers';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
@@ -14,8 +15,9 @@ declare module 'fastify' {
 
 /**
  * The `/api` preHandler that spends a request's cost from its account's plan allowance and
- * answers with the IETF RateLimit fields; over the limit it refuses with 429 `rate_limited`.
- * It runs after authentication and body parsing, so a batch is counted per event.
+ * answers with the RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10 (docs/api.md
+ * §9); over the limit it refuses with 429 `rate_limited`. It runs after authentication and
+ * body parsing, so a batch is counted per event.
  */
 export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog) {
   return async function limit(request: FastifyRequest, reply: FastifyReply) {
@@ -27,11 +29,11 @@ export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog) {
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!window) return;
     const state = await limiter.consume(rateGroup, principal.account.account_id, window, rateCost?.(request) ?? 1);
+    // Structured fields naming the policy by its route group: the quota and window it grants,
+    // and what remains of it with the seconds until it resets.
     reply
-      .header('ratelimit-limit', state.limit)
-      .header('ratelimit-remaining', state.remaining)
-      .header('ratelimit-reset', state.resetSeconds)
-      .header('ratelimit-policy', `${window.limit};w=${window.windowSeconds}`);
+      .header('ratelimit-policy', serializeList([[rateGroup, new Map([['q', window.limit], ['w', window.windowSeconds]])]]))
+      .header('ratelimit', serializeList([[rateGroup, new Map([['r', state.remaining], ['t', state.resetSeconds]])]]));
     if (!state.allowed) {
       reply.header('retry-after', state.resetSeconds);
       throw new ServiceError(

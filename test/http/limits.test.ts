@@ -4,14 +4,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { privateRedis, redisServerMissing } from '../support/redis.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { rateLimitOf, remainingOf } from '../support/rate-limit.ts';
 import { signToken } from '../support/tokens.ts';
 
-function expectRateHeaders(res: Response, limit: number, window: number) {
-  expect(res.headers.get('ratelimit-limit')).toBe(String(limit));
-  expect(Number(res.headers.get('ratelimit-remaining'))).toBeGreaterThanOrEqual(0);
-  expect(Number(res.headers.get('ratelimit-reset'))).toBeGreaterThan(0);
-  expect(Number(res.headers.get('ratelimit-reset'))).toBeLessThanOrEqual(window);
-  expect(res.headers.get('ratelimit-policy')).toBe(`${limit};w=${window}`);
+function expectRateHeaders(res: Response, limit: number, window: number, policy = 'lookups') {
+  expect(res.headers.get('ratelimit-policy')).toBe(`"${policy}";q=${limit};w=${window}`);
+  const fields = rateLimitOf(res)!;
+  expect(fields).toMatchObject({ policy, quota: limit, window });
+  expect(fields.remaining).toBeGreaterThanOrEqual(0);
+  expect(fields.reset).toBeGreaterThan(0);
+  expect(fields.reset).toBeLessThanOrEqual(window);
+  // Only the fields of the current draft: the -06 trio is gone.
+  for (const old of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) expect(res.headers.get(old)).toBeNull();
 }
 
 describe('per-plan rate limits (docs/api.md §9)', () => {
@@ -36,12 +40,12 @@ describe('per-plan rate limits (docs/api.md §9)', () => {
       const res = await tester.api(i % 2 ? '/api/ip-addresses/192.0.2.1' : '/api/phone-numbers/100');
       expect(res.status).toBe(404);
       expectRateHeaders(res, 5, 3600);
-      expect(res.headers.get('ratelimit-remaining')).toBe(String(4 - i));
+      expect(remainingOf(res)).toBe(4 - i);
     }
     const refused = await tester.api('/api/phone-numbers/100');
     expect(refused.status).toBe(429);
     expectRateHeaders(refused, 5, 3600);
-    expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    expect(remainingOf(refused)).toBe(0);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(refused.headers.get('content-type')).toContain('application/problem+json');
     expect(await refused.json()).toMatchObject({ status: 429, error: 'rate_limited' });
@@ -54,7 +58,7 @@ describe('per-plan rate limits (docs/api.md §9)', () => {
     for (let i = 0; i < 2; i++) {
       const res = await postEvent(who, sampleEvent());
       expect(res.status).toBe(201);
-      expectRateHeaders(res, 2, 60);
+      expectRateHeaders(res, 2, 60, 'submissions');
     }
     const third = await postEvent(who, sampleEvent());
     expect(third.status).toBe(429);
@@ -71,7 +75,7 @@ describe('per-plan rate limits (docs/api.md §9)', () => {
     for (let i = 0; i < 8; i++) {
       const res = await who.api('/api/events');
       expect(res.status).toBe(200);
-      expect(res.headers.get('ratelimit-limit')).toBeNull();
+      expect(rateLimitOf(res)).toBeUndefined();
     }
   });
 
