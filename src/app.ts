@@ -7,6 +7,7 @@ import { apiHeaders, apiScope } from './http/api.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
+import { problemPages } from './http/routes/problem-pages.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
 
@@ -64,7 +65,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  // Problem `type` URIs are absolute, on the page that explains each code.
+  app.decorate('problemTypes', `${services.config.publicUrl}/problems`);
   await app.register(operationalRoutes, { services });
+  await app.register(problemPages);
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
   await app.register(swaggerUi, { routePrefix: '/docs' });

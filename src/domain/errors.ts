@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'invalid_phone_number'
   | 'invalid_ip_address'
   | 'not_found'
+  | 'method_not_allowed'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'invalid_json'

@@ -9,15 +9,6 @@ import type { Services } from '../services.ts';
 import { protectedResourceMetadataUrl } from './routes/operational.ts';
 import { problem, sendProblem } from './problem.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal | undefined;
-  }
-  interface FastifyContextConfig {
-    /** The permission a route needs; routes without one are public (OpenAPI only). */
-    permission?: Permission;
-  }
-}
 
 /** The authenticated principal of a route that declared a permission. */
 export function principalOf(request: FastifyRequest): Principal {

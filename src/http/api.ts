@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
 import { apiAuthHook, apiAuthOptions } from './api-auth.ts';
+import { AllowedMethods } from './allowed-methods.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { readJsonBody } from './json-body.ts';
 import { malformedPathHook } from './malformed-path.ts';
@@ -47,9 +48,15 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   });
 
   app.setErrorHandler(apiErrorHandler);
-  app.setNotFoundHandler((_request: FastifyRequest, reply: FastifyReply) =>
-    sendProblem(reply, problem('not_found', 'no such resource')),
-  );
+  // Routes are learnt as they register below: a known path asked with another method is 405.
+  const allowed = new AllowedMethods();
+  app.addHook('onRoute', allowed.record);
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const methods = allowed.at((request.raw.url ?? '').split('?')[0]!);
+    if (methods.length === 0) return sendProblem(reply, problem('not_found', 'no such resource'));
+    reply.header('allow', methods.join(', '));
+    return sendProblem(reply, problem('method_not_allowed', `${request.method} is not taken here; this path takes ${methods.join(', ')}`));
+  });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

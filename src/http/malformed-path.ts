@@ -1,16 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyRequest } from 'fastify';
-import { ServiceError, type ErrorCode } from '../domain/errors.ts';
+import { ServiceError } from '../domain/errors.ts';
 
 /** The longest path value a route takes (the router's maxParamLength), after URL decoding. */
 export const MAX_PATH_VALUE_LENGTH = 512;
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** What a path value that cannot be read means on this route: its problem, and what it names. */
-    pathValue?: { code: ErrorCode; name: string };
-  }
-}
 
 type Flaw = 'encoding' | 'length';
 

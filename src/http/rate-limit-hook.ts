@@ -2,16 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { serializeList } from 'structured-headers';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
-import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
+import type { PlanLimiter } from '../limits/plan-limiter.ts';
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The allowance a route spends from (docs/api.md §9); unlimited routes name none. */
-    rateGroup?: LimitGroup;
-    /** How many units a request spends, e.g. one per event of a batch; 1 when absent. */
-    rateCost?: (request: FastifyRequest) => number;
-  }
-}
 
 /**
  * The `/api` preHandler that spends a request's cost from its account's plan allowance and

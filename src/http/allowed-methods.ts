@@ -1,0 +1,33 @@
+import type { RouteOptions } from 'fastify';
+
+/**
+ * The methods each path of a scope takes, learnt from its routes as they are registered, so
+ * that a known path asked with another method is answered 405 with `Allow` (RFC 9110 §15.5.6)
+ * rather than 404. A path value matches any segment, as it does in the router.
+ */
+export class AllowedMethods {
+  private readonly routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+
+  /** Fastify's `onRoute` hook: records one route's method(s). */
+  readonly record = (route: RouteOptions): void => {
+    const pattern = patternOf(route.url);
+    let entry = this.routes.find((r) => r.pattern.source === pattern.source);
+    if (!entry) {
+      entry = { pattern, methods: new Set() };
+      this.routes.push(entry);
+    }
+    for (const method of [route.method].flat()) entry.methods.add(method.toUpperCase());
+  };
+
+  /** The methods some route takes at this path (sorted), empty when no route has the path. */
+  at(path: string): string[] {
+    const methods = new Set<string>();
+    for (const route of this.routes) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
+    return [...methods].sort();
+  }
+}
+
+function patternOf(url: string): RegExp {
+  const segments = url.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${segments.join('/')}$`);
+}
