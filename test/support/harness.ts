@@ -48,7 +48,8 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
   );
   const services = await createServices(config, options);
   const app = await buildApp(services);
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  // PORT 0 (the default here) takes any free port; a test that must know it first passes one.
+  await app.listen({ port: config.port, host: '127.0.0.1' });
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no port');
   const url = `http://127.0.0.1:${address.port}`;
@@ -147,5 +148,18 @@ export function postEvent(who: TestAccount, event: unknown, headers: Record<stri
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof event === 'string' ? event : JSON.stringify(event),
+  });
+}
+
+/** A port free on the loopback address just now, for a server whose public URL must name it. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
+    });
   });
 }
