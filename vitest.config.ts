@@ -37,13 +37,10 @@ export default defineConfig(async () => {
       hookTimeout: 60_000,
       projects: [
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**'], env: { TEST_STORE: 'sqlite' } } },
-        ...(unreachable
-          ? []
-          : [
-              { extends: true, test: { name: 'postgres', include: storeSuites, env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } },
-              // Takes the machine's PostgreSQL and Redis away: run on its own (npm test does, last).
-              { extends: true, test: { name: 'outages', include: ['test/faults/**/*.test.ts'], env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } },
-            ]),
+        ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } }]),
+        // Takes the machine's PostgreSQL and Redis away: run on its own (npm test does, last).
+        // Without a reachable PostgreSQL it has nothing to run, and says so rather than failing.
+        { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } },
       ],
     },
   };
