@@ -1,8 +1,8 @@
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config.ts';
 import { ServiceError } from '../domain/errors.ts';
+import { TESTER_PLAN, type PlanChanges } from '../domain/plans.ts';
 import { createServices, type Services } from '../services.ts';
-import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
 
 /** What a command prints: one JSON object with --json, readable lines otherwise. */
 type Output = { json: object; text: string };
@@ -33,7 +33,7 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     .command('create')
     .description('create an account')
     .requiredOption('--name <name>', 'account name')
-    .addOption(new Option('--plan <plan>', 'plan name').default('tester'))
+    .addOption(new Option('--plan <plan>', 'plan name').default(TESTER_PLAN.name))
     .option('--trusted', "the account's events join the shared data set")
     .action(
       run(async (s, opts: { name: string; plan: string; trusted?: boolean }) => {
@@ -152,22 +152,13 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     .option('--max-clients <N|unlimited>', 'API clients an account may hold')
     .action(
       run(async (s, name: string, opts: { maySubmit?: string; lookups?: string; submissions?: string; maxClients?: string }) => {
-        const current = (await s.plans.find(name)) ?? {
-          name,
-          maySubmit: false,
-          lookups: { limit: 5, windowSeconds: 3600 },
-          submissions: null,
-          maxClients: 1,
-        };
-        const plan = {
-          ...current,
+        const changes: PlanChanges = {
           ...(opts.maySubmit !== undefined ? { maySubmit: parseYesNo(opts.maySubmit) } : {}),
           ...(opts.lookups !== undefined ? { lookups: parseWindow(opts.lookups) } : {}),
           ...(opts.submissions !== undefined ? { submissions: opts.submissions === 'none' ? null : parseWindow(opts.submissions) } : {}),
           ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients === 'unlimited' ? null : parseCount(opts.maxClients) } : {}),
         };
-        await s.plans.save(plan);
-        await s.audit.record({ action: 'plan.saved', actor: 'operator', detail: { plan } });
+        const plan = await s.plans.change(name, changes);
         return { json: plan, text: `plan ${name} saved` };
       }),
     );
@@ -180,7 +171,7 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     .action(
       run(async (s) => {
         const started = Date.now();
-        await rebuildAggregates(s.database.db);
+        await s.rebuildAggregates();
         const seconds = (Date.now() - started) / 1000;
         return { json: { rebuilt: true, seconds }, text: `aggregates rebuilt in ${seconds.toFixed(1)} s` };
       }),
@@ -193,9 +184,8 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     .option('--limit <n>', 'how many', '50')
     .action(
       run(async (s, opts: { account?: string; limit: string }) => {
-        let query = s.database.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(parseCount(opts.limit));
-        if (opts.account) query = query.where('account_id', '=', opts.account);
-        const rows = (await query.execute()).map((r) => ({ ...r, detail: r.detail ? (JSON.parse(r.detail) as unknown) : null }));
+        // An empty --account means every account, as it always has.
+        const rows = await s.audit.list({ accountId: opts.account || undefined, limit: parseCount(opts.limit) });
         return {
           json: { entries: rows },
           text: rows.map((r) => `${r.at}  ${r.action.padEnd(22)} ${r.actor}  ${r.account_id ?? ''} ${r.client_id ?? ''} ${r.ip ?? ''}`).join('\n'),
@@ -234,7 +224,8 @@ function describeWindow(window: { limit: number; windowSeconds: number }): strin
 }
 
 function parseCount(value: string): number {
-  if (!/^\d+$/.test(value)) throw new ServiceError('validation_failed', `${JSON.stringify(value)} is not a whole number`);
+  // Beyond 2^53 a number is no longer the one typed; the plan checks already refuse such counts.
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ServiceError('validation_failed', `${JSON.stringify(value)} is not a whole number`);
   return Number(value);
 }
 

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TESTER_PLAN } from '../../src/domain/plans.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 let database: TestDatabase;
@@ -141,6 +142,58 @@ describe('operator CLI (docs/api.md §10)', () => {
     const entries = json('audit', '--account', account.account_id).entries as Array<Record<string, unknown>>;
     expect(entries.map((e) => e.action)).toEqual(['client.secret_reset', 'client.created', 'account.created']);
     expect(entries[0]).toMatchObject({ actor: 'operator', client_id: client.client_id, account_id: account.account_id });
+  });
+
+  it('lists the audit trail newest first, by account and limit, in text and JSON alike', () => {
+    const account = json('accounts', 'create', '--name', 'Limited', '--plan', 'contributor');
+    const client = json('clients', 'create', '--account', account.account_id, '--name', 'n');
+    json('accounts', 'set-trusted', account.account_id, 'yes');
+    const two = json('audit', '--account', account.account_id, '--limit', '2').entries as Array<Record<string, unknown>>;
+    expect(two.map((e) => e.action)).toEqual(['account.trust_changed', 'client.created']);
+    // A number on every store (PostgreSQL's bigserial would otherwise arrive as a string).
+    expect(two[0]).toEqual({
+      id: expect.any(Number),
+      at: expect.any(String),
+      action: 'account.trust_changed',
+      actor: 'operator',
+      account_id: account.account_id,
+      client_id: null,
+      ip: null,
+      detail: { trusted: true },
+    });
+    const text = tollwatch('audit', '--account', account.account_id, '--limit', '2');
+    expect(text.status).toBe(0);
+    expect(text.stdout.split('\n')).toEqual([
+      `${two[0]!.at}  account.trust_changed  operator  ${account.account_id}  `,
+      `${two[1]!.at}  client.created         operator  ${account.account_id} ${client.client_id} `,
+      '',
+    ]);
+    expect(json('audit', '--limit', '1').entries).toHaveLength(1);
+    // The count parser refuses what it cannot hold exactly, rather than let the store choke on it.
+    const huge = tollwatch('audit', '--limit', '99999999999999999999');
+    expect(huge.status).toBe(1);
+    expect(huge.stderr).toBe('tollwatch: "99999999999999999999" is not a whole number\n');
+  });
+
+  it('audits plan changes with the operator as actor, and starts a new plan from the tester plan', () => {
+    const saved = json('plans', 'set', 'starter', '--lookups', '7/minute');
+    expect(saved).toEqual({ ...TESTER_PLAN, name: 'starter', lookups: { limit: 7, windowSeconds: 60 } });
+    const [entry] = json('audit', '--limit', '1').entries as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ action: 'plan.saved', actor: 'operator', account_id: null, client_id: null, ip: null, detail: { plan: saved } });
+
+    const changed = json('plans', 'set', 'starter', '--submissions', '5/hour', '--may-submit', 'yes');
+    expect(changed).toEqual({ ...saved, maySubmit: true, submissions: { limit: 5, windowSeconds: 3600 } });
+    expect((json('audit', '--limit', '1').entries as Array<Record<string, unknown>>)[0]).toMatchObject({ action: 'plan.saved', detail: { plan: changed } });
+
+    // Refused changes leave no audit row.
+    const before = json('audit', '--limit', '5');
+    expect(tollwatch('plans', 'set', 'starter', '--submissions', 'none').status).toBe(1);
+    expect(json('audit', '--limit', '5')).toEqual(before);
+  });
+
+  it('rebuilds the lookup aggregates', () => {
+    expect(json('aggregates', 'rebuild')).toEqual({ rebuilt: true, seconds: expect.any(Number) });
+    expect(tollwatch('aggregates', 'rebuild').stdout).toMatch(/^aggregates rebuilt in \d+\.\d s\n$/);
   });
 
   it('reports an unusable DATABASE_URL cleanly', () => {
