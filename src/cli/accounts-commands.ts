@@ -3,6 +3,7 @@ import type { Account } from '../domain/accounts.ts';
 import { TESTER_PLAN } from '../domain/plans.ts';
 import { parseYesNo } from './arguments.ts';
 import type { CommandOutput, Run } from './command-group.ts';
+import { terminalText } from './terminal-text.ts';
 
 /** `tollwatch accounts create|list|set-plan|disable|enable|set-trusted` (docs/api.md §10). */
 export function accountsCommands(program: Command, run: Run): void {
@@ -31,7 +32,7 @@ export function accountsCommands(program: Command, run: Run): void {
         return {
           json: { accounts: all },
           text: all
-            .map((a) => `${a.account_id}  ${a.plan.padEnd(16)} ${a.trusted ? 'trusted ' : ''}${a.disabled ? 'disabled ' : ''}${a.name}`)
+            .map((a) => terminalText`${a.account_id}  ${a.plan.padEnd(16)} ${a.trusted ? 'trusted ' : ''}${a.disabled ? 'disabled ' : ''}${a.name}`)
             .join('\n'),
         };
       }),

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parseCount } from './arguments.ts';
 import type { Run } from './command-group.ts';
+import { terminalText } from './terminal-text.ts';
 
 /** `tollwatch audit [--account <id>] [--limit <n>]`: the newest audit entries (docs/api.md §10). */
 export function auditCommand(program: Command, run: Run): void {
@@ -16,7 +17,7 @@ export function auditCommand(program: Command, run: Run): void {
         return {
           json: { entries },
           text: entries
-            .map((e) => `${e.at}  ${e.action.padEnd(22)} ${e.actor}  ${e.account_id ?? ''} ${e.client_id ?? ''} ${e.ip ?? ''}`)
+            .map((e) => terminalText`${e.at}  ${e.action.padEnd(22)} ${e.actor}  ${e.account_id ?? ''} ${e.client_id ?? ''} ${e.ip ?? ''}`)
             .join('\n'),
         };
       }),

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Run } from './command-group.ts';
+import { terminalText } from './terminal-text.ts';
 
 /** `tollwatch clients create|list|reset-secret|delete` (docs/api.md §10). */
 export function clientsCommands(program: Command, run: Run): void {
@@ -27,7 +28,7 @@ export function clientsCommands(program: Command, run: Run): void {
     .action(
       run(async (s, opts: { account: string }) => {
         const all = await s.accounts.listClients(opts.account);
-        return { json: { clients: all }, text: all.map((c) => `${c.client_id}  ${c.permissions.join(' ')}  ${c.name}`).join('\n') };
+        return { json: { clients: all }, text: all.map((c) => terminalText`${c.client_id}  ${c.permissions.join(' ')}  ${c.name}`).join('\n') };
       }),
     );
   clients

@@ -8,6 +8,7 @@ import { auditCommand } from './audit-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run } from './command-group.ts';
 import { plansCommands } from './plans-commands.ts';
+import { terminalJson } from './terminal-text.ts';
 
 /** The command groups, in the order `--help` lists them. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [accountsCommands, clientsCommands, plansCommands, aggregatesCommand, auditCommand];
@@ -37,7 +38,7 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
 
   try {
     await program.parseAsync(argv, { from: 'user' });
-    if (output) io.out.write(`${program.opts().json ? JSON.stringify(output.json) : output.text}\n`);
+    if (output) io.out.write(`${program.opts().json ? terminalJson(output.json) : output.text}\n`);
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { PlanChanges } from '../domain/plans.ts';
 import { describeWindow, parseCount, parseWindow, parseYesNo } from './arguments.ts';
 import type { Run } from './command-group.ts';
+import { terminalText } from './terminal-text.ts';
 
 interface PlanOptions {
   maySubmit?: string;
@@ -24,7 +25,7 @@ export function plansCommands(program: Command, run: Run): void {
           text: all
             .map(
               (p) =>
-                `${p.name.padEnd(18)} submit: ${p.maySubmit ? 'yes' : 'no '}  lookups: ${describeWindow(p.lookups)}  submissions: ${p.submissions ? describeWindow(p.submissions) : '-'}  clients: ${p.maxClients ?? 'unlimited'}`,
+                terminalText`${p.name.padEnd(18)} submit: ${p.maySubmit ? 'yes' : 'no '}  lookups: ${describeWindow(p.lookups)}  submissions: ${p.submissions ? describeWindow(p.submissions) : '-'}  clients: ${p.maxClients ?? 'unlimited'}`,
             )
             .join('\n'),
         };

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TESTER_PLAN } from '../../src/domain/plans.ts';
+import { startHarness } from '../support/harness.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 let database: TestDatabase;
@@ -189,6 +190,43 @@ describe('operator CLI (docs/api.md §10)', () => {
     const before = json('audit', '--limit', '5');
     expect(tollwatch('plans', 'set', 'starter', '--submissions', 'none').status).toBe(1);
     expect(json('audit', '--limit', '5')).toEqual(before);
+  });
+
+  it('shows stored control characters as visible escapes, in text and in JSON', async () => {
+    const hostile = 'twc_\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f';
+    const h = await startHarness({ DATABASE_URL });
+    try {
+      const res = await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: hostile, client_secret: 'nope', audience: h.config.audiences[0], grant_type: 'client_credentials' }),
+      });
+      expect(res.status).toBe(401);
+      // The token endpoint writes its audit row without waiting for it.
+      await expect.poll(async () => (await h.services.audit.list({ limit: 1 }))[0]?.client_id, { timeout: 10_000 }).toBe(hostile);
+    } finally {
+      await h.close();
+    }
+    const audit = tollwatch('audit', '--limit', '1');
+    const listed = tollwatch('--json', 'audit', '--limit', '1');
+    // Names refuse C0 but take DEL and C1, so list commands meet them too.
+    const account = json('accounts', 'create', '--name', 'Evil\u009b2J\u007f');
+    json('clients', 'create', '--account', account.account_id, '--name', 'pbx\u0085');
+    const accounts = tollwatch('accounts', 'list');
+    const clients = tollwatch('clients', 'list', '--account', account.account_id);
+
+    for (const run of [audit, accounts, clients]) {
+      expect(run.status).toBe(0);
+      expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    }
+    expect(audit.stdout).toContain(' twc_\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7f ');
+    expect(accounts.stdout).toContain('Evil\\x9b2J\\x7f');
+    expect(clients.stdout).toContain('pbx\\x85');
+
+    // JSON.stringify escapes C0 only; DEL and C1 are escaped too, and parse back the same.
+    expect(listed.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(listed.stdout).toContain('twc_\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m\\u007f');
+    expect(JSON.parse(listed.stdout).entries[0]).toMatchObject({ action: 'token.refused', actor: 'anonymous', client_id: hostile });
   });
 
   it('rebuilds the lookup aggregates', () => {
