@@ -15,6 +15,7 @@ import { ApiAuthenticator } from './oauth/api-authenticator.ts';
 import { CredentialsCache } from './oauth/credentials-cache.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
+import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
@@ -40,6 +41,8 @@ export interface Services {
   intake: EventIntake;
   eventQuery: EventQuery;
   lookups: LookupService;
+  /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
+  rebuildAggregates(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,10 +64,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const database = await openDatabase(config.databaseUrl, { sqliteCacheMiB: config.sqliteCacheMiB });
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
-  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, database.externalChangeCounter, () =>
-    redis?.announceAccessChange(),
-  );
   const audit = new SqlAuditTrail(database.db, log);
+  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, {
+    externalChangeCounter: database.externalChangeCounter,
+    onSaved: () => redis?.announceAccessChange(),
+    audit,
+  });
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
   const forget = () => {
@@ -105,6 +110,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     intake: new EventIntake(ingestRepo, plans),
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
+    rebuildAggregates: () => rebuildAggregates(database.db),
     async close() {
       await writer?.close();
       await redis?.close();

@@ -25,10 +25,33 @@ export interface AuditEntry {
   detail?: Record<string, unknown>;
 }
 
+/** One stored audit entry as the operator reads it back (docs/api.md §10). */
+export interface AuditRecord {
+  id: number;
+  /** ISO 8601 time of recording. */
+  at: string;
+  action: AuditAction;
+  actor: string;
+  account_id: string | null;
+  client_id: string | null;
+  ip: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** Which audit entries to list. */
+export interface AuditQuery {
+  /** Only entries about this account. */
+  accountId?: string;
+  /** At most this many, the newest. */
+  limit: number;
+}
+
 /** Where audit entries go: the store's audit table and the structured log. */
 export interface AuditTrail {
   record(entry: AuditEntry): Promise<void>;
+  /** The newest entries first. */
+  list(query: AuditQuery): Promise<AuditRecord[]>;
 }
 
 /** An audit trail that keeps nothing, for code paths that need one but audit nothing. */
-export const NO_AUDIT: AuditTrail = { record: async () => {} };
+export const NO_AUDIT: AuditTrail = { record: async () => {}, list: async () => [] };

@@ -1,3 +1,4 @@
+import { NO_AUDIT, type AuditTrail } from './audit.ts';
 import { ServiceError } from './errors.ts';
 
 /** A rate window: at most `limit` requests per `windowSeconds`. */
@@ -18,9 +19,18 @@ export interface Plan {
   maxClients: number | null;
 }
 
-/** The plan every account gets unless the operator says otherwise. */
+/** The plan every account gets unless the operator says otherwise, and a new plan's starting point. */
+export const TESTER_PLAN: Readonly<Plan> = {
+  name: 'tester',
+  maySubmit: false,
+  lookups: { limit: 5, windowSeconds: 3600 },
+  submissions: null,
+  maxClients: 1,
+};
+
+/** The plans a new store starts with. */
 export const DEFAULT_PLANS: readonly Plan[] = [
-  { name: 'tester', maySubmit: false, lookups: { limit: 5, windowSeconds: 3600 }, submissions: null, maxClients: 1 },
+  TESTER_PLAN,
   {
     name: 'contributor',
     maySubmit: true,
@@ -37,10 +47,23 @@ export function findPlan(plans: readonly Plan[], name: string): Plan | undefined
   return plans.find((p) => p.name === name);
 }
 
+/** What an operator may change in a plan: any of its limits, each left as it is when absent. */
+export type PlanChanges = Partial<Omit<Plan, 'name'>>;
+
 /** Where plans are kept. */
 export interface PlansRepository {
   list(): Promise<Plan[]>;
   save(plan: Plan): Promise<void>;
+}
+
+/** What a plan catalog is told about the world around it. */
+export interface PlanCatalogOptions {
+  /** Changes whenever another process commits, where the store can tell. */
+  externalChangeCounter?: () => number;
+  /** Runs after this catalog changed a plan, e.g. to tell other instances. */
+  onSaved?: () => void;
+  /** Where plan changes are recorded. */
+  audit?: AuditTrail;
 }
 
 /**
@@ -53,16 +76,17 @@ export class PlanCatalog {
   private readonly ttlMs: number;
   private readonly externalChangeCounter: (() => number) | undefined;
   private readonly onSaved: () => void;
+  private readonly audit: AuditTrail;
   private plans: Plan[] | undefined;
   private loadedAt = 0;
   private lastCounter: number | undefined;
 
-  /** `onSaved` runs after this catalog changed a plan, e.g. to tell other instances. */
-  constructor(repo: PlansRepository, ttlMs: number, externalChangeCounter?: () => number, onSaved: () => void = () => {}) {
+  constructor(repo: PlansRepository, ttlMs: number, options: PlanCatalogOptions = {}) {
     this.repo = repo;
     this.ttlMs = ttlMs;
-    this.externalChangeCounter = externalChangeCounter;
-    this.onSaved = onSaved;
+    this.externalChangeCounter = options.externalChangeCounter;
+    this.onSaved = options.onSaved ?? (() => {});
+    this.audit = options.audit ?? NO_AUDIT;
   }
 
   /** Every plan. */
@@ -86,13 +110,29 @@ export class PlanCatalog {
     this.plans = undefined;
   }
 
-  /** Creates or replaces a plan after checking it makes sense. */
-  async save(plan: Plan): Promise<void> {
+  /** Creates or replaces a plan after checking it makes sense, and records who did. */
+  async save(plan: Plan, actor = 'operator'): Promise<void> {
     const problems = planProblems(plan);
     if (problems.length > 0) throw new ServiceError('validation_failed', problems.join('; '));
     await this.repo.save(plan);
     this.plans = undefined;
     this.onSaved();
+    await this.audit.record({ action: 'plan.saved', actor, detail: { plan } });
+  }
+
+  /** Applies changes to a plan, or to the tester plan's limits under a new name, and saves it. */
+  async change(name: string, changes: PlanChanges, actor = 'operator'): Promise<Plan> {
+    const current = (await this.find(name)) ?? { ...TESTER_PLAN, name };
+    // Field by field: a change given as undefined leaves the limit as it is; null is a value.
+    const plan: Plan = {
+      name,
+      maySubmit: changes.maySubmit ?? current.maySubmit,
+      lookups: changes.lookups ?? current.lookups,
+      submissions: changes.submissions !== undefined ? changes.submissions : current.submissions,
+      maxClients: changes.maxClients !== undefined ? changes.maxClients : current.maxClients,
+    };
+    await this.save(plan, actor);
+    return plan;
   }
 }
 

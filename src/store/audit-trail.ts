@@ -1,7 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from 'pino';
-import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
-import type { Schema } from './schema.ts';
+import type { AuditAction, AuditEntry, AuditQuery, AuditRecord, AuditTrail } from '../domain/audit.ts';
+import type { AuditLogTable, Schema } from './schema.ts';
 
 /** Audit entries into the `audit_log` table and, as one structured line each, the log. */
 export class SqlAuditTrail implements AuditTrail {
@@ -29,4 +29,25 @@ export class SqlAuditTrail implements AuditTrail {
       })
       .execute();
   }
+
+  async list({ accountId, limit }: AuditQuery): Promise<AuditRecord[]> {
+    let query = this.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(limit);
+    if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+    return (await query.execute()).map(toRecord);
+  }
+}
+
+function toRecord(row: Selectable<AuditLogTable>): AuditRecord {
+  return {
+    // PostgreSQL's bigserial arrives as a string; the entry's id is a number on every store.
+    id: Number(row.id),
+    at: row.at,
+    // Only record() writes this table, and it writes AuditActions.
+    action: row.action as AuditAction,
+    actor: row.actor,
+    account_id: row.account_id,
+    client_id: row.client_id,
+    ip: row.ip,
+    detail: row.detail ? (JSON.parse(row.detail) as Record<string, unknown>) : null,
+  };
 }

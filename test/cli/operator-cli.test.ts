@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TESTER_PLAN } from '../../src/domain/plans.ts';
+import { startHarness } from '../support/harness.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 let database: TestDatabase;
@@ -141,6 +143,95 @@ describe('operator CLI (docs/api.md §10)', () => {
     const entries = json('audit', '--account', account.account_id).entries as Array<Record<string, unknown>>;
     expect(entries.map((e) => e.action)).toEqual(['client.secret_reset', 'client.created', 'account.created']);
     expect(entries[0]).toMatchObject({ actor: 'operator', client_id: client.client_id, account_id: account.account_id });
+  });
+
+  it('lists the audit trail newest first, by account and limit, in text and JSON alike', () => {
+    const account = json('accounts', 'create', '--name', 'Limited', '--plan', 'contributor');
+    const client = json('clients', 'create', '--account', account.account_id, '--name', 'n');
+    json('accounts', 'set-trusted', account.account_id, 'yes');
+    const two = json('audit', '--account', account.account_id, '--limit', '2').entries as Array<Record<string, unknown>>;
+    expect(two.map((e) => e.action)).toEqual(['account.trust_changed', 'client.created']);
+    // A number on every store (PostgreSQL's bigserial would otherwise arrive as a string).
+    expect(two[0]).toEqual({
+      id: expect.any(Number),
+      at: expect.any(String),
+      action: 'account.trust_changed',
+      actor: 'operator',
+      account_id: account.account_id,
+      client_id: null,
+      ip: null,
+      detail: { trusted: true },
+    });
+    const text = tollwatch('audit', '--account', account.account_id, '--limit', '2');
+    expect(text.status).toBe(0);
+    expect(text.stdout.split('\n')).toEqual([
+      `${two[0]!.at}  account.trust_changed  operator  ${account.account_id}  `,
+      `${two[1]!.at}  client.created         operator  ${account.account_id} ${client.client_id} `,
+      '',
+    ]);
+    expect(json('audit', '--limit', '1').entries).toHaveLength(1);
+    // The count parser refuses what it cannot hold exactly, rather than let the store choke on it.
+    const huge = tollwatch('audit', '--limit', '99999999999999999999');
+    expect(huge.status).toBe(1);
+    expect(huge.stderr).toBe('tollwatch: "99999999999999999999" is not a whole number\n');
+  });
+
+  it('audits plan changes with the operator as actor, and starts a new plan from the tester plan', () => {
+    const saved = json('plans', 'set', 'starter', '--lookups', '7/minute');
+    expect(saved).toEqual({ ...TESTER_PLAN, name: 'starter', lookups: { limit: 7, windowSeconds: 60 } });
+    const [entry] = json('audit', '--limit', '1').entries as Array<Record<string, unknown>>;
+    expect(entry).toMatchObject({ action: 'plan.saved', actor: 'operator', account_id: null, client_id: null, ip: null, detail: { plan: saved } });
+
+    const changed = json('plans', 'set', 'starter', '--submissions', '5/hour', '--may-submit', 'yes');
+    expect(changed).toEqual({ ...saved, maySubmit: true, submissions: { limit: 5, windowSeconds: 3600 } });
+    expect((json('audit', '--limit', '1').entries as Array<Record<string, unknown>>)[0]).toMatchObject({ action: 'plan.saved', detail: { plan: changed } });
+
+    // Refused changes leave no audit row.
+    const before = json('audit', '--limit', '5');
+    expect(tollwatch('plans', 'set', 'starter', '--submissions', 'none').status).toBe(1);
+    expect(json('audit', '--limit', '5')).toEqual(before);
+  });
+
+  it('shows stored control characters as visible escapes, in text and in JSON', async () => {
+    const hostile = 'twc_\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f';
+    const h = await startHarness({ DATABASE_URL });
+    try {
+      const res = await fetch(`${h.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: hostile, client_secret: 'nope', audience: h.config.audiences[0], grant_type: 'client_credentials' }),
+      });
+      expect(res.status).toBe(401);
+      // The token endpoint writes its audit row without waiting for it.
+      await expect.poll(async () => (await h.services.audit.list({ limit: 1 }))[0]?.client_id, { timeout: 10_000 }).toBe(hostile);
+    } finally {
+      await h.close();
+    }
+    const audit = tollwatch('audit', '--limit', '1');
+    const listed = tollwatch('--json', 'audit', '--limit', '1');
+    // Names refuse C0 but take DEL and C1, so list commands meet them too.
+    const account = json('accounts', 'create', '--name', 'Evil\u009b2J\u007f');
+    json('clients', 'create', '--account', account.account_id, '--name', 'pbx\u0085');
+    const accounts = tollwatch('accounts', 'list');
+    const clients = tollwatch('clients', 'list', '--account', account.account_id);
+
+    for (const run of [audit, accounts, clients]) {
+      expect(run.status).toBe(0);
+      expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    }
+    expect(audit.stdout).toContain(' twc_\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7f ');
+    expect(accounts.stdout).toContain('Evil\\x9b2J\\x7f');
+    expect(clients.stdout).toContain('pbx\\x85');
+
+    // JSON.stringify escapes C0 only; DEL and C1 are escaped too, and parse back the same.
+    expect(listed.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(listed.stdout).toContain('twc_\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m\\u007f');
+    expect(JSON.parse(listed.stdout).entries[0]).toMatchObject({ action: 'token.refused', actor: 'anonymous', client_id: hostile });
+  });
+
+  it('rebuilds the lookup aggregates', () => {
+    expect(json('aggregates', 'rebuild')).toEqual({ rebuilt: true, seconds: expect.any(Number) });
+    expect(tollwatch('aggregates', 'rebuild').stdout).toMatch(/^aggregates rebuilt in \d+\.\d s\n$/);
   });
 
   it('reports an unusable DATABASE_URL cleanly', () => {
