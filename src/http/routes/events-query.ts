@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
-import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/honeypot-event.ts';
+import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { authErrors } from '../schemas.ts';
