@@ -146,8 +146,8 @@ const OCTET = `(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])`;
 const IPV4 = `${OCTET}(?:\\.${OCTET}){3}`;
 const H16 = `${HEX}{1,4}`;
 const LS32 = `(?:${H16}:${H16}|${IPV4})`;
-/** `n` groups and their colons, then one more group: the part before a `::` of at most n + 1 groups. */
-const upTo = (n: number) => `(?:(?:${H16}:){0,${n}}${H16})?`;
+/** The part before a `::`: none, or up to n + 1 groups. */
+const upTo = (n: number) => (n === 0 ? `(?:${H16})?` : `(?:(?:${H16}:){0,${n}}${H16})?`);
 // RFC 3986 §3.2.2 IPv6address, line by line; no zone (`%eth0`), prefix or brackets.
 const IPV6 = [
   `(?:${H16}:){6}${LS32}`,

@@ -4,7 +4,7 @@ import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors } from '../schemas.ts';
+import { authErrors, formatSchema } from '../schemas.ts';
 
 /**
  * The parameters, documented for OpenAPI. The domain reads them (one pass naming every bad or
@@ -13,18 +13,14 @@ import { authErrors } from '../schemas.ts';
  */
 const ListQuery = Type.Object(
   {
-    since: Type.Optional(
-      Type.String({ description: 'Events at or after this instant: `YYYY-MM-DD HH:MM:SS[.fraction]` (UTC) or RFC 3339', example: '2026-11-20T10:00:00Z' }),
-    ),
-    until: Type.Optional(Type.String({ description: 'Events before this instant, in the same forms as `since`' })),
+    since: Type.Optional(formatSchema('timestamp', { description: 'Events at or after this instant', example: '2026-11-20T10:00:00Z' })),
+    until: Type.Optional(formatSchema('timestamp', { description: 'Events before this instant' })),
     called_number: Type.Optional(
       Type.String({ description: 'Normalised like a lookup (`tel:`/`sip:` forms, separators); `+CC`, `00CC` and `011CC` forms match', example: '+46812118532' }),
     ),
-    source_ip: Type.Optional(Type.String({ description: 'IPv4 or IPv6 address, any spelling', example: '203.0.113.7' })),
-    sip_method: Type.Optional(
-      Type.String({ maxLength: 32, pattern: "^[A-Za-z0-9.!%*_+`'~-]+$", description: 'SIP method, matched exactly', example: 'INVITE' }),
-    ),
-    node_id: Type.Optional(Type.String({ format: 'uuid', description: 'created_by_node_id, any case' })),
+    source_ip: Type.Optional(formatSchema('ip', { description: 'Source address; IPv6 in any of its spellings', example: '203.0.113.7' })),
+    sip_method: Type.Optional(formatSchema('sip-token', { description: 'SIP method, matched exactly', example: 'INVITE' })),
+    node_id: Type.Optional(formatSchema('uuid', { description: 'created_by_node_id, any case' })),
     collected_method: Type.Optional(Type.Enum([...COLLECTED_METHODS], { type: 'string' })),
     transport_type: Type.Optional(Type.Enum([...TRANSPORT_TYPES], { type: 'string' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'Events per page' })),
