@@ -1,6 +1,25 @@
+/*
+ * How `/api` validates requests, one rule for every route: Fastify never validates a request.
+ * Our own code checks everything a request carries: the domain the content it is handed
+ * (events, query parameters, path values); a route, in preValidation, what only HTTP has (a
+ * batch's array, a bulk lookup's object, a path value's length), so a malformed envelope costs
+ * no allowance. Thus one 422 names every bad field once, with the contract's message
+ * (docs/api.md §4); AJV would be a second pass, with its own wording and coercions, run before
+ * ours. The schemas here and on each route are documentation, compiled into no validator
+ * (`documentationOnly`), and must say exactly what that code accepts (required members, enums,
+ * formats, patterns, lengths), so a client built from the OpenAPI document cannot build a
+ * request that fails for a reason the document could have told; what JSON Schema cannot say
+ * (that a date exists, a byte bound) the description says. Responses alone are compiled from
+ * schemas, into serializers. The token endpoint, outside `/api`, documents only too, for its
+ * own reason: it answers RFC 6749 errors.
+ */
+import type { FastifySchemaCompiler } from 'fastify';
 import { Type, type TSchema, type TString } from 'typebox';
 import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/event-fields.ts';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
+
+/** The validator compiler of every `/api` route module: none runs (see the rule above). */
+export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
 
 /** The problem document every `/api` error answers with (docs/api.md §4). */
 export const Problem = Type.Object(
