@@ -1,23 +1,11 @@
+import type { EventField } from './event-fields.ts';
 import type { HoneypotEvent } from './honeypot-event.ts';
 
 /** What storing one event did: stored it, recognised an identical replay, or refused a conflict. */
 export type IngestOutcome = 'created' | 'replayed' | 'conflict';
 
-/** An event as the owning account reads it back. */
-export interface StoredEvent {
-  app_name: string;
-  app_version: string;
-  event_timestamp: string;
-  event_uuid: string;
-  created_by_node_id: string;
-  collected_method: string;
-  transport_type: string;
-  source_ip: string;
-  destination_ip: string;
-  called_number: string;
-  sip_method: string;
-  sip_user_agent: string;
-  sip_message: string;
+/** An event as the owning account reads it back: the 13 fields as stored, and two instants. */
+export interface StoredEvent extends Record<EventField, string> {
   /** The normalised instant (UTC, nanoseconds). */
   event_time: string;
   /** When the service committed the event. */

@@ -1,28 +1,18 @@
 import { createHash } from 'node:crypto';
+import {
+  EVENT_FIELD_SPECS,
+  EVENT_FIELDS,
+  FORMAT_RULES,
+  SIP_METHOD_MAX_CHARS,
+  type EventField,
+  type EventFieldFormat,
+  type EventFieldSpec,
+} from './event-fields.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
 import type { FieldError } from './field-error.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
 import { canonicalUuid } from './uuid.ts';
-
-/** The 13 fields of a honeypot event, in the specification's order. */
-export const EVENT_FIELDS = [
-  'app_name',
-  'app_version',
-  'event_timestamp',
-  'event_uuid',
-  'created_by_node_id',
-  'collected_method',
-  'transport_type',
-  'source_ip',
-  'destination_ip',
-  'called_number',
-  'sip_method',
-  'sip_user_agent',
-  'sip_message',
-] as const;
-
-export type EventField = (typeof EVENT_FIELDS)[number];
 
 /** A valid event as stored: canonical UUIDs and addresses, everything else as received. */
 export interface HoneypotEvent extends Record<EventField, string> {
@@ -35,23 +25,13 @@ export interface HoneypotEvent extends Record<EventField, string> {
   content_hash: string;
 }
 
-/** Fields probes legitimately leave empty: no user part, no User-Agent. */
-const MAY_BE_EMPTY = new Set<EventField>(['called_number', 'sip_user_agent']);
-const MAX_FIELD_CHARS = 1024;
-const MAX_SIP_MESSAGE_BYTES = 65_535;
-const MAX_SIP_METHOD_CHARS = 32;
-// RFC 3261 §25.1 `token`.
-const SIP_TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
-
-/** Values of `collected_method` and `transport_type`, also the filters' allowed values. */
-export const COLLECTED_METHODS = ['responsive', 'passive'] as const;
-export const TRANSPORT_TYPES = ['UDP', 'TCP', 'TLS'] as const;
+const SIP_TOKEN = new RegExp(FORMAT_RULES['sip-token'].pattern);
 
 /** Why a value is no `sip_method` (a SIP token of at most 32 characters), or undefined. */
 export function sipMethodError(value: string): string | undefined {
-  return value.length <= MAX_SIP_METHOD_CHARS && SIP_TOKEN.test(value)
+  return value.length <= SIP_METHOD_MAX_CHARS && SIP_TOKEN.test(value)
     ? undefined
-    : `must be a SIP method token of at most ${MAX_SIP_METHOD_CHARS} characters`;
+    : `must be a SIP method token of at most ${SIP_METHOD_MAX_CHARS} characters`;
 }
 
 /** A field's verdict: its stored value (and anything derived on the way), or why it is refused. */
@@ -72,23 +52,26 @@ const ipAddress: Check = (value) => {
   return canonical ? { value: canonical } : { error: 'must be an IPv4 or IPv6 address' };
 };
 
-/** The rule of each field beyond "a string of acceptable length". */
-const CHECKS: Partial<Record<EventField, Check>> = {
-  event_timestamp: (value, now) => {
-    const parsed = parseEventTimestamp(value, now);
-    return 'error' in parsed ? parsed : { value, derived: parsed.iso };
-  },
-  event_uuid: uuid,
-  created_by_node_id: uuid,
-  collected_method: enumeration(...COLLECTED_METHODS),
-  transport_type: enumeration(...TRANSPORT_TYPES),
-  source_ip: ipAddress,
-  destination_ip: ipAddress,
-  sip_method: (value) => {
-    const error = sipMethodError(value);
-    return error ? { error } : { value };
-  },
+const sipMethod: Check = (value) => {
+  const error = sipMethodError(value);
+  return error ? { error } : { value };
 };
+
+const timestamp: Check = (value, now) => {
+  const parsed = parseEventTimestamp(value, now);
+  return 'error' in parsed ? parsed : { value, derived: parsed.iso };
+};
+
+const FORMAT_CHECKS: Record<EventFieldFormat, Check> = { timestamp, uuid, ip: ipAddress, 'sip-token': sipMethod };
+
+/** The rule of a field beyond "a string of acceptable length", from the table; none for free text. */
+function checkOf(spec: EventFieldSpec): Check | undefined {
+  if (spec.values) return enumeration(...spec.values);
+  return spec.format ? FORMAT_CHECKS[spec.format] : undefined;
+}
+
+/** Each field's row of the table and its check, in the specification's order. */
+const FIELD_RULES = EVENT_FIELD_SPECS.map((spec) => ({ spec, check: checkOf(spec) }));
 
 /**
  * Validates a submitted body against docs/api.md §5, naming every bad field at once. Unknown
@@ -103,14 +86,14 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
   const stored = {} as Record<EventField, string>;
   let eventTime = '';
 
-  for (const field of EVENT_FIELDS) {
+  for (const { spec, check } of FIELD_RULES) {
+    const field = spec.name;
     const value = Object.hasOwn(input, field) ? input[field] : undefined;
-    const error = lengthError(field, value);
+    const error = lengthError(spec, value);
     if (error) {
       errors.push({ field, message: error });
       continue;
     }
-    const check = CHECKS[field];
     const result = check ? check(value as string, now) : { value: value as string };
     if ('error' in result) errors.push({ field, message: result.error });
     else {
@@ -134,7 +117,7 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
   };
 }
 
-function lengthError(field: EventField, value: unknown): string | undefined {
+function lengthError(spec: EventFieldSpec, value: unknown): string | undefined {
   if (value === undefined) return 'is required';
   if (typeof value !== 'string') return 'must be a string';
   // PostgreSQL text cannot hold NUL, and no SIP text needs it: refused alike on every store.
@@ -142,15 +125,16 @@ function lengthError(field: EventField, value: unknown): string | undefined {
   // A lone surrogate is no character: the stores would write U+FFFD in its place, so the
   // stored event would differ from the one its content hash was computed on.
   if (!value.isWellFormed()) return 'must be valid Unicode text (it holds an unpaired UTF-16 surrogate)';
-  if (value.length === 0 && !MAY_BE_EMPTY.has(field)) return 'must not be empty';
-  if (field === 'sip_message') {
+  if (value.length === 0 && !spec.mayBeEmpty) return 'must not be empty';
+  const bound = spec.maxLength;
+  if ('bytes' in bound) {
     // Cheap bound first: a UTF-8 character is at most 3 bytes per UTF-16 unit.
-    if (value.length * 3 > MAX_SIP_MESSAGE_BYTES && Buffer.byteLength(value, 'utf8') > MAX_SIP_MESSAGE_BYTES) {
-      return `must be at most ${MAX_SIP_MESSAGE_BYTES} bytes`;
+    if (value.length * 3 > bound.bytes && Buffer.byteLength(value, 'utf8') > bound.bytes) {
+      return `must be at most ${bound.bytes} bytes`;
     }
-  } else if (value.length > MAX_FIELD_CHARS && characterCount(value) > MAX_FIELD_CHARS) {
+  } else if (value.length > bound.chars && characterCount(value) > bound.chars) {
     // Cheap bound first: a string of at most that many UTF-16 units has at most that many characters.
-    return `must be at most ${MAX_FIELD_CHARS} characters`;
+    return `must be at most ${bound.chars} characters`;
   }
   return undefined;
 }

@@ -5,15 +5,25 @@ import { isStoreUnavailable } from '../store/store-errors.ts';
 import { UnsupportedContentCoding } from './json-body.ts';
 import { problem, sendProblem, serverProblem } from './problem.ts';
 
+/** The detail of a validation_failed problem about parameters or envelope members. */
+const INVALID_PARAMETERS = 'the request has invalid parameters';
+
+/** A request refused for one parameter or envelope member by a route's own check. */
+export function invalidParameter(field: string, message: string): ServiceError {
+  return new ServiceError('validation_failed', INVALID_PARAMETERS, [{ field, message }]);
+}
+
 /** Maps anything thrown under `/api` to a problem document (docs/api.md §4); leaks nothing. */
 export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof ServiceError) {
     if (error instanceof UnsupportedContentCoding) reply.header('accept-encoding', 'identity');
     return sendProblem(reply, problem(error.code, error.message, error.errors));
   }
+  // No /api route compiles a validator (see schemas.ts); should one ever, its findings still
+  // answer in the problem shape.
   if (error.validation) {
     const errors = error.validation.map(fieldErrorOf(error.validationContext ?? 'request'));
-    return sendProblem(reply, problem('validation_failed', 'the request has invalid parameters', errors));
+    return sendProblem(reply, problem('validation_failed', INVALID_PARAMETERS, errors));
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

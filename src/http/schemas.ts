@@ -1,5 +1,25 @@
-import { Type, type TSchema } from 'typebox';
+/*
+ * How `/api` validates requests, one rule for every route: Fastify never validates a request.
+ * Our own code checks everything a request carries: the domain the content it is handed
+ * (events, query parameters, path values); a route, in preValidation, what only HTTP has (a
+ * batch's array, a bulk lookup's object, a path value's length), so a malformed envelope costs
+ * no allowance. Thus one 422 names every bad field once, with the contract's message
+ * (docs/api.md §4); AJV would be a second pass, with its own wording and coercions, run before
+ * ours. The schemas here and on each route are documentation, compiled into no validator
+ * (`documentationOnly`), and must say exactly what that code accepts (required members, enums,
+ * formats, patterns, lengths), so a client built from the OpenAPI document cannot build a
+ * request that fails for a reason the document could have told; what JSON Schema cannot say
+ * (that a date exists, a byte bound) the description says. Responses alone are compiled from
+ * schemas, into serializers. The token endpoint, outside `/api`, documents only too, for its
+ * own reason: it answers RFC 6749 errors.
+ */
+import type { FastifySchemaCompiler } from 'fastify';
+import { Type, type TSchema, type TString } from 'typebox';
+import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/event-fields.ts';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
+
+/** The validator compiler of every `/api` route module: none runs (see the rule above). */
+export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
 
 /** The problem document every `/api` error answers with (docs/api.md §4). */
 export const Problem = Type.Object(
@@ -26,35 +46,56 @@ export const authErrors = {
   503: Type.Ref('Problem'),
 };
 
-const eventFieldDocs: Record<string, { description: string; example: string }> = {
-  app_name: { description: 'Application that sent the event', example: 'sentrypeer' },
-  app_version: { description: 'Version of that application', example: '4.0.6' },
-  event_timestamp: {
-    description: 'UTC time of the probe: `YYYY-MM-DD HH:MM:SS` with 0-9 fractional digits, or RFC 3339',
-    example: '2022-02-22 11:19:15.848934346',
-  },
-  event_uuid: { description: 'UUID of the event, unique per account', example: '891da16a-56b1-497f-abef-ca3a2a849bea' },
-  created_by_node_id: { description: 'UUID of the honeypot node', example: '732e7f50-637d-4fde-81e0-5c32f1bb5a92' },
-  collected_method: { description: '`responsive` or `passive`', example: 'responsive' },
-  transport_type: { description: '`UDP`, `TCP` or `TLS`', example: 'UDP' },
-  source_ip: { description: 'Address of the attacker (IPv4 or IPv6)', example: '203.0.113.7' },
-  destination_ip: { description: 'Address of the honeypot', example: '198.51.100.2' },
-  called_number: { description: 'Number the attacker tried to call (may be empty)', example: '0046812118532' },
-  sip_method: { description: 'SIP method of the probe', example: 'INVITE' },
-  sip_user_agent: { description: 'SIP User-Agent of the probe (may be empty)', example: 'friendly-scanner' },
-  sip_message: { description: 'The full SIP message, at most 65,535 bytes', example: 'INVITE sip:0046812118532@198.51.100.2 SIP/2.0\r\n…' },
-};
+/** Keywords of a string schema that a route may add or override (description, example). */
+type StringOptions = { description?: string; example?: string };
+
+/** The schema of a value in one of the formats, as the domain checks it (query parameters use it too). */
+export function formatSchema(format: EventFieldFormat, options: StringOptions = {}): TString {
+  const rule = FORMAT_RULES[format];
+  return Type.String({
+    ...options,
+    description: sentences(options.description, rule.description),
+    ...(format === 'uuid' ? { format: 'uuid' } : {}),
+    // Every format's pattern asks for at least one character.
+    ...(rule.maxChars !== undefined ? { maxLength: rule.maxChars } : {}),
+    pattern: rule.pattern,
+  });
+}
+
+/** One event field's schema, from its row of the table. */
+function eventFieldSchema(spec: EventFieldSpec): TString {
+  const rule = spec.format ? FORMAT_RULES[spec.format] : spec.values ? undefined : TEXT_RULE;
+  const bound = 'chars' in spec.maxLength ? spec.maxLength.chars : spec.maxLength.bytes;
+  // A byte bound cannot be said in JSON Schema; a character is at least one byte, so the same
+  // number of characters is a true, looser, maxLength, and the description tells the rest.
+  const bytes = 'bytes' in spec.maxLength ? `At most ${bound.toLocaleString('en-US')} bytes of UTF-8` : undefined;
+  return Type.String({
+    description: sentences(spec.description, rule?.description, bytes),
+    example: spec.example,
+    ...(spec.mayBeEmpty ? {} : { minLength: 1 }),
+    maxLength: Math.min(bound, rule?.maxChars ?? bound),
+    ...(spec.values ? { enum: [...spec.values] } : {}),
+    ...(spec.format === 'uuid' ? { format: 'uuid' } : {}),
+    ...(rule ? { pattern: rule.pattern } : {}),
+  });
+}
+
+function sentences(...parts: Array<string | undefined>): string {
+  return parts.filter((part) => part !== undefined).join('. ');
+}
+
+const eventFieldSchemas = Object.fromEntries(EVENT_FIELD_SPECS.map((spec) => [spec.name, eventFieldSchema(spec)]));
 
 /** The 13-field honeypot event, documented for OpenAPI; validated by the domain validator. */
-export const HoneypotEventSchema = Type.Object(
-  Object.fromEntries(Object.entries(eventFieldDocs).map(([name, doc]) => [name, Type.String(doc)])),
-  { $id: 'HoneypotEvent', description: 'One SIP probe seen by a honeypot' },
-);
+export const HoneypotEventSchema = Type.Object(eventFieldSchemas, {
+  $id: 'HoneypotEvent',
+  description: 'One SIP probe seen by a honeypot. Every field is required; other members are ignored and not stored.',
+});
 
-/** A stored event as its owner reads it back. */
+/** A stored event as its owner reads it back: the fields as stored (UUIDs and addresses canonical). */
 export const StoredEventSchema = Type.Object(
   {
-    ...Object.fromEntries(Object.entries(eventFieldDocs).map(([name, doc]) => [name, Type.String(doc)])),
+    ...eventFieldSchemas,
     event_time: Type.String({ description: 'Normalised UTC instant with nanoseconds', example: '2022-02-22T11:19:15.848934346Z' }),
     received_at: Type.String({ description: 'When the service committed the event' }),
   },

@@ -1,8 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
-import { EVENT_FIELDS, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import { EVENT_FIELDS, eventFieldsOf } from '../domain/event-fields.ts';
+import type { HoneypotEvent } from '../domain/honeypot-event.ts';
 import { userAgentKey } from '../domain/lookup-aggregates.ts';
-import { chunks, type CountTable, type IngestWrites, type SetTable, type SpanTable } from './ingest-writes.ts';
+import { chunks, type CountTable, type EventRow, type IngestWrites, type SetTable, type SpanTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** Events of one owner to store together. */
@@ -142,23 +143,11 @@ function sortedEntries<V>(map: Map<string, V>): Array<[string, V]> {
   return [...map].sort(([a], [b]) => compare(a, b));
 }
 
-function eventRow(item: Item, receivedAt: string) {
+function eventRow(item: Item, receivedAt: string): EventRow {
   const { event } = item;
   return {
     account_id: item.accountId,
-    app_name: event.app_name,
-    app_version: event.app_version,
-    event_timestamp: event.event_timestamp,
-    event_uuid: event.event_uuid,
-    created_by_node_id: event.created_by_node_id,
-    collected_method: event.collected_method,
-    transport_type: event.transport_type,
-    source_ip: event.source_ip,
-    destination_ip: event.destination_ip,
-    called_number: event.called_number,
-    sip_method: event.sip_method,
-    sip_user_agent: event.sip_user_agent,
-    sip_message: event.sip_message,
+    ...eventFieldsOf(event),
     event_time: event.event_time,
     number_key: event.number_key,
     number_written: event.number_written,

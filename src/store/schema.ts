@@ -57,6 +57,11 @@ export interface SigningKeysTable {
   created_at: string;
 }
 
+/**
+ * One text column per event field (src/domain/event-fields.ts), written out rather than derived:
+ * columns are what the migrations made, so a field added to the table without a migration
+ * must fail to compile where events-repository.ts selects the fields, not fail in SQL.
+ */
 export interface EventsTable {
   id: Generated<number>;
   account_id: string;

@@ -226,6 +226,23 @@ describe('bulk lookups', () => {
     expect([413, 422]).toContain(many.status);
   });
 
+  it('names the bad member of a malformed body, each with one message', async () => {
+    const cases: Array<[string, unknown, { field: string; message: string }]> = [
+      ['/api/phone-numbers/lookup', {}, { field: 'phone_numbers', message: "must have required property 'phone_numbers'" }],
+      ['/api/ip-addresses/lookup', { phone_numbers: ['1'] }, { field: 'ip_addresses', message: "must have required property 'ip_addresses'" }],
+      ['/api/phone-numbers/lookup', { phone_numbers: null }, { field: 'phone_numbers', message: 'must be array' }],
+      ['/api/phone-numbers/lookup', { phone_numbers: [] }, { field: 'phone_numbers', message: 'must NOT have fewer than 1 items' }],
+      ['/api/ip-addresses/lookup', { ip_addresses: Array.from({ length: 1001 }, () => '192.0.2.1') }, { field: 'ip_addresses', message: 'must NOT have more than 1000 items' }],
+      ['/api/phone-numbers/lookup', ['100'], { field: 'body', message: 'must be object' }],
+      ['/api/phone-numbers/lookup', null, { field: 'body', message: 'must be object' }],
+    ];
+    for (const [path, body, error] of cases) {
+      const res = await bulk(path, body);
+      expect(res.status, JSON.stringify(body).slice(0, 40)).toBe(422);
+      expect(await res.json()).toMatchObject({ error: 'validation_failed', detail: 'the request has invalid parameters', errors: [error] });
+    }
+  });
+
   it('counts against the lookup limit per value', async () => {
     const tester = await h.account({ plan: 'tester' });
     const ok = await tester.api('/api/phone-numbers/lookup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ phone_numbers: ['1', '2', '3'] }) });
