@@ -13,24 +13,44 @@ import { eventsQueryRoutes } from './routes/events-query.ts';
 import { eventsSubmitRoute } from './routes/events-submit.ts';
 import { lookupRoutes } from './routes/lookups.ts';
 import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
-import { HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
+import { documentationOnly, HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 
 /** Headers on every `/api` answer. Answers hold one account's private data: never stored by shared caches. */
 export function apiHeaders(): Record<string, string> {
   return { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
 }
 
-/** The `/api` scope: version header, authentication, JSON bodies, problem details. */
+/**
+ * The `/api` scope. Routes declare what they need in their config (route-config.ts); these
+ * hooks act on it, in this order, for every request:
+ *
+ * 1. onRequest: the version, cache and security headers.
+ * 2. onRequest: authentication and the route's permission (api-auth.ts), before any body is
+ *    read; unknown paths are authenticated too, then answered 404 (or 405 for a known path).
+ * 3. onRequest: submission routes refuse an account whose plan may not submit
+ *    (`plan_not_allowed`), still before the body is read.
+ * 4. body parsing: one parser for every media type (json-body.ts).
+ * 5. preValidation: a path value the router could not read is answered with the route's problem
+ *    (malformed-path.ts). No schema validation follows: the domain validates (schemas.ts).
+ * 6. preHandler: the plan's allowance is spent and the RateLimit fields set (rate-limit-hook.ts).
+ * 7. the handler; anything thrown becomes a problem document (api-errors.ts).
+ */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.addSchema(StoredEventSchema);
+  app.setValidatorCompiler(documentationOnly);
 
   const headers = apiHeaders();
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
   });
   app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
+  app.addHook('onRequest', async (request) => {
+    // Permission before content (docs/api.md §5): 403 whatever the body, never a 400 or 422
+    // about a body this account may not send at all. Without a principal, step 2 has answered.
+    if (request.routeOptions.config.submission && request.principal) await services.intake.assertMaySubmit(request.principal.account);
+  });
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 

@@ -6,8 +6,7 @@ import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
-import { authErrors, documentationOnly, jsonBodyContent } from '../schemas.ts';
-import { submissionPlanHook } from '../submission-plan-hook.ts';
+import { authErrors, jsonBodyContent } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -40,8 +39,6 @@ function itemsOf(request: FastifyRequest): unknown[] {
 
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
 export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // Requests are checked by our own code; schemas document them (the rule atop schemas.ts).
-  app.setValidatorCompiler(documentationOnly);
 
   // NDJSON: one event per line; a line that is not JSON is that item's own failure.
   // Each line is read under the rules of a JSON body (depth, prototype keys).
@@ -64,8 +61,7 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
   app.post(
     '/events/batch',
     {
-      config: { permission: 'write:events', rateGroup: 'submissions', rateCost: (request) => (Array.isArray(request.body) ? Math.max(1, request.body.length) : 1) },
-      onRequest: submissionPlanHook(services.intake),
+      config: { permission: 'write:events', submission: true, rateGroup: 'submissions', rateCost: (request) => (Array.isArray(request.body) ? Math.max(1, request.body.length) : 1) },
       bodyLimit: BATCH_BODY_LIMIT,
       // Shape and size are checked before the rate limiter spends anything on the batch.
       preValidation: async (request) => void itemsOf(request),

@@ -5,7 +5,7 @@ import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
-import { authErrors, documentationOnly, formatSchema } from '../schemas.ts';
+import { authErrors, formatSchema } from '../schemas.ts';
 
 /**
  * The parameters, documented for OpenAPI. The domain reads them (one pass naming every bad or
@@ -47,8 +47,6 @@ function assertEventUuidLength(value: string): void {
 
 /** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
 export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // Requests are checked by our own code; schemas document them (the rule atop schemas.ts).
-  app.setValidatorCompiler(documentationOnly);
 
   app.get(
     '/events',

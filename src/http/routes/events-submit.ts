@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors, documentationOnly, jsonBodyContent } from '../schemas.ts';
-import { submissionPlanHook } from '../submission-plan-hook.ts';
+import { authErrors, jsonBodyContent } from '../schemas.ts';
 
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
@@ -12,14 +11,11 @@ const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you
 
 /** POST /api/events: submit one honeypot event (docs/api.md §5). */
 export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // Requests are checked by our own code; schemas document them (the rule atop schemas.ts).
-  app.setValidatorCompiler(documentationOnly);
 
   app.post(
     '/events',
     {
-      config: { permission: 'write:events', rateGroup: 'submissions' },
-      onRequest: submissionPlanHook(services.intake),
+      config: { permission: 'write:events', submission: true, rateGroup: 'submissions' },
       bodyLimit: EVENT_BODY_LIMIT,
       schema: {
         summary: 'Submit one honeypot event',

@@ -5,7 +5,7 @@ import { MAX_BULK } from '../../domain/lookup-service.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
-import { authErrors, documentationOnly } from '../schemas.ts';
+import { authErrors } from '../schemas.ts';
 
 type BulkField = 'phone_numbers' | 'ip_addresses';
 
@@ -37,8 +37,6 @@ const Results = Type.Object({
 
 /** POST /api/phone-numbers/lookup and /api/ip-addresses/lookup: up to 1,000 values at once. */
 export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // Requests are checked by our own code; schemas document them (the rule atop schemas.ts).
-  app.setValidatorCompiler(documentationOnly);
 
   app.post(
     '/phone-numbers/lookup',

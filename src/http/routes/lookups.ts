@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors, documentationOnly } from '../schemas.ts';
+import { authErrors } from '../schemas.ts';
 
 const NumberFound = Type.Object({
   phone_number: Type.String({ description: 'The number as looked up, normalised' }),
@@ -35,8 +35,6 @@ const IpNotFound = Type.Object({ ip_address: Type.String(), found: Type.Literal(
 
 /** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (docs/api.md §7). */
 export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // Requests are checked by our own code; schemas document them (the rule atop schemas.ts).
-  app.setValidatorCompiler(documentationOnly);
 
   app.get(
     '/phone-numbers/:phone_number',
