@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { apiAuthOptions, apiGate } from './http/api-auth.ts';
@@ -44,26 +45,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     frameworkErrors: badUrlAnswer(services),
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Tollwatch API',
-        version: '1',
-        description:
-          'Honeypot event intake and phone-number lookups against SIP toll fraud. Authenticate with an OAuth2 client-credentials token from /oauth/token.',
-      },
-      servers: [{ url: services.config.publicUrl }],
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          basic: { type: 'http', scheme: 'basic' },
-        },
-      },
-      security: [{ bearer: [] }, { basic: [] }],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-  });
+  await app.register(swagger, openApiOptions(services));
 
   // Problem `type` URIs are absolute, on the page that explains each code.
   app.decorate('problemTypes', `${services.config.publicUrl}/problems`);

@@ -4,6 +4,7 @@ import { apiAuthHook, apiAuthOptions } from './api-auth.ts';
 import { AllowedMethods } from './allowed-methods.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { readJsonBody } from './json-body.ts';
+import { LOOKUP_SCHEMAS } from './lookup-answers.ts';
 import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
@@ -39,6 +40,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.addSchema(StoredEventSchema);
+  for (const schema of LOOKUP_SCHEMAS) app.addSchema(schema);
   app.setValidatorCompiler(documentationOnly);
 
   const headers = apiHeaders();

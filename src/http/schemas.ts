@@ -17,6 +17,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import { Type, type TSchema, type TString } from 'typebox';
 import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/event-fields.ts';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
+import { PROBLEMS } from './problem.ts';
 
 /** The validator compiler of every `/api` route module: none runs (see the rule above). */
 export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
@@ -24,11 +25,14 @@ export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => tru
 /** The problem document every `/api` error answers with (docs/api.md §4). */
 export const Problem = Type.Object(
   {
-    type: Type.String(),
+    type: Type.String({ format: 'uri', description: 'Where the code is explained: <public url>/problems#<code>', example: 'https://tollwatch.example/problems#validation_failed' }),
     title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    error: Type.String({ description: 'Stable machine code, e.g. validation_failed' }),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
+    detail: Type.String({ description: 'What went wrong with this request, safe to show' }),
+    error: Type.Union(
+      Object.keys(PROBLEMS).map((code) => Type.Literal(code)),
+      { description: 'Stable machine code (docs/api.md §4)' },
+    ),
     errors: Type.Optional(
       Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), {
         description: 'Every bad field, for validation_failed',
@@ -37,14 +41,6 @@ export const Problem = Type.Object(
   },
   { $id: 'Problem', description: 'RFC 9457 problem details' },
 );
-
-/** Responses every authenticated route may give, spread into each route's schema. */
-export const authErrors = {
-  401: Type.Ref('Problem'),
-  403: Type.Ref('Problem'),
-  429: Type.Ref('Problem'),
-  503: Type.Ref('Problem'),
-};
 
 /** Keywords of a string schema that a route may add or override (description, example). */
 type StringOptions = { description?: string; example?: string };

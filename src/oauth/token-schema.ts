@@ -59,6 +59,7 @@ const retryAfter = { 'Retry-After': { type: 'integer', description: 'Seconds to 
  */
 export const tokenRouteSchema = {
   summary: 'Obtain an access token (client credentials)',
+  operationId: 'requestToken',
   tags: ['oauth'],
   description:
     'JSON or form body with client_id, client_secret, grant_type=client_credentials, and optionally audience (or RFC 8707 resource) and scope; credentials may instead be sent as HTTP Basic. Credentials are checked first: a wrong secret is 401 invalid_client whatever else the request holds. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',

@@ -3,6 +3,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Account } from '../../src/domain/accounts.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
+import { AnswerConformance } from './openapi-conformance.ts';
 import { freshDatabase } from './test-database.ts';
 
 /** A running service on a real port over a fresh store, made for one test file. */
@@ -11,6 +12,8 @@ export interface Harness {
   config: Config;
   services: Services;
   app: FastifyInstance;
+  /** Holds every answer against the published OpenAPI document; close() fails on a disagreement. */
+  conformance: AnswerConformance;
   /** Creates an account and a client; `permissions` default as the CLI's. */
   account(options?: { plan?: string; trusted?: boolean; permissions?: string[] }): Promise<TestAccount>;
   close(): Promise<void>;
@@ -50,6 +53,8 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
   const app = await buildApp(services);
   // PORT 0 (the default here) takes any free port; a test that must know it first passes one.
   await app.listen({ port: config.port, host: '127.0.0.1' });
+  // Every answer is held against the OpenAPI document the server publishes (docs/api.md §1).
+  const conformance = AnswerConformance.attach(app, app.server);
   const address = app.server.address();
   if (!address || typeof address === 'string') throw new Error('no port');
   const url = `http://127.0.0.1:${address.port}`;
@@ -98,10 +103,16 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
         },
       };
     },
+    conformance,
     async close() {
       await app.close();
       await services.close();
       await database?.drop();
+      if (conformance.violations.length > 0) {
+        const distinct = [...new Set(conformance.violations)];
+        if (process.env.OPENAPI_VIOLATIONS_LOG) (await import('node:fs')).appendFileSync(process.env.OPENAPI_VIOLATIONS_LOG, `${distinct.join('\n')}\n`);
+        throw new Error(`answers disagree with the OpenAPI document:\n${distinct.join('\n')}`);
+      }
     },
   };
 }

@@ -6,7 +6,8 @@ import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
-import { authErrors, jsonBodyContent } from '../schemas.ts';
+import { apiAnswers } from '../answers.ts';
+import { jsonBodyContent } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -39,7 +40,6 @@ function itemsOf(request: FastifyRequest): unknown[] {
 
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
 export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-
   // NDJSON: one event per line; a line that is not JSON is that item's own failure.
   // Each line is read under the rules of a JSON body (depth, prototype keys).
   app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (request, body, done) => {
@@ -69,11 +69,17 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
         summary: 'Submit up to 1,000 events at once',
         description:
           'A JSON array of events (as application/json, text/plain, application/x-www-form-urlencoded or with no Content-Type), or NDJSON (`Content-Type: application/x-ndjson`, one event per line). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
+        operationId: 'submitEventBatch',
         tags: ['events'],
-        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { maxItems: MAX_BATCH }), {
+        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { minItems: 1, maxItems: MAX_BATCH }), {
           'application/x-ndjson': Type.String({ description: 'One JSON event per line; a line that is not JSON is only that item’s failure' }),
         }),
-        response: { 200: BatchResult, 400: Type.Ref('Problem'), 413: Type.Ref('Problem'), 415: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
+        response: apiAnswers({
+          ok: { 200: { description: 'Every event’s outcome, in order, after the valid ones were committed', schema: BatchResult } },
+          errors: [400, 413, 415, 422],
+          limited: true,
+          describe: { 413: 'More than 1,000 events, or more than 16 MiB (`payload_too_large`)', 422: 'Not an array of events, or an empty one (`validation_failed`)' },
+        }),
       },
     },
     async (request) => {

@@ -4,8 +4,8 @@ import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { invalidParameter } from '../api-errors.ts';
-import { authErrors, formatSchema } from '../schemas.ts';
+import { apiAnswers } from '../answers.ts';
+import { formatSchema } from '../schemas.ts';
 
 /**
  * The parameters, documented for OpenAPI. The domain reads them (one pass naming every bad or
@@ -31,23 +31,8 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The longest `event_uuid` path value answered 404 when unknown; see assertEventUuidLength. */
-const MAX_EVENT_UUID_PARAM = 100;
-
-/**
- * A longer path value (up to the 512 the router takes) answers 422, in the words of the schema
- * validator that used to check this bound; a shorter value that is no UUID answers 404.
- */
-function assertEventUuidLength(value: string): void {
-  // Counted in characters, as JSON Schema's maxLength counts.
-  if ([...value].length > MAX_EVENT_UUID_PARAM) {
-    throw invalidParameter('event_uuid', `must NOT have more than ${MAX_EVENT_UUID_PARAM} characters`);
-  }
-}
-
 /** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
 export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-
   app.get(
     '/events',
     {
@@ -56,16 +41,21 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
         summary: "List the caller's events, newest first",
         description:
           'Filters combine with AND. A bad or unknown parameter answers 422 validation_failed, whose `errors` name every such parameter at once, each with one message.',
+        operationId: 'listEvents',
         tags: ['events'],
         querystring: ListQuery,
-        response: {
-          200: Type.Object({
-            data: Type.Array(Type.Ref('StoredEvent')),
-            next_cursor: Type.Union([Type.String(), Type.Null()]),
-          }),
-          422: Type.Ref('Problem'),
-          ...authErrors,
-        },
+        response: apiAnswers({
+          ok: {
+            200: {
+              description: 'A page of the caller’s events, newest first',
+              schema: Type.Object({
+                data: Type.Array(Type.Ref('StoredEvent')),
+                next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+              }),
+            },
+          },
+          errors: [422],
+        }),
       },
     },
     async (request) => services.eventQuery.list(principalOf(request).account, request.query as Record<string, unknown>),
@@ -75,17 +65,20 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
     '/events/:event_uuid',
     {
       config: { permission: 'read:events', pathValue: { code: 'not_found', name: 'event' } },
-      preValidation: async (request) => assertEventUuidLength(request.params.event_uuid),
       schema: {
         summary: 'One of the caller’s events',
+        operationId: 'getEvent',
         tags: ['events'],
         params: Type.Object({
-          event_uuid: Type.String({
-            maxLength: MAX_EVENT_UUID_PARAM,
-            description: `UUID of the event, any case. A value longer than ${MAX_EVENT_UUID_PARAM} characters answers 422; any other that names none of the caller's events, 404`,
+          event_uuid: formatSchema('uuid', {
+            description: "UUID of the event, any case. Any value that names none of the caller's events answers 404, however it is malformed or long",
           }),
         }),
-        response: { 200: Type.Ref('StoredEvent'), 404: Type.Ref('Problem'), ...authErrors },
+        response: apiAnswers({
+          ok: { 200: { description: 'The event as stored', schema: Type.Ref('StoredEvent') } },
+          errors: [404],
+          describe: { 404: 'No such event among the caller’s (`not_found`): missing, malformed, or another account’s' },
+        }),
       },
     },
     async (request) => services.eventQuery.get(principalOf(request).account, request.params.event_uuid),

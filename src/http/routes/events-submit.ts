@@ -2,16 +2,17 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { authErrors, jsonBodyContent } from '../schemas.ts';
+import { apiAnswers } from '../answers.ts';
+import { jsonBodyContent } from '../schemas.ts';
 
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
 
-const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) });
+const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) }, { additionalProperties: false });
+const location = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
 
 /** POST /api/events: submit one honeypot event (docs/api.md §5). */
 export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-
   app.post(
     '/events',
     {
@@ -21,18 +22,17 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
         summary: 'Submit one honeypot event',
         description:
           'Contributor Plan only. 201 once the event is durably stored; 200 for an identical replay of an event_uuid; 409 if the uuid was used with different content. The body is one JSON object, sent as application/json, or as text/plain or application/x-www-form-urlencoded (what `curl -d` sends), or with no Content-Type; any other media type, or a Content-Encoding other than identity, is refused with 415.',
+        operationId: 'submitEvent',
         tags: ['events'],
         body: jsonBodyContent(Type.Ref('HoneypotEvent')),
-        response: {
-          201: Acknowledgement,
-          200: Acknowledgement,
-          400: Type.Ref('Problem'),
-          409: Type.Ref('Problem'),
-          413: Type.Ref('Problem'),
-          415: Type.Ref('Problem'),
-          422: Type.Ref('Problem'),
-          ...authErrors,
-        },
+        response: apiAnswers({
+          ok: {
+            201: { description: 'Stored, durably', schema: Acknowledgement, headers: location },
+            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: location },
+          },
+          errors: [400, 409, 413, 415, 422],
+          limited: true,
+        }),
       },
     },
     async (request, reply) => {

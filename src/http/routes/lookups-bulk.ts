@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
 import { MAX_BULK } from '../../domain/lookup-service.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
-import { authErrors } from '../schemas.ts';
+import { apiAnswers } from '../answers.ts';
+import { bulkRequest, bulkResults } from '../lookup-answers.ts';
 
 type BulkField = 'phone_numbers' | 'ip_addresses';
 
@@ -29,15 +29,13 @@ const costOf = (field: BulkField) => (request: FastifyRequest) => {
   return Array.isArray(values) ? Math.max(1, values.length) : 1;
 };
 
-const Results = Type.Object({
-  results: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
-    description: 'One answer per value, in order: the single lookup’s answer, or {input, error, message}',
-  }),
-});
-
 /** POST /api/phone-numbers/lookup and /api/ip-addresses/lookup: up to 1,000 values at once. */
 export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-
+  const errors = {
+    errors: [400, 413, 415, 422],
+    limited: true,
+    describe: { 422: 'Not an object holding 1 to 1,000 values (`validation_failed`)', 413: 'A body over 128 KiB (`payload_too_large`)' },
+  };
   app.post(
     '/phone-numbers/lookup',
     {
@@ -47,9 +45,10 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       schema: {
         summary: 'Look up to 1,000 phone numbers at once',
         description: 'Each value is answered as GET /api/phone-numbers/{number} would answer it (with `found`), or with its own error. Counts against the lookup limit per value.',
+        operationId: 'lookupPhoneNumbers',
         tags: ['lookups'],
-        body: Type.Object({ phone_numbers: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BULK }) }),
-        response: { 200: Results, 413: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
+        body: bulkRequest('phone_numbers', ['+46812118532', '0046812118532']),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('PhoneNumberFound', 'PhoneNumberNotFound') } }, ...errors }),
       },
     },
     async (request) => ({ results: await services.lookups.phoneNumbers(principalOf(request).account, valuesOf(request.body, 'phone_numbers')) }),
@@ -62,9 +61,11 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
       preValidation: async (request) => void valuesOf(request.body, 'ip_addresses'),
       schema: {
         summary: 'Look up to 1,000 source addresses at once',
+        description: 'Each value is answered as GET /api/ip-addresses/{address} would answer it (with `found`), or with its own error. Counts against the lookup limit per value.',
+        operationId: 'lookupIpAddresses',
         tags: ['lookups'],
-        body: Type.Object({ ip_addresses: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BULK }) }),
-        response: { 200: Results, 413: Type.Ref('Problem'), 422: Type.Ref('Problem'), ...authErrors },
+        body: bulkRequest('ip_addresses', ['203.0.113.7']),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('IpAddressFound', 'IpAddressNotFound') } }, ...errors }),
       },
     },
     async (request) => ({ results: await services.lookups.ipAddresses(principalOf(request).account, valuesOf(request.body, 'ip_addresses')) }),

@@ -1,0 +1,81 @@
+import { Type } from 'typebox';
+import { MAX_BULK } from '../domain/lookup-service.ts';
+
+/**
+ * The answers of the lookups (docs/api.md §7) as named schemas, shared by the single and the
+ * bulk routes: a bulk result item is exactly a single lookup's answer, or the item's error.
+ */
+
+const seen = {
+  seen_count: Type.Integer({ minimum: 1, description: 'Events that name it, across the scopes the caller reads' }),
+  first_seen: Type.String({ description: 'Earliest event time (UTC, RFC 3339)', example: '2026-11-20T10:00:01.123456789Z' }),
+  last_seen: Type.String({ description: 'Latest event time (UTC, RFC 3339)', example: '2026-11-22T06:25:32.91870802Z' }),
+};
+
+export const PhoneNumberFound = Type.Object(
+  {
+    phone_number: Type.String({ description: 'The number as looked up, normalised', example: '+46812118532' }),
+    found: Type.Literal(true),
+    ...seen,
+    source_ip_count: Type.Integer({ description: 'Distinct source addresses that dialled it' }),
+    sip_methods: Type.Record(Type.String(), Type.Integer(), { description: 'Events per SIP method', example: { INVITE: 3, OPTIONS: 1 } }),
+    matched_forms: Type.Array(Type.String(), { description: 'Written forms seen, most seen first, e.g. 0046…, +46…' }),
+    e164: Type.Optional(Type.String({ description: 'The E.164 form, where the number parses as one' })),
+    country: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'ISO 3166-1 alpha-2 country of an E.164 number' })),
+    number_type: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'premium-rate, toll-free, mobile…' })),
+    message: Type.String(),
+  },
+  { $id: 'PhoneNumberFound', description: 'Attackers tried to call this number' },
+);
+
+export const PhoneNumberNotFound = Type.Object(
+  { phone_number: Type.String(), found: Type.Literal(false), message: Type.String() },
+  { $id: 'PhoneNumberNotFound', description: 'Never seen in the scopes the caller reads' },
+);
+
+export const IpAddressFound = Type.Object(
+  {
+    ip_address: Type.String({ description: 'The address in canonical form', example: '203.0.113.7' }),
+    found: Type.Literal(true),
+    ...seen,
+    called_number_count: Type.Integer({ description: 'Distinct numbers it dialled' }),
+    user_agents: Type.Array(Type.Object({ user_agent: Type.String(), count: Type.Integer() }), { description: 'Most seen User-Agents, at most 10' }),
+    transports: Type.Record(Type.String(), Type.Integer(), { description: 'Events per transport', example: { UDP: 4 } }),
+    message: Type.String(),
+  },
+  { $id: 'IpAddressFound', description: 'This address probed honeypots' },
+);
+
+export const IpAddressNotFound = Type.Object(
+  { ip_address: Type.String(), found: Type.Literal(false), message: Type.String() },
+  { $id: 'IpAddressNotFound', description: 'Never seen in the scopes the caller reads' },
+);
+
+/** A bulk item that could not be looked up: the value as sent, and why. */
+export const BulkItemError = Type.Object(
+  {
+    input: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()], { description: 'The value as sent; null for an array or object' }),
+    error: Type.Union([Type.Literal('invalid_phone_number'), Type.Literal('invalid_ip_address')]),
+    message: Type.String(),
+  },
+  { $id: 'BulkItemError' },
+);
+
+/** Every named schema of the lookups, for the scope to register. */
+export const LOOKUP_SCHEMAS = [PhoneNumberFound, PhoneNumberNotFound, IpAddressFound, IpAddressNotFound, BulkItemError];
+
+/** The body of a bulk lookup: 1 to 1,000 values under one member. */
+export function bulkRequest(field: 'phone_numbers' | 'ip_addresses', example: string[]) {
+  return Type.Object(
+    { [field]: Type.Array(Type.String(), { minItems: 1, maxItems: MAX_BULK, description: 'The values; one that is not valid is answered with its own error', example }) },
+  );
+}
+
+/** The answer of a bulk lookup: one item per value, in order. */
+export function bulkResults(found: string, notFound: string) {
+  return Type.Object({
+    results: Type.Array(Type.Union([Type.Ref(found), Type.Ref(notFound), Type.Ref('BulkItemError')]), {
+      description: 'One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error',
+    }),
+  });
+}

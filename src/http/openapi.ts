@@ -1,0 +1,69 @@
+import type { SwaggerOptions } from '@fastify/swagger';
+import { PERMISSIONS, type Permission } from '../domain/permissions.ts';
+import type { Services } from '../services.ts';
+import { liftRequiredHeaders } from './answers.ts';
+
+/** What each permission lets a token do, as the OAuth2 scopes of the document say it. */
+const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
+  'write:events': 'Submit honeypot events (Contributor Plan)',
+  'read:events': "Read the account's own events",
+  'read:phone-numbers': 'Look up phone numbers',
+  'read:ip-addresses': 'Look up source addresses',
+};
+
+/**
+ * The OpenAPI 3.1 document's frame (docs/api.md §1): the API's identity and licence, how to
+ * authenticate (OAuth2 client credentials with the token URL and scopes, so "Authorize" in
+ * /docs and code generators can fetch tokens; a bearer token as such; Basic while accepted),
+ * and on every operation the security its route's permission asks for. The operations
+ * themselves come from the route schemas.
+ */
+export function openApiOptions(services: Services): SwaggerOptions {
+  const { config } = services;
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tollwatch API',
+        version: '1',
+        description:
+          'Honeypot event intake and phone-number lookups against SIP toll fraud. Authenticate with an OAuth2 client-credentials token from /oauth/token. Errors are RFC 9457 problem documents whose `type` leads to /problems.',
+        license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
+      },
+      servers: [{ url: config.publicUrl }],
+      tags: [
+        { name: 'events', description: 'Submitting honeypot events and reading one’s own back' },
+        { name: 'lookups', description: 'Have attackers tried this number or address?' },
+        { name: 'oauth', description: 'Access tokens' },
+      ],
+      components: {
+        securitySchemes: {
+          oauth2: {
+            type: 'oauth2',
+            description: 'Client credentials from the account owner; the audience defaults to this API',
+            flows: { clientCredentials: { tokenUrl: `${config.publicUrl}/oauth/token`, scopes: SCOPE_DESCRIPTIONS } },
+          },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /oauth/token' },
+          ...(config.basicAuth ? { basic: { type: 'http', scheme: 'basic', description: 'The client id and secret themselves' } } : {}),
+        },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const permission = route.config?.permission;
+      if (!permission || !schema || (schema as { hide?: boolean }).hide) return { schema, url };
+      return { schema: { ...schema, security: securityFor(permission, config.basicAuth) }, url };
+    },
+    transformObject: (documentObject) => {
+      const document = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+      liftRequiredHeaders(document as Parameters<typeof liftRequiredHeaders>[0]);
+      return document;
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  };
+}
+
+/** The ways to call an operation that needs a permission: any one of them will do. */
+function securityFor(permission: Permission, basicAuth: boolean): Array<Record<string, string[]>> {
+  if (!PERMISSIONS.includes(permission)) throw new Error(`unknown permission ${permission}`);
+  return [{ oauth2: [permission] }, { bearer: [] }, ...(basicAuth ? [{ basic: [] }] : [])];
+}
