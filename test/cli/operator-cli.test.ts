@@ -234,6 +234,19 @@ describe('operator CLI (docs/api.md §10)', () => {
     expect(tollwatch('aggregates', 'rebuild').stdout).toMatch(/^aggregates rebuilt in \d+\.\d s\n$/);
   });
 
+  it('prints the OpenAPI document the server serves, without a running server', async () => {
+    const printed = json('openapi');
+    const h = await startHarness({ DATABASE_URL, TOLLWATCH_PUBLIC_URL: 'http://localhost:8080', TOLLWATCH_AUDIENCE: 'http://localhost:8080/api' });
+    try {
+      const served = await (await fetch(`${h.url}/api/openapi.json`)).json();
+      expect(printed).toEqual(served);
+      expect(printed).toMatchObject({ openapi: '3.1.0', info: { title: 'Tollwatch API' }, servers: [{ url: 'http://localhost:8080' }] });
+    } finally {
+      await h.app.close();
+      await h.services.close();
+    }
+  });
+
   it('reports an unusable DATABASE_URL cleanly', () => {
     const run = spawnSync(process.execPath, [BIN, 'accounts', 'list'], {
       env: { ...process.env, DATABASE_URL: 'mysql://nope' },
