@@ -1,6 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
+import createClient from 'openapi-fetch';
 import * as oidc from 'openid-client';
 import { ClientCredentials } from 'simple-oauth2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +44,23 @@ describe('standard OAuth 2.0 and HTTP clients, out of the box', () => {
     const narrow = await oidc.clientCredentialsGrant(config, { scope: 'read:phone-numbers' });
     expect(narrow.scope).toBe('read:phone-numbers');
     expect((await lookupWith(narrow.access_token)).status).toBe(403);
+  });
+
+  it('openapi-fetch: a client for the document, calling the operations it names with an openid-client token', async () => {
+    const config = await oidc.discovery(new URL(h.url), who.clientId, who.clientSecret, undefined, { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+    const { access_token } = await oidc.clientCredentialsGrant(config);
+    const document = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as { servers: Array<{ url: string }> };
+    expect(document.servers[0]!.url).toBe(h.url);
+    // Untyped here (TypeScript 7 has no compiler API for openapi-typescript to generate with):
+    // the paths and bodies are the document's own.
+    const api = createClient<any>({ baseUrl: document.servers[0]!.url, headers: { authorization: `Bearer ${access_token}` } });
+    const event = { app_name: 'sentrypeer', app_version: '4.0.6', event_timestamp: '2026-11-22 06:25:32.918708020', event_uuid: crypto.randomUUID(), created_by_node_id: crypto.randomUUID(), collected_method: 'passive', transport_type: 'TCP', source_ip: '198.51.100.9', destination_ip: '192.0.2.2', called_number: '+441632960001', sip_method: 'INVITE', sip_user_agent: 'sipvicious', sip_message: 'INVITE sip:+441632960001@192.0.2.2 SIP/2.0\r\n\r\n' };
+    const submitted = await api.POST('/api/events', { body: event });
+    expect(submitted.response.status).toBe(201);
+    const found = await api.GET('/api/phone-numbers/{phone_number}', { params: { path: { phone_number: '+441632960001' } } });
+    expect(found.data).toMatchObject({ found: true, seen_count: 1 });
+    const bad = await api.POST('/api/events', { body: { ...event, transport_type: 'SCTP' } });
+    expect(bad.error).toMatchObject({ status: 422, error: 'validation_failed', errors: [{ field: 'transport_type' }] });
   });
 
   it('simple-oauth2 5: getToken({}) with its defaults (Basic credentials, form body)', async () => {
