@@ -5,7 +5,8 @@ import createClient from 'openapi-fetch';
 import * as oidc from 'openid-client';
 import { ClientCredentials } from 'simple-oauth2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { freePort } from '../support/server-process.ts';
 
 const hasPython = spawnSync('python3', ['--version']).status === 0;
 const hasCurl = spawnSync('curl', ['--version']).status === 0;

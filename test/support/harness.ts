@@ -162,15 +162,3 @@ export function postEvent(who: TestAccount, event: unknown, headers: Record<stri
   });
 }
 
-/** A port free on the loopback address just now, for a server whose public URL must name it. */
-export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
