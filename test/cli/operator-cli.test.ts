@@ -247,6 +247,16 @@ describe('operator CLI (docs/api.md §10)', () => {
     }
   });
 
+  it('prints only its own output through npx, whatever Node the machine runs npm on', () => {
+    // As a user runs it: npm from the machine's PATH (not this project's Node 24 first).
+    const root = new URL('../..', import.meta.url).pathname;
+    const PATH = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules')).join(':');
+    const run = spawnSync('npx', ['tollwatch', '--json', 'plans', 'list'], { cwd: root, env: { ...process.env, PATH, DATABASE_URL }, encoding: 'utf8', timeout: 60_000 });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ plans: expect.any(Array) });
+  });
+
   it('reports an unusable DATABASE_URL cleanly', () => {
     const run = spawnSync(process.execPath, [BIN, 'accounts', 'list'], {
       env: { ...process.env, DATABASE_URL: 'mysql://nope' },
