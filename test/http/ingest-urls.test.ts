@@ -200,6 +200,8 @@ describe('node ingest URLs (docs/api.md §11)', () => {
     const get = await fetch(`${h.url}${path}`);
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
+    expect(get.headers.get('api-version')).toBe('1');
+    expect(await get.json()).toMatchObject({ status: 405, error: 'method_not_allowed' });
     // Revoking twice changes nothing.
     expect(await h.services.ingestUrls.revoke(issued.id)).toEqual(revoked);
   });
