@@ -3,8 +3,10 @@ import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { apiAuthOptions, apiGate } from './http/api-auth.ts';
+import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
+import { ingestGateOf, ingestScope } from './http/ingest.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
@@ -19,6 +21,7 @@ export interface AppOptions {
 
 /** Builds the HTTP application over a set of services; `server.ts` makes it listen. */
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
+  const gate = ingestGateOf(services);
   const app = Fastify({
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
     // Slow clients must not hold connections: headers must arrive within 10 s (or the request
@@ -42,7 +45,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // trail need the client's, read from X-Forwarded-For of the proxies named here only.
     trustProxy: services.config.trustProxy ?? false,
     ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
-    frameworkErrors: badUrlAnswer(services),
+    frameworkErrors: badUrlAnswer(services, gate),
   });
 
   await app.register(swagger, openApiOptions(services));
@@ -53,22 +56,28 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(problemPages);
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
+  await app.register(ingestScope, { prefix: '/ingest', services, gate });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.server.maxConnections = services.config.maxConnections;
   return app;
 }
 
 /**
- * A path the router cannot take never reaches a route scope. Outside `/api` it gets a plain
- * 400. Under `/api`, `routeMalformedApiPaths` should already have sent it on to its route; if
- * one gets here all the same, it is authenticated like any `/api` request, then not found:
- * nothing under `/api` answers before credentials are checked.
+ * A path the router cannot take never reaches a route scope. Outside `/api` and `/ingest` it
+ * gets a plain 400. Under `/api`, `routeMalformedApiPaths` should already have sent it on to its
+ * route; if one gets here all the same, it is authenticated like any `/api` request, then not
+ * found: nothing under `/api` answers before credentials are checked. Under `/ingest` it is a
+ * secret that names nothing (secrets need no %-encoding): 404, counted as a failure.
  */
-function badUrlAnswer(services: Services) {
+function badUrlAnswer(services: Services, ingest: IngestGate) {
   const admit = apiGate(apiAuthOptions(services));
   const headers = apiHeaders();
   return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const url = request.raw.url ?? '';
+    if (/^(https?:\/\/[^/?#]*)?\/ingest\//i.test(url)) {
+      reply.headers(headers);
+      return ingest.refuse(request, reply, { ok: false, reason: 'unknown ingest url' });
+    }
     if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
     reply.headers(headers);
     try {

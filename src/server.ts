@@ -1,9 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.ts';
 import { loadConfig, type Config } from './config.ts';
+import { createLogger } from './logger.ts';
 import { createServices } from './services.ts';
 import { openDatabase } from './store/database.ts';
 import { StoreMaintenance } from './store/maintenance.ts';
@@ -97,7 +98,7 @@ async function supervise(config: Config, log: Logger) {
 
 try {
   const config = loadConfig();
-  const log = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] });
+  const log = createLogger(config.logLevel);
   if (config.workers > 1 && cluster.isPrimary) await supervise(config, log);
   else await serve(config, log);
 } catch (err) {

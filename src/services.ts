@@ -5,6 +5,7 @@ import { AccountsService } from './domain/accounts.ts';
 import type { AuditTrail } from './domain/audit.ts';
 import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
+import { IngestUrls } from './domain/ingest-urls.ts';
 import { LookupService } from './domain/lookup-service.ts';
 import { RedisCoordination } from './coordination/redis-coordination.ts';
 import { PlanCatalog } from './domain/plans.ts';
@@ -19,6 +20,7 @@ import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
+import { SqlIngestUrlsRepository } from './store/ingest-urls-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
 import { WriterThread } from './store/writer-thread.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
@@ -39,6 +41,8 @@ export interface Services {
   authenticator: ApiAuthenticator;
   credentials: CredentialsCache;
   intake: EventIntake;
+  /** Node ingest URLs: a secret in the path instead of a token (docs/api.md §11). */
+  ingestUrls: IngestUrls;
   eventQuery: EventQuery;
   lookups: LookupService;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
@@ -95,6 +99,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // own, one group at a time, while the next group gathers.
   const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
   const ingestRepo = writer ? new GroupCommit(eventsRepo, writer, 1) : new GroupCommit(eventsRepo);
+  const intake = new EventIntake(ingestRepo, plans);
+  const ingestUrls = new IngestUrls({
+    repo: new SqlIngestUrlsRepository(database.db),
+    getAccount: (accountId) => accounts.getAccount(accountId),
+    assertMaySubmit: (account) => intake.assertMaySubmit(account),
+    publicUrl: config.publicUrl,
+    audit,
+  });
   return {
     config,
     database,
@@ -107,7 +119,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     tokens,
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
-    intake: new EventIntake(ingestRepo, plans),
+    intake,
+    ingestUrls,
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     rebuildAggregates: () => rebuildAggregates(database.db),

@@ -7,12 +7,21 @@ import { aggregatesCommand } from './aggregates-command.ts';
 import { auditCommand } from './audit-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run } from './command-group.ts';
+import { ingestUrlsCommands } from './ingest-urls-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
 import { plansCommands } from './plans-commands.ts';
 import { terminalJson } from './terminal-text.ts';
 
 /** The command groups, in the order `--help` lists them. */
-const COMMAND_GROUPS: readonly CommandGroup[] = [accountsCommands, clientsCommands, plansCommands, aggregatesCommand, auditCommand, openapiCommand];
+const COMMAND_GROUPS: readonly CommandGroup[] = [
+  accountsCommands,
+  clientsCommands,
+  ingestUrlsCommands,
+  plansCommands,
+  aggregatesCommand,
+  auditCommand,
+  openapiCommand,
+];
 
 /**
  * The operator CLI (docs/api.md §10): `tollwatch accounts …`, `tollwatch clients …` and the
@@ -31,7 +40,7 @@ export async function runCli(argv: string[], io = { out: process.stdout, err: pr
     };
 
   const program = new Command('tollwatch')
-    .description('Operate a Tollwatch service: accounts, plans and API clients')
+    .description('Operate a Tollwatch service: accounts, plans, API clients and node ingest URLs')
     .option('--json', 'print one JSON object on standard output and nothing else')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) });

@@ -198,8 +198,8 @@ export class AccountsService {
   }
 }
 
-/** A trimmed account or client name: 1 to 200 printable characters. */
-function validName(raw: string): string {
+/** A trimmed account, client or ingest URL name: 1 to 200 printable characters. */
+export function validName(raw: string): string {
   const name = raw.trim();
   if (name.length === 0 || name.length > 200 || /[\u0000-\u001f]/.test(name)) {
     throw new ServiceError('validation_failed', 'name must be 1 to 200 printable characters', [

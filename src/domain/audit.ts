@@ -13,7 +13,9 @@ export type AuditAction =
   | 'client.created'
   | 'client.secret_reset'
   | 'client.deleted'
-  | 'plan.saved';
+  | 'plan.saved'
+  | 'ingest_url.created'
+  | 'ingest_url.revoked';
 
 export interface AuditEntry {
   action: AuditAction;

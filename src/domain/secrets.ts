@@ -11,6 +11,25 @@ export function newClientSecret(): string {
 }
 
 /**
+ * A new ingest URL secret (docs/api.md §11): 256 random bits, URL-safe, prefixed so that it is
+ * recognisable wherever it leaks (a log, a shell history) and can be scrubbed from our own logs.
+ */
+export function newIngestSecret(): string {
+  return `${INGEST_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+}
+
+/** What every ingest URL secret starts with. */
+export const INGEST_SECRET_PREFIX = 'twi_';
+
+/** The exact shape of an ingest URL secret: the prefix and 32 bytes in unpadded base64url. */
+const INGEST_SECRET = /^twi_[A-Za-z0-9_-]{43}$/;
+
+/** Whether a value could be an ingest URL secret at all; anything else needs no store lookup. */
+export function isIngestSecretShape(value: string): boolean {
+  return INGEST_SECRET.test(value);
+}
+
+/**
  * Hash of a secret as stored. Secrets are 256 random bits, so a fast hash is as strong as a
  * slow one here and keeps the token endpoint well inside a SentryPeer node's 2 s timeout.
  */

@@ -64,10 +64,12 @@ export interface AnswerOptions {
   limited?: boolean;
   /** Descriptions that say more than the general one for a status. */
   describe?: Record<number, string>;
+  /** Statuses of the common ones (401, 403, 429, 500, 503) this route can never send. */
+  without?: number[];
 }
 
 /** The `response` of an `/api` route's schema. */
-export function apiAnswers({ ok, errors = [], limited = false, describe = {} }: AnswerOptions) {
+export function apiAnswers({ ok, errors = [], limited = false, describe = {}, without = [] }: AnswerOptions) {
   // 401 and 403 are answered before the limiter runs; every other answer may come after it.
   const rateFields = (status: number): Record<string, HeaderDoc> =>
     limited && status !== 401 && status !== 403 ? { 'RateLimit-Policy': RATE_LIMIT_POLICY, RateLimit: RATE_LIMIT } : {};
@@ -81,7 +83,7 @@ export function apiAnswers({ ok, errors = [], limited = false, describe = {} }: 
     };
   }
   for (const status of [...new Set([...errors, ...COMMON_ERRORS])].sort()) {
-    if (response[status]) continue;
+    if (response[status] || without.includes(status)) continue;
     response[status] = {
       description: describe[status] ?? ERROR_DESCRIPTIONS[status] ?? PROBLEMS.server_error.title,
       headers: { 'API-Version': API_VERSION, ...rateFields(status), ...errorHeaders(status) },

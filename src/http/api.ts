@@ -3,7 +3,7 @@ import type { Services } from '../services.ts';
 import { apiAuthHook, apiAuthOptions } from './api-auth.ts';
 import { AllowedMethods } from './allowed-methods.ts';
 import { apiErrorHandler } from './api-errors.ts';
-import { readJsonBody } from './json-body.ts';
+import { readBodiesAsJson } from './json-body.ts';
 import { LOOKUP_SCHEMAS } from './lookup-answers.ts';
 import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
@@ -56,18 +56,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
 
-  // One parser for every media type: readJsonBody decides which are JSON, so the answer for a
-  // refused body (415, 400) is ours, with our messages, whatever the Content-Type.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
-    let value: unknown;
-    try {
-      value = readJsonBody(request, body as string);
-    } catch (err) {
-      return done(err as Error, undefined);
-    }
-    done(null, value);
-  });
+  readBodiesAsJson(app);
 
   app.setErrorHandler(apiErrorHandler);
   // Routes are learnt as they register below: a known path asked with another method is 405.

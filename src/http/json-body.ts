@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { ServiceError } from '../domain/errors.ts';
 
@@ -50,6 +50,23 @@ export function readJsonBody(request: FastifyRequest, text: string): unknown {
   }
   if (text === '') throw new ServiceError('invalid_json', 'the request body is empty; send a JSON document');
   return parseJsonText(text);
+}
+
+/**
+ * Makes a route scope read every request body with readJsonBody, whatever its media type: one
+ * parser for all, so the answer for a refused body (415, 400) is ours, with our messages.
+ */
+export function readBodiesAsJson(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    let value: unknown;
+    try {
+      value = readJsonBody(request, body as string);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
+    done(null, value);
+  });
 }
 
 /**

@@ -27,7 +27,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
         title: 'Tollwatch API',
         version: '1',
         description:
-          'Honeypot event intake and phone-number lookups against SIP toll fraud. Authenticate with an OAuth2 client-credentials token from /oauth/token. Errors are RFC 9457 problem documents whose `type` leads to /problems.',
+          'Honeypot event intake and phone-number lookups against SIP toll fraud. Authenticate with an OAuth2 client-credentials token from /oauth/token; a node ingest URL (/ingest/{secret}) carries its own credential in its path. Errors are RFC 9457 problem documents whose `type` leads to /problems.',
         license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
       },
       servers: [{ url: config.publicUrl }],

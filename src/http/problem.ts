@@ -30,7 +30,12 @@ export const PROBLEMS: Record<ErrorCode | 'server_error', ProblemKind> = {
     meaning: 'The token (or Basic client) lacks the permission this route needs; the WWW-Authenticate header names it. Ask for a token with that scope, or have the account owner give the client the permission.',
   },
   plan_not_allowed: { status: 403, title: 'Not allowed on this plan', meaning: "The account's plan does not allow submitting events; only the Contributor Plan does." },
-  not_found: { status: 404, title: 'Not found', meaning: "No such resource. Another account's event answers exactly as a missing one." },
+  not_found: {
+    status: 404,
+    title: 'Not found',
+    meaning:
+      "No such resource. Another account's event answers exactly as a missing one, and an ingest URL that was revoked, or whose account is disabled, exactly as one never issued.",
+  },
   method_not_allowed: { status: 405, title: 'Method not allowed', meaning: 'The path exists but does not take this method; the Allow header lists the methods it takes.' },
   duplicate_event: {
     status: 409,

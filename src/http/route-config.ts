@@ -1,12 +1,13 @@
 import type { FastifyRequest } from 'fastify';
+import type { Account } from '../domain/accounts.ts';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { LimitGroup } from '../limits/plan-limiter.ts';
 import type { Principal } from '../oauth/api-authenticator.ts';
 
 /**
- * Everything an `/api` route declares about itself, read by the scope's hooks (api.ts), and
- * what those hooks leave on the request. A route states what it needs; it runs no hook of its
+ * Everything an `/api` or `/ingest` route declares about itself, read by the scope's hooks
+ * (api.ts, ingest.ts), and what those hooks leave on the request. A route states what it needs; it runs no hook of its
  * own for it.
  */
 declare module 'fastify' {
@@ -26,6 +27,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Who is calling; set by the authentication hook on every route that declares a permission. */
     principal: Principal | undefined;
+    /** The account an ingest URL delivers to; set by the `/ingest` scope's hook (docs/api.md §11). */
+    ingestAccount: Account | undefined;
   }
 
   interface FastifyInstance {

@@ -22,6 +22,7 @@ export interface Schema {
   plans: PlansTable;
   audit_log: AuditLogTable;
   server_secrets: ServerSecretsTable;
+  ingest_urls: IngestUrlsTable;
 }
 
 type Counter = ColumnType<number | string, number, number>;
@@ -183,4 +184,16 @@ export interface ServerSecretsTable {
   name: string;
   /** The secret's bytes, base64. */
   value: string;
+}
+
+/** Node ingest URLs (docs/api.md §11); a revoked one keeps its row, with `revoked_at` set. */
+export interface IngestUrlsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** SHA-256 (hex) of the secret in the URL's path; the secret itself is never stored. */
+  secret_hash: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
 }

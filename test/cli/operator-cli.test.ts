@@ -81,6 +81,55 @@ describe('operator CLI (docs/api.md §10)', () => {
     expect(json('clients', 'list', '--account', account.account_id).clients).toEqual([]);
   });
 
+  it('creates, lists and revokes node ingest URLs (docs/api.md §11)', () => {
+    const account = json('accounts', 'create', '--name', 'Nodes', '--plan', 'contributor');
+    const created = json('ingest-urls', 'create', '--account', account.account_id, '--name', 'node-1');
+    expect(created).toEqual({
+      ingest_url: expect.stringMatching(/\/ingest\/twi_[A-Za-z0-9_-]{43}$/),
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      account_id: account.account_id,
+      name: 'node-1',
+    });
+    const secret = created.ingest_url.slice(created.ingest_url.lastIndexOf('/') + 1);
+    const text = tollwatch('ingest-urls', 'create', '--account', account.account_id, '--name', 'node\u009b2J');
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/^ingest_url: \S+\/ingest\/twi_\S{43}\nid: +[0-9a-f-]{36}\n/);
+
+    const listed = json('ingest-urls', 'list', '--account', account.account_id).ingest_urls as Array<Record<string, unknown>>;
+    expect(listed).toHaveLength(2);
+    expect(listed[0]).toEqual({ id: created.id, account_id: account.account_id, name: 'node-1', created_at: expect.any(String), last_used_at: null, revoked_at: null });
+    expect(JSON.stringify(listed)).not.toContain(secret);
+
+    const revoked = json('ingest-urls', 'revoke', created.id);
+    expect(revoked).toMatchObject({ id: created.id, revoked_at: expect.any(String) });
+    const lines = tollwatch('ingest-urls', 'list', '--account', account.account_id);
+    expect(lines.status).toBe(0);
+    expect(lines.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(lines.stdout.split('\n')).toEqual([
+      `${created.id}  revoked ${revoked.revoked_at}  last used: never  node-1`,
+      expect.stringMatching(/^[0-9a-f-]{36}  active +last used: never  node\\x9b2J$/),
+      '',
+    ]);
+    const entries = json('audit', '--account', account.account_id, '--limit', '3').entries as Array<Record<string, unknown>>;
+    expect(entries.map((e) => e.action)).toEqual(['ingest_url.revoked', 'ingest_url.created', 'ingest_url.created']);
+
+    // Refusals: a plan that may not submit, an unknown account or URL, a missing option.
+    const tester = json('accounts', 'create', '--name', 'Looker', '--plan', 'tester');
+    const notAllowed = tollwatch('--json', 'ingest-urls', 'create', '--account', tester.account_id, '--name', 'n');
+    expect(notAllowed.status).toBe(1);
+    expect(notAllowed.stdout).toBe('');
+    expect(notAllowed.stderr).toMatch(/^tollwatch: the tester plan may not submit events/);
+    for (const args of [
+      ['ingest-urls', 'revoke', '00000000-0000-0000-0000-000000000000'],
+      ['ingest-urls', 'list', '--account', 'nobody'],
+    ]) {
+      const run = tollwatch('--json', ...args);
+      expect(run.status, args.join(' ')).toBe(1);
+      expect(run.stderr).toMatch(/^tollwatch: no such /);
+    }
+    expect(tollwatch('ingest-urls', 'create', '--account', account.account_id).status).toBe(2);
+  });
+
   it('enforces the plan’s client limit', () => {
     const account = json('accounts', 'create', '--name', 'Tiny', '--plan', 'tester');
     json('clients', 'create', '--account', account.account_id, '--name', 'first');

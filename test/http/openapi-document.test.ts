@@ -38,7 +38,8 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     for (const { path, operation } of operations()) {
-      if (path === '/oauth/token') expect(operation.security).toEqual([]);
+      // Client credentials, or an ingest URL's secret, are these operations' own authentication.
+      if (path === '/oauth/token' || path === '/ingest/{secret}') expect(operation.security).toEqual([]);
       else expect(operation.security).toEqual([{ oauth2: [expect.stringMatching(/^(read|write):/)] }, { bearer: [] }, { basic: [] }]);
     }
   });
@@ -58,7 +59,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
   });
 
   it('documents every /api error as a problem document, with the headers a client acts on', () => {
-    for (const { path, operation } of operations().filter(({ path }) => path.startsWith('/api/'))) {
+    for (const { path, operation } of operations().filter(({ path }) => path.startsWith('/api/') || path.startsWith('/ingest/'))) {
       for (const [status, answer] of Object.entries<any>(operation.responses)) {
         expect(answer.headers['API-Version'], `${path} ${status}`).toMatchObject({ required: true });
         // A lookup's 404 is a normal answer ({"found":false}); every other error is a problem.

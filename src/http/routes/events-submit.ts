@@ -8,8 +8,10 @@ import { jsonBodyContent } from '../schemas.ts';
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
 
-const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) }, { additionalProperties: false });
-const location = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
+/** The body of a 201 or 200 for a submitted event. */
+export const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) }, { additionalProperties: false });
+/** The Location header of a 201 or 200 for a submitted event. */
+export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
 
 /** POST /api/events: submit one honeypot event (docs/api.md §5). */
 export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -27,8 +29,8 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
         body: jsonBodyContent(Type.Ref('HoneypotEvent')),
         response: apiAnswers({
           ok: {
-            201: { description: 'Stored, durably', schema: Acknowledgement, headers: location },
-            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: location },
+            201: { description: 'Stored, durably', schema: Acknowledgement, headers: eventLocation },
+            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: eventLocation },
           },
           errors: [400, 409, 413, 415, 422],
           limited: true,

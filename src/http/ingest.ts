@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../services.ts';
+import { AllowedMethods } from './allowed-methods.ts';
+import { apiHeaders } from './api.ts';
+import { apiErrorHandler } from './api-errors.ts';
+import { ingestAuthHook, ingestGate, type IngestGate } from './ingest-auth.ts';
+import { readBodiesAsJson } from './json-body.ts';
+import { problem, sendProblem } from './problem.ts';
+import { rateLimitHook } from './rate-limit-hook.ts';
+import { ingestSubmitRoute } from './routes/ingest-submit.ts';
+import { documentationOnly, HoneypotEventSchema, Problem } from './schemas.ts';
+
+/** The ingest gate over the services: one per app, shared by the scope and the bad-URL answer. */
+export function ingestGateOf(services: Services): IngestGate {
+  return ingestGate({ ingestUrls: services.ingestUrls, failures: services.authFailures, audit: services.audit });
+}
+
+/**
+ * The `/ingest` scope: node ingest URLs (docs/api.md §11). Outside `/api` because its credential
+ * is the secret in the path, not an Authorization header: under `/api` every request, unknown
+ * paths included, is authenticated by that header and refused 401 with a challenge, which a
+ * webhook client cannot answer. In everything else it is `/api`: its headers, JSON bodies,
+ * problem details, plan rules and submission allowance.
+ */
+export async function ingestScope(app: FastifyInstance, { services, gate }: { services: Services; gate: IngestGate }) {
+  app.addSchema(Problem);
+  app.addSchema(HoneypotEventSchema);
+  app.setValidatorCompiler(documentationOnly);
+
+  const headers = apiHeaders();
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(headers);
+  });
+  app.addHook('onRequest', ingestAuthHook(gate, services.intake));
+  app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, (request) => request.ingestAccount));
+  readBodiesAsJson(app);
+  app.setErrorHandler(apiErrorHandler);
+
+  const allowed = new AllowedMethods();
+  app.addHook('onRoute', allowed.record);
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const methods = allowed.at((request.raw.url ?? '').split('?')[0]!);
+    // Another method on an ingest URL is 405 whatever the secret, so it tells nothing about it.
+    if (methods.length > 0 && !methods.includes(request.method)) {
+      reply.header('allow', methods.join(', '));
+      return sendProblem(reply, problem('method_not_allowed', `${request.method} is not taken here; this path takes ${methods.join(', ')}`));
+    }
+    // Any other path here (no secret, a secret too long for the router, extra segments) is a
+    // secret that names nothing, and is answered and counted as one.
+    return gate.refuse(request, reply, { ok: false, reason: 'unknown ingest url' });
+  });
+
+  await app.register(ingestSubmitRoute, { services });
+}

@@ -1,0 +1,61 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Services } from '../../services.ts';
+import { apiAnswers } from '../answers.ts';
+import { JSON_LIKE_MEDIA_TYPES } from '../json-body.ts';
+import { jsonBodyContent } from '../schemas.ts';
+import { Acknowledgement, EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
+
+/** The secret of an ingest URL, as `ingest-urls create` issues it. */
+const IngestParams = Type.Object({
+  secret: Type.String({
+    description: 'The secret of an ingest URL: `twi_` and 43 base64url characters. It is the credential; keep it out of logs.',
+    pattern: '^twi_[A-Za-z0-9_-]{43}$',
+  }),
+});
+
+/** POST /ingest/{secret}: one honeypot event through a node ingest URL (docs/api.md §11). */
+export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  app.post(
+    '/:secret',
+    {
+      config: { rateGroup: 'submissions' },
+      bodyLimit: EVENT_BODY_LIMIT,
+      schema: {
+        summary: 'Submit one honeypot event through a node ingest URL',
+        description:
+          'For SentryPeer nodes that cannot use the token endpoint: the secret in the path is the credential, and no Authorization header is read. ' +
+          'Answers exactly as POST /api/events does, for the account the URL belongs to (Contributor Plan only): 201 once the event is durably stored; 200 for an identical replay of an event_uuid; 409 if the uuid was used with different content. ' +
+          `The body is one JSON object, read as JSON when sent as ${JSON_LIKE_MEDIA_TYPES.join(', ')} (a stock node sends application/x-www-form-urlencoded) or with no Content-Type; any other media type, or a Content-Encoding other than identity, is 415. ` +
+          'An unknown or revoked URL, or one of a disabled account, is 404, and counts as a failed authentication: too many from one address are refused with 429.',
+        tags: ['events'],
+        security: [],
+        params: IngestParams,
+        body: jsonBodyContent(Type.Ref('HoneypotEvent')),
+        operationId: 'submitEventThroughIngestUrl',
+        response: apiAnswers({
+          ok: {
+            201: { description: 'Stored, durably', schema: Acknowledgement, headers: eventLocation },
+            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: eventLocation },
+          },
+          errors: [400, 404, 409, 413, 415, 422],
+          limited: true,
+          // No Authorization header is read, so there is no 401 to answer.
+          without: [401],
+          describe: {
+            403: "The account's plan does not allow submission (`plan_not_allowed`)",
+            404: 'No such ingest URL (`not_found`): never issued, revoked, or its account is disabled; counted as a failed authentication',
+            429: "The account's submission allowance is spent (with the RateLimit fields), or too many failed authentications came from this address (`rate_limited`)",
+          },
+        }),
+      },
+    },
+    async (request, reply) => {
+      // Set by the scope's authentication hook, which answers every request it does not admit.
+      const account = request.ingestAccount!;
+      const { outcome, eventUuid } = await services.intake.submit(account, request.body);
+      reply.header('location', `/api/events/${eventUuid}`);
+      return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
+    },
+  );
+};
