@@ -3,6 +3,7 @@ import { serializeList } from 'structured-headers';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
 import type { PlanLimiter } from '../limits/plan-limiter.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 
 
 /**
@@ -11,7 +12,7 @@ import type { PlanLimiter } from '../limits/plan-limiter.ts';
  * §9); over the limit it refuses with 429 `rate_limited`. It runs after authentication and
  * body parsing, so a batch is counted per event.
  */
-export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog) {
+export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog, metrics: Metrics) {
   return async function limit(request: FastifyRequest, reply: FastifyReply) {
     const { rateGroup, rateCost } = request.routeOptions.config;
     const principal = request.principal;
@@ -27,6 +28,7 @@ export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog) {
       .header('ratelimit-policy', serializeList([[rateGroup, new Map([['q', window.limit], ['w', window.windowSeconds]])]]))
       .header('ratelimit', serializeList([[rateGroup, new Map([['r', state.remaining], ['t', state.resetSeconds]])]]));
     if (!state.allowed) {
+      metrics.rateLimited(rateGroup);
       reply.header('retry-after', state.resetSeconds);
       throw new ServiceError(
         'rate_limited',
