@@ -9,8 +9,11 @@ import { apiHeaders, apiScope } from './http/api.ts';
 import { ingestGateOf, ingestScope } from './http/ingest.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
+import { countRequests } from './http/request-metrics.ts';
+import { metricsRoute } from './http/routes/metrics.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { problemPages } from './http/routes/problem-pages.ts';
+import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
 
@@ -48,11 +51,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     frameworkErrors: badUrlAnswer(services, gate),
   });
 
+  // First, so that every route registered below is counted under its pattern.
+  countRequests(app, services.metrics);
   await app.register(swagger, openApiOptions(services));
 
   // Problem `type` URIs are absolute, on the page that explains each code.
   app.decorate('problemTypes', `${services.config.publicUrl}/problems`);
   await app.register(operationalRoutes, { services });
+  const exposition = services.metrics.exposition;
+  if (exposition) await app.register(metricsRoute, { services, exposition });
   await app.register(problemPages);
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
@@ -67,12 +74,16 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
  * gets a plain 400. Under `/api`, `routeMalformedApiPaths` should already have sent it on to its
  * route; if one gets here all the same, it is authenticated like any `/api` request, then not
  * found: nothing under `/api` answers before credentials are checked. Under `/ingest` it is a
- * secret that names nothing (secrets need no %-encoding): 404, counted as a failure.
+ * secret that names nothing (secrets need no %-encoding): 404, counted as a failure. Such answers run no hooks, so
+ * they are counted here, as unmatched.
  */
 function badUrlAnswer(services: Services, ingest: IngestGate) {
   const admit = apiGate(apiAuthOptions(services));
   const headers = apiHeaders();
+  const unmatched = services.metrics.route(UNMATCHED_ROUTE);
   return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    const started = performance.now();
+    reply.raw.once('finish', () => unmatched.answered(request.method, reply.statusCode, performance.now() - started));
     const url = request.raw.url ?? '';
     if (/^(https?:\/\/[^/?#]*)?\/ingest\//i.test(url)) {
       reply.headers(headers);

@@ -22,6 +22,8 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_MAX_CONNECTIONS: Type.Integer({ default: 4096, minimum: 1 }),
   TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
   TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
+  TOLLWATCH_METRICS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  TOLLWATCH_METRICS_TOKEN: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -62,6 +64,10 @@ export interface Config {
    * behind a proxy is the proxy's (and every client then shares its failure throttle).
    */
   trustProxy: true | string[] | undefined;
+  /** Whether `GET /metrics` is served and the process collects metrics at all. */
+  metrics: boolean;
+  /** The Bearer token `GET /metrics` requires; open to anyone who reaches it when unset. */
+  metricsToken: string | undefined;
   logLevel: string;
 }
 
@@ -95,8 +101,22 @@ function settleConfig(raw: RawConfig): Config {
     maxConnections: raw.TOLLWATCH_MAX_CONNECTIONS,
     requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
     trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
+    metrics: raw.TOLLWATCH_METRICS === 'on',
+    metricsToken: parseMetricsToken(raw.TOLLWATCH_METRICS_TOKEN),
     logLevel: raw.LOG_LEVEL,
   };
+}
+
+/** The shortest metrics token taken: /metrics allows any number of guesses, so it must be unguessable. */
+const MIN_METRICS_TOKEN_LENGTH = 16;
+
+/** The metrics token; empty is unset (as in a `.env` line `TOLLWATCH_METRICS_TOKEN=`). */
+function parseMetricsToken(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.length < MIN_METRICS_TOKEN_LENGTH || /\s/.test(value)) {
+    throw new Error(`TOLLWATCH_METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} characters without spaces (e.g. \`openssl rand -hex 32\`)`);
+  }
+  return value;
 }
 
 /** The names @fastify/proxy-addr knows for the usual private ranges. */

@@ -5,6 +5,8 @@ import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
+import { answerClusterScrapes } from './metrics/cluster-metrics.ts';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.ts';
 import { createServices } from './services.ts';
 import { openDatabase } from './store/database.ts';
 import { StoreMaintenance } from './store/maintenance.ts';
@@ -19,7 +21,9 @@ const SERVING = 'tollwatch:serving';
  * primary forks n workers sharing one port (node:cluster) and replaces any that die.
  */
 async function serve(config: Config, log: Logger) {
-  const services = await createServices(config, { log });
+  // Metrics belong to the serving process: the CLI, on the same services, collects none.
+  const metrics = config.metrics ? new PrometheusMetrics() : undefined;
+  const services = await createServices(config, { log, metrics });
   const app = await buildApp(services, { loggerInstance: log });
   // One maintenance runner per deployment is enough (on PostgreSQL a lock also guards it): a
   // single process runs it; under WORKERS the primary names the one worker that does.
@@ -72,6 +76,8 @@ async function supervise(config: Config, log: Logger) {
     serving.add(worker);
     appoint();
   });
+  // A scrape reaches one worker; the primary sums every serving worker's metrics for it.
+  if (config.metrics) answerClusterScrapes(() => serving);
   for (let i = 0; i < config.workers; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
     serving.delete(worker);

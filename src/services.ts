@@ -8,6 +8,7 @@ import { EventQuery } from './domain/event-query.ts';
 import { IngestUrls } from './domain/ingest-urls.ts';
 import { LookupService } from './domain/lookup-service.ts';
 import { RedisCoordination } from './coordination/redis-coordination.ts';
+import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
 import { PlanCatalog } from './domain/plans.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from './limits/failure-throttle.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
@@ -45,6 +46,8 @@ export interface Services {
   ingestUrls: IngestUrls;
   eventQuery: EventQuery;
   lookups: LookupService;
+  /** What the HTTP layer and the token endpoint count; counts nothing unless the server asked for metrics. */
+  metrics: Metrics;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
   rebuildAggregates(): Promise<void>;
   close(): Promise<void>;
@@ -60,11 +63,13 @@ export interface ServiceOptions {
   log?: Logger;
   /** How failed authentications are slowed and refused. */
   throttle?: Partial<ThrottleSettings>;
+  /** Where counts go; nowhere when absent (the CLI). The server passes its Prometheus metrics. */
+  metrics?: Metrics;
 }
 
 /** Opens the store and builds the services over it. */
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
-  const { log } = options;
+  const { log, metrics = NO_METRICS } = options;
   const database = await openDatabase(config.databaseUrl, { sqliteCacheMiB: config.sqliteCacheMiB });
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
@@ -107,6 +112,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     publicUrl: config.publicUrl,
     audit,
   });
+  // Read at each scrape: the store by the readiness check's query, Redis by what its
+  // connection last showed (no command of its own).
+  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable) });
   return {
     config,
     database,
@@ -123,6 +131,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ingestUrls,
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
+    metrics,
     rebuildAggregates: () => rebuildAggregates(database.db),
     async close() {
       await writer?.close();

@@ -29,3 +29,19 @@ describe('TOLLWATCH_TRUST_PROXY', () => {
     expect(() => load({ TOLLWATCH_TRUST_PROXY: '2' })).toThrow(/hop count/);
   });
 });
+
+describe('TOLLWATCH_METRICS and TOLLWATCH_METRICS_TOKEN', () => {
+  it('serves metrics unless switched off, open unless a token is set', () => {
+    expect(load({})).toMatchObject({ metrics: true, metricsToken: undefined });
+    expect(load({ TOLLWATCH_METRICS: 'off' }).metrics).toBe(false);
+    expect(load({ TOLLWATCH_METRICS_TOKEN: '' }).metricsToken).toBeUndefined();
+    expect(load({ TOLLWATCH_METRICS_TOKEN: 'a'.repeat(16) }).metricsToken).toBe('a'.repeat(16));
+  });
+
+  it('refuses a token short enough to guess, or one a header cannot carry', () => {
+    for (const bad of ['short', 'a'.repeat(15), `${'a'.repeat(16)} b`]) {
+      expect(() => load({ TOLLWATCH_METRICS_TOKEN: bad }), bad).toThrow(/TOLLWATCH_METRICS_TOKEN/);
+    }
+    expect(() => load({ TOLLWATCH_METRICS: 'yes' })).toThrow();
+  });
+});

@@ -52,6 +52,11 @@ export class RedisCoordination {
     });
   }
 
+  /** Whether Redis is connected and answering: false from an error or a failed command until it answers again. */
+  get reachable(): boolean {
+    return !this.down && this.client.status === 'ready';
+  }
+
   /** Limiters counting in Redis, each insured by an in-process one for when Redis is away. */
   limiters(): LimiterFactory {
     return (options) =>

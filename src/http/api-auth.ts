@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditTrail } from '../domain/audit.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { FailureThrottle } from '../limits/failure-throttle.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
 import { accountFailure, readBasicCredentials } from '../oauth/client-authentication.ts';
@@ -21,6 +22,7 @@ export interface ApiAuthOptions {
   basicAuth: boolean;
   failures: FailureThrottle;
   audit: AuditTrail;
+  metrics: Metrics;
   /** Where RFC 9728 protected-resource metadata tells clients how to get a token. */
   resourceMetadataUrl: string;
 }
@@ -32,6 +34,7 @@ export function apiAuthOptions(services: Services): ApiAuthOptions {
     basicAuth: services.config.basicAuth,
     failures: services.authFailures,
     audit: services.audit,
+    metrics: services.metrics,
     resourceMetadataUrl: protectedResourceMetadataUrl(services.config.publicUrl),
   };
 }
@@ -46,7 +49,7 @@ export function apiAuthOptions(services: Services): ApiAuthOptions {
  * refusals (expired, revoked by a secret reset, client deleted, account disabled) count too:
  * a client hammering with a dead token is slowed like anyone else.
  */
-export function apiGate({ authenticator, basicAuth, failures, audit, resourceMetadataUrl }: ApiAuthOptions) {
+export function apiGate({ authenticator, basicAuth, failures, audit, metrics, resourceMetadataUrl }: ApiAuthOptions) {
   const challenges = challengesFor(basicAuth, resourceMetadataUrl);
   return async function admit(request: FastifyRequest, reply: FastifyReply, needed: Permission | undefined): Promise<Principal | undefined> {
     const header = request.headers.authorization;
@@ -61,7 +64,7 @@ export function apiGate({ authenticator, basicAuth, failures, audit, resourceMet
       if (!(err instanceof InvalidTokenError)) throw err;
       const { clientId, accountId } = err.subject;
       const answer = await accountFailure(
-        { failures, audit, log: request.log },
+        { failures, audit, log: request.log, metrics },
         { action: 'api.auth_failed', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason: err.message, path: request.routeOptions.url ?? null } },
       );
       if (answer.refused) {

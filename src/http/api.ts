@@ -54,7 +54,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
     if (request.routeOptions.config.submission && request.principal) await services.intake.assertMaySubmit(request.principal.account);
   });
   app.addHook('preValidation', malformedPathHook);
-  app.addHook('preHandler', rateLimitHook(services.limiter, services.plans));
+  app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics));
 
   readBodiesAsJson(app);
 

@@ -4,6 +4,7 @@ import type { AuditTrail } from '../domain/audit.ts';
 import type { EventIntake } from '../domain/event-intake.ts';
 import type { IngestUrls, IngestVerdict } from '../domain/ingest-urls.ts';
 import type { FailureThrottle } from '../limits/failure-throttle.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { accountFailure } from '../oauth/client-authentication.ts';
 import { problem, sendProblem } from './problem.ts';
 
@@ -15,6 +16,7 @@ export interface IngestGateOptions {
   ingestUrls: IngestUrls;
   failures: FailureThrottle;
   audit: AuditTrail;
+  metrics: Metrics;
 }
 
 /** A refused ingest secret: why, and whose URL it named if any (for the audit trail only). */
@@ -25,7 +27,7 @@ export type IngestRefusal = Extract<IngestVerdict, { ok: false }>;
  * whole credential, so a refusal is counted by the same failure throttle as a wrong client
  * secret or token (docs/api.md §2): an address that keeps guessing is slowed, then refused 429.
  */
-export function ingestGate({ ingestUrls, failures, audit }: IngestGateOptions) {
+export function ingestGate({ ingestUrls, failures, audit, metrics }: IngestGateOptions) {
   /**
    * Answers a refused secret: 404 `not_found`, one answer for a secret never issued, revoked,
    * or of a disabled account, so that nothing tells whether a URL ever existed. Not 401: a
@@ -33,7 +35,7 @@ export function ingestGate({ ingestUrls, failures, audit }: IngestGateOptions) {
    */
   async function refuse(request: FastifyRequest, reply: FastifyReply, refusal: IngestRefusal): Promise<FastifyReply> {
     const answer = await accountFailure(
-      { failures, audit, log: request.log },
+      { failures, audit, log: request.log, metrics },
       {
         action: 'api.auth_failed',
         actor: 'anonymous',

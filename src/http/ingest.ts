@@ -12,7 +12,7 @@ import { documentationOnly, HoneypotEventSchema, Problem } from './schemas.ts';
 
 /** The ingest gate over the services: one per app, shared by the scope and the bad-URL answer. */
 export function ingestGateOf(services: Services): IngestGate {
-  return ingestGate({ ingestUrls: services.ingestUrls, failures: services.authFailures, audit: services.audit });
+  return ingestGate({ ingestUrls: services.ingestUrls, failures: services.authFailures, audit: services.audit, metrics: services.metrics });
 }
 
 /**
@@ -32,7 +32,7 @@ export async function ingestScope(app: FastifyInstance, { services, gate }: { se
     reply.headers(headers);
   });
   app.addHook('onRequest', ingestAuthHook(gate, services.intake));
-  app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, (request) => request.ingestAccount));
+  app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics, (request) => request.ingestAccount));
   readBodiesAsJson(app);
   app.setErrorHandler(apiErrorHandler);
 

@@ -4,6 +4,7 @@ import type { Account } from '../domain/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
 import type { PlanLimiter } from '../limits/plan-limiter.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 
 /**
  * The `/api` preHandler that spends a request's cost from its account's plan allowance and
@@ -12,7 +13,12 @@ import type { PlanLimiter } from '../limits/plan-limiter.ts';
  * body parsing, so a batch is counted per event. The account is the `/api` principal's, unless
  * a scope that authenticates otherwise (ingest URLs) says whose it is.
  */
-export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog, accountOf: (request: FastifyRequest) => Account | undefined = principalAccount) {
+export function rateLimitHook(
+  limiter: PlanLimiter,
+  plans: PlanCatalog,
+  metrics: Metrics,
+  accountOf: (request: FastifyRequest) => Account | undefined = principalAccount,
+) {
   return async function limit(request: FastifyRequest, reply: FastifyReply) {
     const { rateGroup, rateCost } = request.routeOptions.config;
     const account = accountOf(request);
@@ -28,6 +34,7 @@ export function rateLimitHook(limiter: PlanLimiter, plans: PlanCatalog, accountO
       .header('ratelimit-policy', serializeList([[rateGroup, new Map([['q', window.limit], ['w', window.windowSeconds]])]]))
       .header('ratelimit', serializeList([[rateGroup, new Map([['r', state.remaining], ['t', state.resetSeconds]])]]));
     if (!state.allowed) {
+      metrics.rateLimited(rateGroup);
       reply.header('retry-after', state.resetSeconds);
       throw new ServiceError(
         'rate_limited',

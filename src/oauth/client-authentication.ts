@@ -3,6 +3,7 @@ import type { Account, Client } from '../domain/accounts.ts';
 import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
 import { secretMatches } from '../domain/secrets.ts';
 import { auditEntriesFor, slowDown, type FailureThrottle } from '../limits/failure-throttle.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { RefusedSubject } from './access-tokens.ts';
 
 /**
@@ -81,18 +82,21 @@ export type FailureAnswer = { refused: true; retryAfterSeconds: number } | { ref
 /**
  * Accounts for one failed authentication, wherever it happened: spends its point against the
  * address and the client id (the throttle), writes its audit rows without holding the answer
- * (one per failure, or one per throttle once refused), and waits the delay a 401 has earned.
- * The caller then answers 429 or 401 in its own shape.
+ * (one per failure, or one per throttle once refused), counts a refusal, and waits the delay a
+ * 401 has earned. The caller then answers 429 or 401 in its own shape.
  */
 export async function accountFailure(
-  { failures, audit, log }: { failures: FailureThrottle; audit: AuditTrail; log: FastifyBaseLogger },
+  { failures, audit, log, metrics }: { failures: FailureThrottle; audit: AuditTrail; log: FastifyBaseLogger; metrics: Metrics },
   failure: AuditEntry & { ip: string },
 ): Promise<FailureAnswer> {
   const outcome = await failures.failed(failure.ip, failure.clientId ?? undefined);
   for (const entry of auditEntriesFor(failure, outcome)) {
     audit.record(entry).catch((err: unknown) => log.warn({ err }, 'audit write failed'));
   }
-  if (outcome.refused) return { refused: true, retryAfterSeconds: outcome.retryAfterSeconds };
+  if (outcome.refused) {
+    metrics.rateLimited('auth_failures');
+    return { refused: true, retryAfterSeconds: outcome.retryAfterSeconds };
+  }
   await slowDown(outcome);
   return { refused: false };
 }

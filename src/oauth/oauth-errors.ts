@@ -1,9 +1,23 @@
+/**
+ * Every `error` the token endpoint answers (docs/api.md §2): RFC 6749 §5.2's, RFC 8707's
+ * `invalid_target`, and ours for the throttle; a fixed set, so it may label a metric.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'unsupported_grant_type'
+  | 'invalid_target'
+  | 'invalid_scope'
+  | 'rate_limited'
+  | 'temporarily_unavailable'
+  | 'server_error';
+
 /** An RFC 6749 §5.2 error; `description` is always safe to show the client. */
 export class OAuthError extends Error {
   readonly status: number;
-  readonly error: string;
+  readonly error: OAuthErrorCode;
 
-  constructor(status: number, error: string, description: string) {
+  constructor(status: number, error: OAuthErrorCode, description: string) {
     super(description);
     this.name = 'OAuthError';
     this.status = status;

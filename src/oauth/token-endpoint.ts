@@ -6,7 +6,7 @@ import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
 import { isStoreUnavailable } from '../store/store-errors.ts';
 import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from './client-authentication.ts';
-import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType } from './oauth-errors.ts';
+import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType, type OAuthErrorCode } from './oauth-errors.ts';
 import { tokenRouteSchema } from './token-schema.ts';
 
 interface TokenRequest {
@@ -35,7 +35,7 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
   });
-  app.setErrorHandler(oauthErrorHandler);
+  app.setErrorHandler(oauthErrorHandler(services));
 
   app.post(
     '/oauth/token',
@@ -89,6 +89,7 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
         ip: request.ip,
         detail: { audience, scope: permissions.join(' ') },
       });
+      services.metrics.tokenIssued();
       return {
         access_token: accessToken,
         token_type: 'Bearer',
@@ -124,7 +125,7 @@ async function refuse(
   { clientId, accountId, reason }: { clientId?: string; accountId?: string; reason: string },
 ): Promise<never> {
   const failure: AuditEntry & { ip: string } = { action: 'token.refused', actor: 'anonymous', clientId, accountId, ip: request.ip, detail: { reason } };
-  const answer = await accountFailure({ failures: services.authFailures, audit: services.audit, log: request.log }, failure);
+  const answer = await accountFailure({ failures: services.authFailures, audit: services.audit, log: request.log, metrics: services.metrics }, failure);
   if (answer.refused) {
     reply.header('retry-after', answer.retryAfterSeconds);
     throw new OAuthError(429, 'rate_limited', 'too many failed authentications; retry later');
@@ -186,23 +187,34 @@ async function authenticateClient(services: Services, credentials: ClientCredent
   return verifyClientSecret(client && account ? { client, account } : undefined, credentials);
 }
 
-function oauthErrorHandler(error: FastifyError | OAuthError, request: FastifyRequest, reply: FastifyReply) {
-  reply.header('cache-control', 'no-store');
-  if (error instanceof OAuthError) {
-    if (error.status === 401) {
-      if (/^basic /i.test(request.headers.authorization ?? '')) reply.header('www-authenticate', 'Basic realm="tollwatch"');
+/**
+ * Every refusal of the token endpoint is answered here, in RFC 6749's shape, and counted by its
+ * error code: the one place that knows what each refused request was told.
+ */
+function oauthErrorHandler(services: Services) {
+  const refuse = (reply: FastifyReply, status: number, error: OAuthErrorCode, description: string) => {
+    services.metrics.tokenRefused(error);
+    return reply.code(status).send({ error, error_description: description });
+  };
+  return function answer(error: FastifyError | OAuthError, request: FastifyRequest, reply: FastifyReply) {
+    reply.header('cache-control', 'no-store');
+    if (error instanceof OAuthError) {
+      if (error.status === 401) {
+        if (/^basic /i.test(request.headers.authorization ?? '')) reply.header('www-authenticate', 'Basic realm="tollwatch"');
+      }
+      return refuse(reply, error.status, error.error, error.message);
     }
-    return reply.code(error.status).send({ error: error.error, error_description: error.message });
-  }
-  if (isStoreUnavailable(error)) {
-    request.log.warn({ err: error }, 'store unavailable at the token endpoint');
-    return reply.code(503).header('retry-after', '5').send({ error: 'temporarily_unavailable', error_description: 'the service cannot reach its store just now; retry shortly' });
-  }
-  const status = (error as FastifyError).statusCode;
-  if (status === 413) return reply.code(413).send({ error: 'invalid_request', error_description: 'the request body is too large' });
-  if (status !== undefined && status >= 400 && status < 500) {
-    return reply.code(400).send({ error: 'invalid_request', error_description: 'the request body could not be read' });
-  }
-  request.log.error({ err: error }, 'token endpoint failure');
-  return reply.code(500).send({ error: 'server_error', error_description: 'the server failed to answer; retry later' });
+    if (isStoreUnavailable(error)) {
+      request.log.warn({ err: error }, 'store unavailable at the token endpoint');
+      reply.header('retry-after', '5');
+      return refuse(reply, 503, 'temporarily_unavailable', 'the service cannot reach its store just now; retry shortly');
+    }
+    const status = (error as FastifyError).statusCode;
+    if (status === 413) return refuse(reply, 413, 'invalid_request', 'the request body is too large');
+    if (status !== undefined && status >= 400 && status < 500) {
+      return refuse(reply, 400, 'invalid_request', 'the request body could not be read');
+    }
+    request.log.error({ err: error }, 'token endpoint failure');
+    return refuse(reply, 500, 'server_error', 'the server failed to answer; retry later');
+  };
 }

@@ -24,7 +24,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
   it('describes every route the server registered, and nothing else', () => {
     const routes = new Set<string>();
     // The routes as Fastify keeps them: every method and URL; the undocumented ones by name.
-    const hidden = new Set(['/healthz', '/readyz', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api', '/problems', '/api/openapi.json']);
+    const hidden = new Set(['/healthz', '/readyz', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api', '/problems', '/api/openapi.json', '/metrics']);
     for (const route of registeredRoutes(h.app)) {
       if (route.method === 'HEAD' || hidden.has(route.url) || route.url.startsWith('/docs')) continue;
       routes.add(`${route.method.toLowerCase()} ${route.url.replace(/:(\w+)/g, '{$1}')}`);

@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
 import { apiAnswers } from '../answers.ts';
+import { countBatch } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
@@ -85,7 +86,9 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
     async (request) => {
       const results = await services.intake.submitBatch(principalOf(request).account, itemsOf(request));
       const count = (status: string) => results.filter((r) => r.status === status).length;
-      return { results, created: count('created'), replayed: count('replayed'), conflict: count('conflict'), invalid: count('invalid') };
+      const tallies = { created: count('created'), replayed: count('replayed'), conflict: count('conflict'), invalid: count('invalid') };
+      countBatch(services.metrics, tallies);
+      return { results, ...tallies };
     },
   );
 };

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../answers.ts';
+import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
@@ -20,6 +21,7 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
     {
       config: { permission: 'write:events', submission: true, rateGroup: 'submissions' },
       bodyLimit: EVENT_BODY_LIMIT,
+      onResponse: countSubmissionAnswer(services.metrics),
       schema: {
         summary: 'Submit one honeypot event',
         description:

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../answers.ts';
 import { JSON_LIKE_MEDIA_TYPES } from '../json-body.ts';
+import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 import { Acknowledgement, EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
 
@@ -20,6 +21,7 @@ export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }
     '/:secret',
     {
       config: { rateGroup: 'submissions' },
+      onResponse: countSubmissionAnswer(services.metrics),
       bodyLimit: EVENT_BODY_LIMIT,
       schema: {
         summary: 'Submit one honeypot event through a node ingest URL',

@@ -6,6 +6,7 @@ import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
 import { apiAnswers } from '../answers.ts';
 import { bulkRequest, bulkResults } from '../lookup-answers.ts';
+import { countBulkLookup } from '../outcome-metrics.ts';
 
 type BulkField = 'phone_numbers' | 'ip_addresses';
 
@@ -51,7 +52,11 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('PhoneNumberFound', 'PhoneNumberNotFound') } }, ...errors }),
       },
     },
-    async (request) => ({ results: await services.lookups.phoneNumbers(principalOf(request).account, valuesOf(request.body, 'phone_numbers')) }),
+    async (request) => {
+      const results = await services.lookups.phoneNumbers(principalOf(request).account, valuesOf(request.body, 'phone_numbers'));
+      countBulkLookup(services.metrics, 'phone', results);
+      return { results };
+    },
   );
 
   app.post(
@@ -68,6 +73,10 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('IpAddressFound', 'IpAddressNotFound') } }, ...errors }),
       },
     },
-    async (request) => ({ results: await services.lookups.ipAddresses(principalOf(request).account, valuesOf(request.body, 'ip_addresses')) }),
+    async (request) => {
+      const results = await services.lookups.ipAddresses(principalOf(request).account, valuesOf(request.body, 'ip_addresses'));
+      countBulkLookup(services.metrics, 'ip', results);
+      return { results };
+    },
   );
 };

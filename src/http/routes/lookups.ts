@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../answers.ts';
 import { principalOf } from '../api-auth.ts';
+import { countLookupAnswer } from '../outcome-metrics.ts';
 
 /** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (docs/api.md §7). */
 export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
@@ -10,6 +11,7 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     '/phone-numbers/:phone_number',
     {
       config: { permission: 'read:phone-numbers', rateGroup: 'lookups', pathValue: { code: 'invalid_phone_number', name: 'phone number' } },
+      onResponse: countLookupAnswer(services.metrics, 'phone'),
       schema: {
         summary: 'Have attackers tried to call this number?',
         description: 'Accepts +CC…, 00CC…, 011CC…, national forms, tel: and sip: URIs. 404 (a normal answer) when never seen.',
@@ -39,6 +41,7 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
     '/ip-addresses/:ip_address',
     {
       config: { permission: 'read:ip-addresses', rateGroup: 'lookups', pathValue: { code: 'invalid_ip_address', name: 'IP address' } },
+      onResponse: countLookupAnswer(services.metrics, 'ip'),
       schema: {
         summary: 'Has this address probed honeypots?',
         operationId: 'lookupIpAddress',

@@ -1,0 +1,51 @@
+import type { onResponseHookHandler } from 'fastify';
+import type { IntakeOutcome, LookupKind, LookupResult, Metrics } from '../metrics/metrics.ts';
+
+/**
+ * What the event and lookup routes count. A single-value route is counted from the status it
+ * answered, which the contract ties to the outcome (docs/api.md §5, §7): that one place sees a
+ * result whichever step produced it (the handler, the domain's refusal, or a path value the
+ * router could not read). A batch or bulk route is counted from its results, one per item.
+ * Answers that are not about the value (401, 403, 413, 429, 503, …) count nothing here.
+ */
+
+const LOOKUP_RESULT_OF: Partial<Record<number, LookupResult>> = { 200: 'found', 404: 'not_found', 400: 'invalid' };
+
+const INTAKE_OUTCOME_OF: Partial<Record<number, IntakeOutcome>> = { 201: 'created', 200: 'replayed', 409: 'conflict', 422: 'invalid' };
+
+/** The onResponse hook of GET /api/phone-numbers/{…} or /api/ip-addresses/{…}. */
+export function countLookupAnswer(metrics: Metrics, kind: LookupKind): onResponseHookHandler {
+  return (_request, reply, done) => {
+    const result = LOOKUP_RESULT_OF[reply.statusCode];
+    if (result) metrics.lookups(kind, 'single', result);
+    done();
+  };
+}
+
+/** The onResponse hook of POST /api/events. */
+export function countSubmissionAnswer(metrics: Metrics): onResponseHookHandler {
+  return (_request, reply, done) => {
+    const outcome = INTAKE_OUTCOME_OF[reply.statusCode];
+    if (outcome) metrics.eventsIngested('single', outcome);
+    done();
+  };
+}
+
+/** Counts the values of a bulk lookup, each by its own result. */
+export function countBulkLookup(metrics: Metrics, kind: LookupKind, results: ReadonlyArray<{ found: boolean } | { error: string }>): void {
+  let found = 0;
+  let notFound = 0;
+  for (const result of results) {
+    if (!('found' in result)) continue;
+    if (result.found) found++;
+    else notFound++;
+  }
+  metrics.lookups(kind, 'bulk', 'found', found);
+  metrics.lookups(kind, 'bulk', 'not_found', notFound);
+  metrics.lookups(kind, 'bulk', 'invalid', results.length - found - notFound);
+}
+
+/** Counts the events of a batch by the outcome tallies its answer carries. */
+export function countBatch(metrics: Metrics, tallies: Record<IntakeOutcome, number>): void {
+  for (const outcome of ['created', 'replayed', 'conflict', 'invalid'] as const) metrics.eventsIngested('batch', outcome, tallies[outcome]);
+}

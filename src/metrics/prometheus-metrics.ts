@@ -1,0 +1,198 @@
+import cluster from 'node:cluster';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { workerExposition } from './cluster-metrics.ts';
+import { HealthProbe } from './health-probe.ts';
+import type { HealthSources, IntakeOutcome, LookupKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
+
+/**
+ * Latency buckets in seconds. Lookups answer in about 1 ms and single submissions in 5–15 ms
+ * (the commit's fsync), so the fine buckets sit there; a batch of 1,000 events or a stalled
+ * store reaches the coarse ones.
+ */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** How long a scrape waits for the store's answer before it reports the store down. */
+const STORE_PING_TIMEOUT_MS = 1000;
+
+type Child = { inc(value?: number): void };
+
+/**
+ * The service's metrics in a prom-client registry of their own (docs/operations.md, "Metrics"),
+ * with the process metrics prom-client collects by default (CPU, memory, event-loop lag, GC).
+ * Series with a fixed set of labels are bound once here, so counting costs a lookup in a plain
+ * object and prom-client's own label hash, and allocates nothing of ours.
+ */
+export class PrometheusMetrics implements Metrics {
+  /** Every metric of this process. */
+  readonly registry = new Registry();
+  readonly exposition: MetricsExposition;
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly latency: Histogram<'route' | 'method'>;
+  private readonly routes = new Map<string, PrometheusRoute>();
+  private readonly events: Record<'single' | 'batch', Record<IntakeOutcome, Child>>;
+  private readonly lookupValues: Record<LookupKind, Record<'single' | 'bulk', Record<LookupResult, Child>>>;
+  private readonly issued: Child;
+  private readonly refusals: Counter<'reason'>;
+  private readonly refusalsByReason = new Map<string, Child>();
+  private readonly limited: Record<RefusingLimit, Child>;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    // 1 per process, so the primary's sum under WORKERS says how many workers a scrape covers.
+    new Gauge({ name: 'tollwatch_processes', help: 'Serving processes whose counts this scrape sums: 1, or the workers under WORKERS', registers }).set(1);
+    this.requests = new Counter({
+      name: 'tollwatch_http_requests_total',
+      help: 'HTTP answers by route pattern (unmatched for paths no route takes), method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'tollwatch_http_request_duration_seconds',
+      help: 'Time from a request’s arrival to its answer’s end, by route pattern and method',
+      labelNames: ['route', 'method'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    const events = new Counter({
+      name: 'tollwatch_events_ingested_total',
+      help: 'Submitted events by outcome (created, replayed, conflict, invalid) and mode (single or batch)',
+      labelNames: ['mode', 'outcome'],
+      registers,
+    });
+    const outcomes = (mode: 'single' | 'batch') => bind(['created', 'replayed', 'conflict', 'invalid'], (outcome) => events.labels(mode, outcome));
+    this.events = { single: outcomes('single'), batch: outcomes('batch') };
+    const lookups = new Counter({
+      name: 'tollwatch_lookups_total',
+      help: 'Looked-up values by kind (phone, ip), mode (single, bulk: one per value) and result (found, not_found, invalid)',
+      labelNames: ['kind', 'mode', 'result'],
+      registers,
+    });
+    const results = (kind: LookupKind, mode: 'single' | 'bulk') => bind(['found', 'not_found', 'invalid'], (result) => lookups.labels(kind, mode, result));
+    this.lookupValues = {
+      phone: { single: results('phone', 'single'), bulk: results('phone', 'bulk') },
+      ip: { single: results('ip', 'single'), bulk: results('ip', 'bulk') },
+    };
+    this.issued = new Counter({ name: 'tollwatch_tokens_issued_total', help: 'Access tokens issued by the token endpoint', registers });
+    this.refusals = new Counter({
+      name: 'tollwatch_token_refusals_total',
+      help: 'Token requests refused, by the RFC 6749 error answered (invalid_client, rate_limited, …)',
+      labelNames: ['reason'],
+      registers,
+    });
+    const limited = new Counter({
+      name: 'tollwatch_rate_limited_total',
+      help: 'Requests refused with 429, by limit: the plan allowances (lookups, submissions) and the failed-authentication throttle (auth_failures)',
+      labelNames: ['limit'],
+      registers,
+    });
+    this.limited = bind(['lookups', 'submissions', 'auth_failures'], (limit) => limited.labels(limit));
+    // Each worker answers for itself only where there is one process; under WORKERS the
+    // primary sums them all (cluster-metrics.ts says why).
+    this.exposition = cluster.isWorker ? workerExposition(this.registry) : { contentType: this.registry.contentType, text: () => this.registry.metrics() };
+  }
+
+  route(pattern: string): RouteMetrics {
+    let route = this.routes.get(pattern);
+    if (!route) {
+      route = new PrometheusRoute(pattern, this.requests, this.latency);
+      this.routes.set(pattern, route);
+    }
+    return route;
+  }
+
+  eventsIngested(mode: 'single' | 'batch', outcome: IntakeOutcome, count = 1): void {
+    if (count > 0) this.events[mode][outcome].inc(count);
+  }
+
+  lookups(kind: LookupKind, mode: 'single' | 'bulk', result: LookupResult, count = 1): void {
+    if (count > 0) this.lookupValues[kind][mode][result].inc(count);
+  }
+
+  tokenIssued(): void {
+    this.issued.inc();
+  }
+
+  tokenRefused(reason: string): void {
+    let child = this.refusalsByReason.get(reason);
+    if (!child) {
+      child = this.refusals.labels(reason);
+      this.refusalsByReason.set(reason, child);
+    }
+    child.inc();
+  }
+
+  rateLimited(limit: RefusingLimit): void {
+    this.limited[limit].inc();
+  }
+
+  watchHealth({ store, coordination }: HealthSources): void {
+    const registers = [this.registry];
+    const probe = new HealthProbe(store, STORE_PING_TIMEOUT_MS);
+    new Gauge({
+      name: 'tollwatch_store_up',
+      help: `1 when the store answered a trivial query within ${STORE_PING_TIMEOUT_MS} ms at this scrape (the readiness check), else 0`,
+      // Summed over workers this would count them; the cluster is down if any worker's store is.
+      aggregator: 'min',
+      registers,
+      async collect() {
+        this.set((await probe.answers()) ? 1 : 0);
+      },
+    });
+    if (!coordination) return;
+    new Gauge({
+      name: 'tollwatch_coordination_up',
+      help: '1 while Redis answers; 0 while rate limits count per instance and revocation notices wait for the cache bound',
+      aggregator: 'min',
+      registers,
+      collect() {
+        this.set(coordination() ? 1 : 0);
+      },
+    });
+  }
+}
+
+/**
+ * The series of one route pattern, bound per method and status as they first occur: a route
+ * answers a handful of each, so after the first requests an answer is two map lookups.
+ */
+class PrometheusRoute implements RouteMetrics {
+  private readonly pattern: string;
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly latency: Histogram<'route' | 'method'>;
+  private readonly byMethod = new Map<string, { latency: { observe(value: number): void }; byStatus: Map<number, Child> }>();
+
+  constructor(pattern: string, requests: Counter<'route' | 'method' | 'status'>, latency: Histogram<'route' | 'method'>) {
+    this.pattern = pattern;
+    this.requests = requests;
+    this.latency = latency;
+  }
+
+  answered(method: string, status: number, milliseconds: number): void {
+    let series = this.byMethod.get(method);
+    if (!series) {
+      series = { latency: this.latency.labels(this.pattern, method), byStatus: new Map() };
+      this.byMethod.set(method, series);
+    }
+    let count = series.byStatus.get(status);
+    if (!count) {
+      count = this.requests.labels(this.pattern, method, String(status));
+      series.byStatus.set(status, count);
+    }
+    count.inc();
+    series.latency.observe(milliseconds / 1000);
+  }
+}
+
+/**
+ * One bound series per label value, each created at 0 so that it is exposed, and alerts and
+ * `rate()` see it, before its first event.
+ */
+function bind<K extends string>(values: readonly K[], child: (value: K) => Child): Record<K, Child> {
+  const bound = {} as Record<K, Child>;
+  for (const value of values) {
+    bound[value] = child(value);
+    bound[value].inc(0);
+  }
+  return bound;
+}
