@@ -27,7 +27,7 @@ export default defineConfig(async () => {
     if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_POSTGRES=1 makes that a failure`);
     console.warn(`\n*** ${message}. Only the SQLite runs will execute. ***\n`);
   }
-  const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/durability/**/*.test.ts'];
+  const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/durability/**/*.test.ts'];
   return {
     test: {
       // Integration tests open real stores and real sockets; two cores, so keep workers few.

@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
+import type { RetryPolicy, Tollwatch } from '../../sdk/src/index.ts';
 import type { Services } from '../services.ts';
 
-/** What a command prints: one JSON object with --json, readable lines otherwise. */
+/** What a command prints: one JSON object with --json, readable lines otherwise; and its exit status, 0 unless given. */
 export interface CommandOutput {
   json: object;
   text: string;
+  exitCode?: number;
 }
 
 /** Turns a command's work into a commander action: the services are opened on first use and the output kept for printing. */
@@ -12,5 +14,18 @@ export type Run = <A extends unknown[]>(
   action: (s: Services, ...args: A) => Promise<CommandOutput>,
 ) => (...args: A) => Promise<void>;
 
-/** Adds one group of commands to the program. */
-export type CommandGroup = (program: Command, run: Run) => void;
+/** What a user command works with: the API of a running server, never a store. */
+export interface RemoteContext {
+  /** An SDK client from TOLLWATCH_URL and the client's credentials, retrying as the command needs. */
+  client(retry?: Partial<RetryPolicy>): Tollwatch;
+  /** Standard input, for `submit -`. */
+  stdin: NodeJS.ReadableStream;
+}
+
+/** Turns a user command's work into a commander action; its failures exit 2. */
+export type RunRemote = <A extends unknown[]>(
+  action: (c: RemoteContext, ...args: A) => Promise<CommandOutput>,
+) => (...args: A) => Promise<void>;
+
+/** Adds one group of commands to the program: operator commands use `run`, user commands `runRemote`. */
+export type CommandGroup = (program: Command, run: Run, runRemote: RunRemote) => void;

@@ -1,19 +1,23 @@
 import { Command, CommanderError } from 'commander';
-import { loadConfig } from '../config.ts';
 import { ServiceError } from '../domain/errors.ts';
-import { createServices, type Services } from '../services.ts';
+import type { Services } from '../services.ts';
 import { accountsCommands } from './accounts-commands.ts';
 import { aggregatesCommand } from './aggregates-command.ts';
+import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } from './api-client.ts';
 import { auditCommand } from './audit-command.ts';
 import { clientsCommands } from './clients-commands.ts';
-import type { CommandGroup, CommandOutput, Run } from './command-group.ts';
+import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
+import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
 import { plansCommands } from './plans-commands.ts';
+import { submitCommand } from './submit-command.ts';
 import { terminalJson } from './terminal-text.ts';
 
-/** The command groups, in the order `--help` lists them. */
+/** The command groups, in the order `--help` lists them: the user commands, then the operator's. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [
+  lookupCommands,
+  submitCommand,
   accountsCommands,
   clientsCommands,
   ingestUrlsCommands,
@@ -23,35 +27,62 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   openapiCommand,
 ];
 
+/** Where the CLI reads and writes, and its environment; the process's own unless a test gives others. */
+export interface CliIo {
+  out: NodeJS.WritableStream;
+  err: NodeJS.WritableStream;
+  in?: NodeJS.ReadableStream;
+  env?: ApiEnvironment;
+}
+
 /**
- * The operator CLI (docs/api.md §10): `tollwatch accounts …`, `tollwatch clients …` and the
- * rest against the store named by DATABASE_URL. Errors go to standard error with exit status 1
- * (2 for usage), never with a stack trace.
+ * The `tollwatch` CLI. Operator commands (docs/api.md §10: `accounts …`, `clients …` and the
+ * rest) work on the store named by DATABASE_URL; errors exit 1 (2 for usage). User commands
+ * (`lookup`, `ip`, `submit`, docs/cli.md) work through a server's API with the SDK and never open
+ * a store; they exit 0 found, 1 not found, 2 error. Never a stack trace.
  */
-export async function runCli(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
+export async function runCli(argv: string[], io: CliIo = { out: process.stdout, err: process.stderr }): Promise<number> {
+  const env = io.env ?? process.env;
   let services: Services | undefined;
-  // Opened by the first action only, so that usage errors and --help need no store.
-  const open = async () => (services ??= await createServices(loadConfig()));
+  // Opened by the first operator action only, so that usage errors, --help and the user
+  // commands need no store. Imported then too: a lookup run from a dial plan once per call
+  // should not load the store's drivers and the web server first.
+  const open = async () => {
+    if (services) return services;
+    const [{ loadConfig }, { createServices }] = await Promise.all([import('../config.ts'), import('../services.ts')]);
+    return (services = await createServices(loadConfig()));
+  };
   let output: CommandOutput | undefined;
+  let remote = false;
   const run: Run =
     (action) =>
     async (...args) => {
       output = await action(await open(), ...args);
     };
+  const runRemote: RunRemote =
+    (action) =>
+    async (...args) => {
+      remote = true;
+      output = await action({ client: (retry) => apiClientFromEnvironment(env, retry), stdin: io.in ?? process.stdin }, ...args);
+    };
 
   const program = new Command('tollwatch')
-    .description('Operate a Tollwatch service: accounts, plans, API clients and node ingest URLs')
+    .description('Look up numbers and addresses, and submit events, through a Tollwatch server; operate one: accounts, plans, API clients and node ingest URLs')
     .option('--json', 'print one JSON object on standard output and nothing else')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) });
-  for (const addGroup of COMMAND_GROUPS) addGroup(program, run);
+  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
     if (output) io.out.write(`${program.opts().json ? terminalJson(output.json) : output.text}\n`);
-    return 0;
+    return output?.exitCode ?? 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (remote) {
+      io.err.write(`tollwatch: ${describeApiFailure(err, env)}\n`);
+      return 2;
+    }
     io.err.write(`tollwatch: ${describe(err)}\n`);
     return 1;
   } finally {

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { buildApp } from '../app.ts';
 import type { Run } from './command-group.ts';
 
 /**
@@ -13,6 +12,8 @@ export function openapiCommand(program: Command, run: Run): void {
     .description('print the OpenAPI document of this configuration (as served at /api/openapi.json)')
     .action(
       run(async (s) => {
+        // Imported here: loading the web server is for this command only, not every CLI start.
+        const { buildApp } = await import('../app.ts');
         const app = await buildApp(s);
         try {
           await app.ready();

@@ -1,0 +1,9 @@
+// @tollwatch/sdk: a client of the Tollwatch API (docs/api.md), on fetch alone.
+export { Tollwatch, type TollwatchOptions } from './tollwatch.ts';
+export { OAuthError, TollwatchError, type FieldError } from './errors.ts';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.ts';
+export type { FetchFunction, Sleep } from './retrying-fetch.ts';
+export type { SecretSource } from './token-source.ts';
+export type { RateLimit } from './rate-limit.ts';
+export type * from './types.ts';
+export type { Operations } from './generated/api-types.ts';

@@ -1,0 +1,254 @@
+import { splitIntoBatches } from './batches.ts';
+import { TollwatchError } from './errors.ts';
+import type { HoneypotEvent, Operations, Problem, StoredEvent } from './generated/api-types.ts';
+import { readRateLimit } from './rate-limit.ts';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retry-policy.ts';
+import { fetchWithRetries, realSleep, type FetchFunction, type Sleep } from './retrying-fetch.ts';
+import { TokenSource, type SecretSource } from './token-source.ts';
+import type {
+  BatchItemResult,
+  EventFilters,
+  EventPage,
+  IpAddressBulkResult,
+  IpAddressLookup,
+  PhoneNumberBulkResult,
+  PhoneNumberLookup,
+  SubmitEventsResult,
+  SubmitResult,
+  WithRateLimit,
+} from './types.ts';
+
+/** How to reach a Tollwatch server and who the client is. */
+export interface TollwatchOptions {
+  /** The server's address, e.g. `https://tollwatch.example.com`: the API is under `/api`, tokens come from `/oauth/token`. */
+  baseUrl: string;
+  /** The API client's id, from the account owner. */
+  clientId: string;
+  /** Its secret, or a function that returns the current one (read again at every token request). */
+  clientSecret: SecretSource;
+  /** The audience to ask tokens for; the server's own API when absent (docs/api.md §2). */
+  audience?: string;
+  /** The token endpoint, when it is not `<baseUrl>/oauth/token`. */
+  tokenUrl?: string;
+  /** The `fetch` to use; the global one by default. */
+  fetch?: FetchFunction;
+  /** How to retry on 429, 502, 503, 504 and network errors; see DEFAULT_RETRY_POLICY. */
+  retry?: Partial<RetryPolicy>;
+  /** Renew a token this many seconds before it expires (default 60, at most half its lifetime). */
+  renewBeforeSeconds?: number;
+  /** The clock, in milliseconds since the epoch (for tests). */
+  now?: () => number;
+  /** How to wait between tries (for tests). */
+  sleep?: Sleep;
+}
+
+/** Bounds of one request (docs/api.md §5, §7): items, and bytes of body. */
+const BATCH_EVENTS = 1000;
+const BATCH_BYTES = 16 * 1024 * 1024;
+const BULK_VALUES = 1000;
+// 128 KiB, less room for the `{"phone_numbers":…}` around the array.
+const BULK_BYTES = 128 * 1024 - 64;
+
+interface Answer {
+  status: number;
+  json: unknown;
+  headers: Headers;
+}
+
+/**
+ * A client of one Tollwatch server for one API client: it gets and renews access tokens itself,
+ * retries what is safe to retry, and throws TollwatchError (an API problem) or OAuthError (the
+ * token endpoint refused the credentials).
+ */
+export class Tollwatch {
+  private readonly api: string;
+  private readonly fetch: FetchFunction;
+  private readonly retry: RetryPolicy;
+  private readonly sleep: Sleep;
+  private readonly tokens: TokenSource;
+
+  constructor(options: TollwatchOptions) {
+    // The root, whether given as the server's address or as its API's (`…/api`, docs/api.md §1).
+    const root = options.baseUrl.replace(/\/+$/, '').replace(/\/api$/, '');
+    this.api = `${root}/api`;
+    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.sleep = options.sleep ?? realSleep;
+    this.tokens = new TokenSource({
+      tokenUrl: options.tokenUrl ?? `${root}/oauth/token`,
+      clientId: options.clientId,
+      clientSecret: options.clientSecret,
+      audience: options.audience,
+      renewBeforeSeconds: options.renewBeforeSeconds ?? 60,
+      fetch: this.fetch,
+      retry: this.retry,
+      sleep: this.sleep,
+      now: options.now ?? Date.now,
+    });
+  }
+
+  /** Submits one event (docs/api.md §5): `created`, or `replayed` when the same event was already stored. */
+  async submitEvent(event: HoneypotEvent): Promise<SubmitResult> {
+    const answer = await this.call('POST', '/events', JSON.stringify(event));
+    if (answer.status !== 201 && answer.status !== 200) throw failure(answer);
+    const result: SubmitResult = {
+      status: answer.status === 201 ? 'created' : 'replayed',
+      message: (answer.json as Operations['submitEvent']['responses']['201']).message,
+      location: answer.headers.get('location'),
+    };
+    const rateLimit = readRateLimit(answer.headers);
+    if (rateLimit) result.rateLimit = rateLimit;
+    return result;
+  }
+
+  /**
+   * Submits events in batches of up to 1,000 (and 16 MiB), one batch after another. Each event
+   * is stored or refused on its own; the results keep the order and indexes of `events`. A
+   * thrown error may follow batches already stored: submitting the same events again is safe,
+   * since stored ones answer `replayed`.
+   */
+  async submitEvents(events: readonly HoneypotEvent[]): Promise<SubmitEventsResult> {
+    const total: SubmitEventsResult = { results: [], created: 0, replayed: 0, conflict: 0, invalid: 0 };
+    for (const batch of splitIntoBatches(events, BATCH_EVENTS, BATCH_BYTES)) {
+      const answer = await this.call('POST', '/events/batch', `[${batch.json.join(',')}]`);
+      if (answer.status !== 200) throw failure(answer);
+      const page = answer.json as Operations['submitEventBatch']['responses']['200'];
+      for (const item of page.results) total.results.push({ ...item, index: item.index + batch.start } satisfies BatchItemResult);
+      total.created += page.created;
+      total.replayed += page.replayed;
+      total.conflict += page.conflict;
+      total.invalid += page.invalid;
+      const rateLimit = readRateLimit(answer.headers);
+      if (rateLimit) total.rateLimit = rateLimit;
+    }
+    return total;
+  }
+
+  /** What is known of a phone number (docs/api.md §7); a number never seen is `found: false`, not an error. */
+  async lookupPhoneNumber(phoneNumber: string): Promise<WithRateLimit<PhoneNumberLookup>> {
+    return this.lookup<PhoneNumberLookup>(`/phone-numbers/${encodeURIComponent(phoneNumber)}`);
+  }
+
+  /** What is known of a source address (docs/api.md §7); an address never seen is `found: false`, not an error. */
+  async lookupIpAddress(ipAddress: string): Promise<WithRateLimit<IpAddressLookup>> {
+    return this.lookup<IpAddressLookup>(`/ip-addresses/${encodeURIComponent(ipAddress)}`);
+  }
+
+  /** Looks numbers up in bulk, 1,000 per request; one result per value, in order, an invalid value answered with its error. */
+  async lookupPhoneNumbers(phoneNumbers: readonly string[]): Promise<WithRateLimit<PhoneNumberBulkResult[]>> {
+    return this.bulkLookup<PhoneNumberBulkResult>('/phone-numbers/lookup', 'phone_numbers', phoneNumbers);
+  }
+
+  /** Looks addresses up in bulk, 1,000 per request; one result per value, in order, an invalid value answered with its error. */
+  async lookupIpAddresses(ipAddresses: readonly string[]): Promise<WithRateLimit<IpAddressBulkResult[]>> {
+    return this.bulkLookup<IpAddressBulkResult>('/ip-addresses/lookup', 'ip_addresses', ipAddresses);
+  }
+
+  /**
+   * The caller's events matching `filters`, newest first, page after page (docs/api.md §8):
+   * `for await (const page of client.listEvents({ limit: 500 })) …`. Starts at `filters.cursor`
+   * when given; ends after the page whose `next_cursor` is null.
+   */
+  async *listEvents(filters: EventFilters = {}): AsyncGenerator<EventPage, void, undefined> {
+    let cursor = filters.cursor;
+    do {
+      const page = await this.listEventsPage({ ...filters, cursor });
+      yield page;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** One page of the caller's events (docs/api.md §8). */
+  async listEventsPage(filters: EventFilters = {}): Promise<EventPage> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(filters)) if (value !== undefined) query.set(name, String(value));
+    const search = query.toString();
+    const answer = await this.call('GET', `/events${search ? `?${search}` : ''}`);
+    if (answer.status !== 200) throw failure(answer);
+    return answer.json as EventPage;
+  }
+
+  /** One of the caller's events by its uuid, or null when the account has none such (docs/api.md §8). */
+  async getEvent(eventUuid: string): Promise<StoredEvent | null> {
+    const answer = await this.call('GET', `/events/${encodeURIComponent(eventUuid)}`);
+    if (answer.status === 404) return null;
+    if (answer.status !== 200) throw failure(answer);
+    return answer.json as StoredEvent;
+  }
+
+  private async lookup<T extends object>(path: string): Promise<WithRateLimit<T>> {
+    const answer = await this.call('GET', path);
+    // 404 with `found: false` is the contract's "never seen" (docs/api.md §7), not a problem.
+    if (answer.status !== 200 && !(answer.status === 404 && isNotFoundLookup(answer.json))) throw failure(answer);
+    return withRateLimit(answer.json as T, answer.headers);
+  }
+
+  private async bulkLookup<T>(path: string, member: string, values: readonly string[]): Promise<WithRateLimit<T[]>> {
+    const results: T[] = [];
+    let headers: Headers | undefined;
+    for (const batch of splitIntoBatches(values, BULK_VALUES, BULK_BYTES)) {
+      const answer = await this.call('POST', path, `{${JSON.stringify(member)}:[${batch.json.join(',')}]}`);
+      if (answer.status !== 200) throw failure(answer);
+      results.push(...(answer.json as { results: T[] }).results);
+      headers = answer.headers;
+    }
+    return headers ? withRateLimit(results, headers) : results;
+  }
+
+  /**
+   * One API request with a bearer token, retried by the retry policy. A 401 means the token
+   * was revoked or expired early: it is dropped, a new one fetched, and the request sent once
+   * more; a second 401 is the caller's to see.
+   */
+  private async call(method: 'GET' | 'POST', path: string, body?: string): Promise<Answer> {
+    const send = (token: string) =>
+      fetchWithRetries(
+        this.fetch,
+        `${this.api}${path}`,
+        {
+          method,
+          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body }),
+        },
+        this.retry,
+        this.sleep,
+      );
+    let token = await this.tokens.get();
+    let answer = await send(token);
+    if (answer.status === 401) {
+      await answer.body?.cancel().catch(() => {});
+      this.tokens.invalidate(token);
+      token = await this.tokens.get();
+      answer = await send(token);
+    }
+    const text = await answer.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: answer.status, json, headers: answer.headers };
+  }
+}
+
+/** The error an unsuccessful answer stands for. */
+function failure(answer: Answer): TollwatchError {
+  const problem = isProblem(answer.json) ? answer.json : undefined;
+  return new TollwatchError(answer.status, problem, parseRetryAfter(answer.headers.get('retry-after')));
+}
+
+function isProblem(json: unknown): json is Problem {
+  return typeof json === 'object' && json !== null && typeof (json as Problem).error === 'string';
+}
+
+function isNotFoundLookup(json: unknown): boolean {
+  return typeof json === 'object' && json !== null && (json as { found?: unknown }).found === false;
+}
+
+/** Attaches the answer's RateLimit as a property JSON.stringify leaves out. */
+function withRateLimit<T extends object>(value: T, headers: Headers): WithRateLimit<T> {
+  const rateLimit = readRateLimit(headers);
+  if (rateLimit) Object.defineProperty(value, 'rateLimit', { value: rateLimit, enumerable: false });
+  return value;
+}
