@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type TObject } from 'typebox';
 import { MAX_BULK } from '../domain/lookup-service.ts';
 
 /**
@@ -25,12 +25,33 @@ export const PhoneNumberFound = Type.Object(
     number_type: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'premium-rate, toll-free, mobile…' })),
     message: Type.String(),
   },
-  { $id: 'PhoneNumberFound', description: 'Attackers tried to call this number' },
+  {
+    $id: 'PhoneNumberFound',
+    description: 'Attackers tried to call this number',
+    example: {
+      phone_number: '+46812118532',
+      found: true,
+      seen_count: 4,
+      first_seen: '2026-11-20T10:00:01.123456789Z',
+      last_seen: '2026-11-22T06:25:32.91870802Z',
+      source_ip_count: 2,
+      sip_methods: { INVITE: 3, OPTIONS: 1 },
+      matched_forms: ['0046812118532', '+46812118532'],
+      e164: '+46812118532',
+      country: 'SE',
+      number_type: 'FIXED_LINE',
+      message: 'Attackers have tried to call this number 4 times.',
+    },
+  },
 );
 
 export const PhoneNumberNotFound = Type.Object(
   { phone_number: Type.String(), found: Type.Literal(false), message: Type.String() },
-  { $id: 'PhoneNumberNotFound', description: 'Never seen in the scopes the caller reads' },
+  {
+    $id: 'PhoneNumberNotFound',
+    description: 'Never seen in the scopes the caller reads',
+    example: { phone_number: '+441632960001', found: false, message: 'No probes to this number have been seen.' },
+  },
 );
 
 export const IpAddressFound = Type.Object(
@@ -43,12 +64,30 @@ export const IpAddressFound = Type.Object(
     transports: Type.Record(Type.String(), Type.Integer(), { description: 'Events per transport', example: { UDP: 4 } }),
     message: Type.String(),
   },
-  { $id: 'IpAddressFound', description: 'This address probed honeypots' },
+  {
+    $id: 'IpAddressFound',
+    description: 'This address probed honeypots',
+    example: {
+      ip_address: '203.0.113.7',
+      found: true,
+      seen_count: 4,
+      first_seen: '2026-11-20T10:00:01.123456789Z',
+      last_seen: '2026-11-22T06:25:32.91870802Z',
+      called_number_count: 3,
+      user_agents: [{ user_agent: 'friendly-scanner', count: 4 }],
+      transports: { UDP: 4 },
+      message: 'This address has sent 4 probes.',
+    },
+  },
 );
 
 export const IpAddressNotFound = Type.Object(
   { ip_address: Type.String(), found: Type.Literal(false), message: Type.String() },
-  { $id: 'IpAddressNotFound', description: 'Never seen in the scopes the caller reads' },
+  {
+    $id: 'IpAddressNotFound',
+    description: 'Never seen in the scopes the caller reads',
+    example: { ip_address: '192.0.2.1', found: false, message: 'No probes from this address have been seen.' },
+  },
 );
 
 /** A bulk item that could not be looked up: the value as sent, and why. */
@@ -58,7 +97,7 @@ export const BulkItemError = Type.Object(
     error: Type.Union([Type.Literal('invalid_phone_number'), Type.Literal('invalid_ip_address')]),
     message: Type.String(),
   },
-  { $id: 'BulkItemError' },
+  { $id: 'BulkItemError', example: { input: 'x!y', error: 'invalid_phone_number', message: 'not a phone number' } },
 );
 
 /** Every named schema of the lookups, for the scope to register. */
@@ -67,15 +106,21 @@ export const LOOKUP_SCHEMAS = [PhoneNumberFound, PhoneNumberNotFound, IpAddressF
 /** The body of a bulk lookup: 1 to 1,000 values under one member. */
 export function bulkRequest(field: 'phone_numbers' | 'ip_addresses', example: string[]) {
   return Type.Object(
-    { [field]: Type.Array(Type.String(), { minItems: 1, maxItems: MAX_BULK, description: 'The values; one that is not valid is answered with its own error', example }) },
+    { [field]: Type.Array(Type.String(), { minItems: 1, maxItems: MAX_BULK, description: 'The values; one that is not valid is answered with its own error' }) },
+    { example: { [field]: example } },
   );
 }
 
 /** The answer of a bulk lookup: one item per value, in order. */
-export function bulkResults(found: string, notFound: string) {
-  return Type.Object({
-    results: Type.Array(Type.Union([Type.Ref(found), Type.Ref(notFound), Type.Ref('BulkItemError')]), {
-      description: 'One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error',
-    }),
-  });
+export function bulkResults(...answers: [found: TObject, notFound: TObject]) {
+  const [found, notFound] = answers.map((schema) => schema as TObject & { $id: string; example: unknown });
+  const example = [found!.example, notFound!.example];
+  return Type.Object(
+    {
+      results: Type.Array(Type.Union([Type.Ref(found!.$id), Type.Ref(notFound!.$id), Type.Ref('BulkItemError')]), {
+        description: 'One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error',
+      }),
+    },
+    { example: { results: example } },
+  );
 }

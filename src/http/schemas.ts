@@ -39,7 +39,18 @@ export const Problem = Type.Object(
       }),
     ),
   },
-  { $id: 'Problem', description: 'RFC 9457 problem details' },
+  {
+    $id: 'Problem',
+    description: 'RFC 9457 problem details',
+    example: {
+      type: 'https://tollwatch.example/problems#validation_failed',
+      title: 'Validation failed',
+      status: 422,
+      detail: '1 field is invalid',
+      error: 'validation_failed',
+      errors: [{ field: 'transport_type', message: 'must be one of: UDP, TCP, TLS' }],
+    },
+  },
 );
 
 /** Keywords of a string schema that a route may add or override (description, example). */
@@ -82,10 +93,14 @@ function sentences(...parts: Array<string | undefined>): string {
 
 const eventFieldSchemas = Object.fromEntries(EVENT_FIELD_SPECS.map((spec) => [spec.name, eventFieldSchema(spec)]));
 
+/** A whole event made of each field's example: what the document shows a client to send. */
+export const SAMPLE_EVENT: Record<string, string> = Object.fromEntries(EVENT_FIELD_SPECS.map((spec) => [spec.name, spec.example]));
+
 /** The 13-field honeypot event, documented for OpenAPI; validated by the domain validator. */
 export const HoneypotEventSchema = Type.Object(eventFieldSchemas, {
   $id: 'HoneypotEvent',
   description: 'One SIP probe seen by a honeypot. Every field is required; other members are ignored and not stored.',
+  example: SAMPLE_EVENT,
 });
 
 /** A stored event as its owner reads it back: the fields as stored (UUIDs and addresses canonical). */
@@ -95,7 +110,10 @@ export const StoredEventSchema = Type.Object(
     event_time: Type.String({ description: 'Normalised UTC instant with nanoseconds', example: '2022-02-22T11:19:15.848934346Z' }),
     received_at: Type.String({ description: 'When the service committed the event' }),
   },
-  { $id: 'StoredEvent' },
+  {
+    $id: 'StoredEvent',
+    example: { ...SAMPLE_EVENT, event_time: '2022-02-22T11:19:15.848934346Z', received_at: '2022-02-22T11:19:16.002Z' },
+  },
 );
 
 /**

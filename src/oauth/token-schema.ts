@@ -24,7 +24,10 @@ const TokenRequestBody = Type.Object(
       }),
     ),
   },
-  { description: 'Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both' },
+  {
+    description: 'Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both',
+    example: { grant_type: 'client_credentials', client_id: 'twc_3q2-7wEvWn4bKXrD1v4ZxA', client_secret: 'tws_…', scope: 'read:phone-numbers' },
+  },
 );
 
 const TokenAnswer = Type.Object(
@@ -34,7 +37,10 @@ const TokenAnswer = Type.Object(
     expires_in: Type.Integer({ description: 'Seconds the token is valid', example: 86400 }),
     scope: Type.String({ description: 'The permissions the token carries, space-separated', example: 'write:events read:events' }),
   },
-  { description: 'An access token (Cache-Control: no-store)' },
+  {
+    description: 'An access token (Cache-Control: no-store)',
+    example: { access_token: 'eyJhbGciOiJFUzI1NiIsImtpZCI6…', token_type: 'Bearer', expires_in: 86400, scope: 'read:phone-numbers' },
+  },
 );
 
 /** An RFC 6749 §5.2 error answer with the codes a status may carry. */

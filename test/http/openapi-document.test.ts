@@ -1,4 +1,6 @@
 import { createServer } from 'node:http';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnswerConformance } from '../support/openapi-conformance.ts';
@@ -73,6 +75,32 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     expect(Object.keys(lookup['200'].headers)).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy']));
     expect(Object.keys(lookup['404'].content)).toEqual(['application/json']);
     for (const status of ['400', '413', '415', '422']) expect(doc.paths['/api/phone-numbers/lookup']!.post.responses[status]).toBeDefined();
+  });
+
+  it('shows an example of every request body and every successful answer, each valid under its own schema', () => {
+    const resolve = (schema: any): any => (schema?.$ref ? resolve(schema.$ref.replace(/^#\//, '').split('/').reduce((node: any, part: string) => node[part], doc)) : schema);
+    const ajv = new Ajv2020({ strict: false });
+    addFormats.default(ajv);
+    ajv.addSchema(doc, 'openapi.json');
+    const pointer = (...parts: string[]) => `openapi.json#/${parts.map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+    for (const { path, method, operation } of operations()) {
+      const bodies: Array<{ where: string; schema: any; type: string }> = [];
+      for (const [type, { schema }] of Object.entries<any>(operation.requestBody?.content ?? {})) {
+        bodies.push({ where: pointer('paths', path, method, 'requestBody', 'content', type, 'schema'), schema, type });
+      }
+      for (const [status, answer] of Object.entries<any>(operation.responses)) {
+        if (!status.startsWith('2')) continue;
+        for (const [type, { schema }] of Object.entries<any>(answer.content ?? {})) {
+          bodies.push({ where: pointer('paths', path, method, 'responses', status, 'content', type, 'schema'), schema, type });
+        }
+      }
+      expect(bodies.length, `${method} ${path}`).toBeGreaterThan(0);
+      for (const { where, schema, type } of bodies) {
+        const example = resolve(schema).example;
+        expect(example, `${method} ${path} ${type}`).toBeDefined();
+        if (type.endsWith('json')) expect(ajv.validate({ $ref: where }, example), `${method} ${path} ${type}: ${ajv.errorsText()}`).toBe(true);
+      }
+    }
   });
 
   it('holds real answers to it: the harness checked this file’s answers', async () => {

@@ -8,7 +8,7 @@ import { principalOf } from '../api-auth.ts';
 import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
 import { apiAnswers } from '../answers.ts';
 import { countBatch } from '../outcome-metrics.ts';
-import { jsonBodyContent } from '../schemas.ts';
+import { jsonBodyContent, SAMPLE_EVENT } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -26,6 +26,17 @@ const BatchResult = Type.Object({
   replayed: Type.Integer(),
   conflict: Type.Integer(),
   invalid: Type.Integer(),
+}, {
+  example: {
+    results: [
+      { index: 0, event_uuid: '891da16a-56b1-497f-abef-ca3a2a849bea', status: 'created' },
+      { index: 1, event_uuid: null, status: 'invalid', errors: [{ field: 'event_uuid', message: 'is required' }] },
+    ],
+    created: 1,
+    replayed: 0,
+    conflict: 0,
+    invalid: 1,
+  },
 });
 
 /** The items of a batch body, or the error for a body that is no acceptable list. */
@@ -72,8 +83,11 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }>
           'A JSON array of events (as application/json, text/plain, application/x-www-form-urlencoded or with no Content-Type), or NDJSON (`Content-Type: application/x-ndjson`, one event per line). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
         operationId: 'submitEventBatch',
         tags: ['events'],
-        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { minItems: 1, maxItems: MAX_BATCH }), {
-          'application/x-ndjson': Type.String({ description: 'One JSON event per line; a line that is not JSON is only that item’s failure' }),
+        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { minItems: 1, maxItems: MAX_BATCH, example: [SAMPLE_EVENT] }), {
+          'application/x-ndjson': Type.String({
+            description: 'One JSON event per line; a line that is not JSON is only that item’s failure',
+            example: `${JSON.stringify(SAMPLE_EVENT)}\n`,
+          }),
         }),
         response: apiAnswers({
           ok: { 200: { description: 'Every event’s outcome, in order, after the valid ones were committed', schema: BatchResult } },

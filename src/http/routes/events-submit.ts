@@ -10,7 +10,10 @@ import { jsonBodyContent } from '../schemas.ts';
 export const EVENT_BODY_LIMIT = 128 * 1024;
 
 /** The body of a 201 or 200 for a submitted event. */
-export const Acknowledgement = Type.Object({ message: Type.String({ example: 'Thank you for the event.' }) }, { additionalProperties: false });
+export const Acknowledgement = Type.Object(
+  { message: Type.String({ example: 'Thank you for the event.' }) },
+  { additionalProperties: false, example: { message: 'Thank you for the event.' } },
+);
 /** The Location header of a 201 or 200 for a submitted event. */
 export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
 

@@ -5,7 +5,7 @@ import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
 import { apiAnswers } from '../answers.ts';
-import { bulkRequest, bulkResults } from '../lookup-answers.ts';
+import { bulkRequest, bulkResults, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../lookup-answers.ts';
 import { countBulkLookup } from '../outcome-metrics.ts';
 
 type BulkField = 'phone_numbers' | 'ip_addresses';
@@ -49,7 +49,7 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         operationId: 'lookupPhoneNumbers',
         tags: ['lookups'],
         body: bulkRequest('phone_numbers', ['+46812118532', '0046812118532']),
-        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('PhoneNumberFound', 'PhoneNumberNotFound') } }, ...errors }),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults(PhoneNumberFound, PhoneNumberNotFound) } }, ...errors }),
       },
     },
     async (request) => {
@@ -70,7 +70,7 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
         operationId: 'lookupIpAddresses',
         tags: ['lookups'],
         body: bulkRequest('ip_addresses', ['203.0.113.7']),
-        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults('IpAddressFound', 'IpAddressNotFound') } }, ...errors }),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults(IpAddressFound, IpAddressNotFound) } }, ...errors }),
       },
     },
     async (request) => {
