@@ -39,7 +39,10 @@ export function apiErrorHandler(error: FastifyError, request: FastifyRequest, re
     return sendProblem(reply, problem('invalid_json', 'the request body is not valid JSON'));
   }
   if (error.statusCode === 429) return sendProblem(reply, problem('rate_limited', 'too many requests; see Retry-After'));
-  if (isStoreUnavailable(error)) {
+  // Only the store's own faults are outages: one Fastify marked 4xx (a body the client stopped
+  // sending, ECONNRESET and all) is the client's, and must not raise a false outage warning.
+  const clientFault = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
+  if (!clientFault && isStoreUnavailable(error)) {
     request.log.warn({ err: error }, 'store unavailable');
     reply.header('retry-after', '5');
     return sendProblem(reply, problem('unavailable', 'the service cannot reach its store just now; retry shortly'));

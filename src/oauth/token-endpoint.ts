@@ -204,15 +204,18 @@ function oauthErrorHandler(services: Services) {
       }
       return refuse(reply, error.status, error.error, error.message);
     }
-    if (isStoreUnavailable(error)) {
-      request.log.warn({ err: error }, 'store unavailable at the token endpoint');
-      reply.header('retry-after', '5');
-      return refuse(reply, 503, 'temporarily_unavailable', 'the service cannot reach its store just now; retry shortly');
-    }
+    // A fault Fastify marked 4xx is the client's, whatever its code: a client that resets its
+    // connection mid-body raises ECONNRESET, which must not read as (and be logged as) a store
+    // outage that anyone could fake or drown.
     const status = (error as FastifyError).statusCode;
     if (status === 413) return refuse(reply, 413, 'invalid_request', 'the request body is too large');
     if (status !== undefined && status >= 400 && status < 500) {
       return refuse(reply, 400, 'invalid_request', 'the request body could not be read');
+    }
+    if (isStoreUnavailable(error)) {
+      request.log.warn({ err: error }, 'store unavailable at the token endpoint');
+      reply.header('retry-after', '5');
+      return refuse(reply, 503, 'temporarily_unavailable', 'the service cannot reach its store just now; retry shortly');
     }
     request.log.error({ err: error }, 'token endpoint failure');
     return refuse(reply, 500, 'server_error', 'the server failed to answer; retry later');
