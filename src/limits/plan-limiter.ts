@@ -19,8 +19,51 @@ export type LimiterFactory = (options: { keyPrefix: string; points: number; dura
 /** Counters in this process only: right for one instance. */
 export const memoryLimiters: LimiterFactory = (options) => new RateLimiterMemory(options);
 
+/**
+ * How long a worker waits for the cluster's primary to count. The primary answers in well
+ * under a millisecond; a primary that cannot answer in this long is saturated or gone, and a
+ * request must not wait on it (as with a hung Redis, whose commands get 500 ms too).
+ */
+const CLUSTER_TIMEOUT_MS = 500;
+
+/**
+ * A counter kept by the cluster's primary, insured by one in this process: when the primary does
+ * not answer in time, or cannot be asked, this worker counts alone until it answers again. A
+ * slow coordination call then costs a looser limit for a moment, never a failed request (5xx).
+ */
+class InsuredClusterLimiter extends RateLimiterCluster {
+  private readonly insurance: RateLimiterMemory;
+
+  constructor(options: { keyPrefix: string; points: number; duration: number }) {
+    super({ ...options, timeoutMs: CLUSTER_TIMEOUT_MS });
+    this.insurance = new RateLimiterMemory(options);
+  }
+
+  override consume(key: string | number, points?: number, options?: { [key: string]: unknown }): Promise<RateLimiterRes> {
+    return insured(super.consume(key, points, options), () => this.insurance.consume(key, points, options));
+  }
+
+  override reward(key: string | number, points?: number, options?: { [key: string]: unknown }): Promise<RateLimiterRes> {
+    return insured(super.reward(key, points, options), () => this.insurance.reward(key, points, options));
+  }
+
+  override get(key: string | number, options?: { [key: string]: unknown }): Promise<RateLimiterRes | null> {
+    return insured(super.get(key, options), () => this.insurance.get(key, options));
+  }
+}
+
+/** The primary's answer; the insurance's when the primary failed to give one (a refusal is an answer). */
+async function insured<T>(primary: Promise<T>, insurance: () => Promise<T>): Promise<T> {
+  try {
+    return await primary;
+  } catch (err) {
+    if (err instanceof RateLimiterRes) throw err;
+    return insurance();
+  }
+}
+
 /** Counters kept by the cluster's primary process, shared by its workers (WORKERS without Redis). */
-export const clusterLimiters: LimiterFactory = (options) => new RateLimiterCluster({ ...options, timeoutMs: 2000 });
+export const clusterLimiters: LimiterFactory = (options) => new InsuredClusterLimiter(options);
 
 /**
  * Per-account, per-group allowances over fixed windows. A counter exists per distinct
