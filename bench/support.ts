@@ -68,6 +68,7 @@ export async function prepareStore(databaseUrl: string) {
       lookups: { limit: 2_000_000_000, windowSeconds: 1 },
       submissions: { limit: 2_000_000_000, windowSeconds: 1 },
       maxClients: null,
+      eventReads: { limit: 1e9, windowSeconds: 3600 },
     });
     const account = await services.accounts.createAccount({ name: `bench ${randomUUID().slice(0, 8)}`, plan: 'bench' });
     return await services.accounts.createClient({ accountId: account.account_id, name: 'bench' });

@@ -9,6 +9,7 @@ interface PlanOptions {
   lookups?: string;
   submissions?: string;
   maxClients?: string;
+  eventReads?: string;
 }
 
 /** `tollwatch plans list|set` (docs/api.md §9, §10). */
@@ -25,7 +26,7 @@ export function plansCommands(program: Command, run: Run): void {
           text: all
             .map(
               (p) =>
-                terminalText`${p.name.padEnd(18)} submit: ${p.maySubmit ? 'yes' : 'no '}  lookups: ${describeWindow(p.lookups)}  submissions: ${p.submissions ? describeWindow(p.submissions) : '-'}  clients: ${p.maxClients ?? 'unlimited'}`,
+                terminalText`${p.name.padEnd(18)} submit: ${p.maySubmit ? 'yes' : 'no '}  lookups: ${describeWindow(p.lookups)}  submissions: ${p.submissions ? describeWindow(p.submissions) : '-'}  clients: ${p.maxClients ?? 'unlimited'}  event reads: ${describeWindow(p.eventReads)}`,
             )
             .join('\n'),
         };
@@ -38,6 +39,7 @@ export function plansCommands(program: Command, run: Run): void {
     .option('--lookups <N/window>', 'phone and IP lookups allowed')
     .option('--submissions <N/window|none>', 'event submissions allowed')
     .option('--max-clients <N|unlimited>', 'API clients an account may hold')
+    .option('--event-reads <N/window>', "reads of the account's own events (pages and single events)")
     .action(
       run(async (s, name: string, opts: PlanOptions) => {
         const plan = await s.plans.change(name, planChanges(opts));
@@ -53,5 +55,6 @@ function planChanges(opts: PlanOptions): PlanChanges {
     ...(opts.lookups !== undefined ? { lookups: parseWindow(opts.lookups) } : {}),
     ...(opts.submissions !== undefined ? { submissions: opts.submissions === 'none' ? null : parseWindow(opts.submissions) } : {}),
     ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients === 'unlimited' ? null : parseCount(opts.maxClients) } : {}),
+    ...(opts.eventReads !== undefined ? { eventReads: parseWindow(opts.eventReads) } : {}),
   };
 }

@@ -14,6 +14,20 @@ import { canonicalUuid } from './uuid.ts';
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
+/**
+ * About how much event text one page may carry. 1,000 events of up to 128 KiB each would be a
+ * 128 MB answer; past this bound a page ends early (never before its first event) and its cursor
+ * continues after the last event sent. 4 MiB is 1,000 ordinary events with room to spare.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** What an event weighs in a page: its text, and a fixed allowance for names and punctuation. */
+function pageWeight(event: StoredEvent): number {
+  let weight = 400;
+  for (const value of Object.values(event)) weight += typeof value === 'string' ? value.length : 0;
+  return weight;
+}
+
 /** The parameters of an own-event query (docs/api.md §8), in the order their errors are listed. */
 export const QUERY_PARAMETERS = [
   'since',
@@ -73,11 +87,15 @@ export class EventQuery {
   async list(account: Account, input: EventQueryInput): Promise<EventPage> {
     const { filter, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
     const rows = await this.repo.list(account.account_id, filter, after, limit + 1);
-    const page = rows.slice(0, limit);
+    let page = rows.slice(0, limit);
+    let weight = 0;
+    const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
+    if (cut > 0) page = page.slice(0, cut);
     const last = page.at(-1);
+    const more = rows.length > page.length;
     return {
       data: page.map((r) => r.event),
-      next_cursor: rows.length > limit && last ? this.cursors.seal(account.account_id, last.position) : null,
+      next_cursor: more && last ? this.cursors.seal(account.account_id, last.position) : null,
     };
   }
 }

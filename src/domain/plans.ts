@@ -17,6 +17,8 @@ export interface Plan {
   submissions: RateWindow | null;
   /** Most API clients an account may hold; null for no limit. */
   maxClients: number | null;
+  /** Reads of the account's own events (list pages and single events): a page may be 1,000 events. */
+  eventReads: RateWindow;
 }
 
 /** The plan every account gets unless the operator says otherwise, and a new plan's starting point. */
@@ -26,6 +28,7 @@ export const TESTER_PLAN: Readonly<Plan> = {
   lookups: { limit: 5, windowSeconds: 3600 },
   submissions: null,
   maxClients: 1,
+  eventReads: { limit: 60, windowSeconds: 3600 },
 };
 
 /** The plans a new store starts with. */
@@ -37,9 +40,24 @@ export const DEFAULT_PLANS: readonly Plan[] = [
     lookups: { limit: 3600, windowSeconds: 3600 },
     submissions: { limit: 100_000, windowSeconds: 3600 },
     maxClients: 25,
+    eventReads: { limit: 3600, windowSeconds: 3600 },
   },
-  { name: 'business', maySubmit: false, lookups: { limit: 25, windowSeconds: 60 }, submissions: null, maxClients: 10 },
-  { name: 'service_provider', maySubmit: false, lookups: { limit: 25, windowSeconds: 1 }, submissions: null, maxClients: null },
+  {
+    name: 'business',
+    maySubmit: false,
+    lookups: { limit: 25, windowSeconds: 60 },
+    submissions: null,
+    maxClients: 10,
+    eventReads: { limit: 60, windowSeconds: 60 },
+  },
+  {
+    name: 'service_provider',
+    maySubmit: false,
+    lookups: { limit: 25, windowSeconds: 1 },
+    submissions: null,
+    maxClients: null,
+    eventReads: { limit: 60, windowSeconds: 60 },
+  },
 ];
 
 /** Finds a plan by name in a plan table. */
@@ -130,6 +148,7 @@ export class PlanCatalog {
       lookups: changes.lookups ?? current.lookups,
       submissions: changes.submissions !== undefined ? changes.submissions : current.submissions,
       maxClients: changes.maxClients !== undefined ? changes.maxClients : current.maxClients,
+      eventReads: changes.eventReads ?? current.eventReads,
     };
     await this.save(plan, actor);
     return plan;
@@ -141,6 +160,7 @@ function planProblems(plan: Plan): string[] {
   const positive = (n: number) => Number.isSafeInteger(n) && n > 0;
   if (!/^[a-z][a-z0-9_-]{0,39}$/.test(plan.name)) problems.push('a plan name is lower-case letters, digits, _ and -');
   if (!positive(plan.lookups.limit) || !positive(plan.lookups.windowSeconds)) problems.push('lookups need a positive limit and window');
+  if (!positive(plan.eventReads.limit) || !positive(plan.eventReads.windowSeconds)) problems.push('event reads need a positive limit and window');
   if (plan.submissions && (!positive(plan.submissions.limit) || !positive(plan.submissions.windowSeconds))) {
     problems.push('submissions need a positive limit and window');
   }

@@ -24,7 +24,7 @@ export function rateLimitHook(
     const account = accountOf(request);
     if (!rateGroup || !account) return;
     const plan = await plans.find(account.plan);
-    const window = rateGroup === 'lookups' ? plan?.lookups : plan?.submissions;
+    const window = rateGroup === 'lookups' ? plan?.lookups : rateGroup === 'event_reads' ? plan?.eventReads : plan?.submissions;
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!window) return;
     const state = await limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);

@@ -2,7 +2,7 @@ import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiter
 import type { RateWindow } from '../domain/plans.ts';
 
 /** Route groups with their own allowance (docs/api.md §9). */
-export type LimitGroup = 'lookups' | 'submissions';
+export type LimitGroup = 'lookups' | 'submissions' | 'event_reads';
 
 /** Where a caller stands in its window after a request. */
 export interface LimitState {

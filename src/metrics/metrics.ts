@@ -16,7 +16,7 @@ export type LookupResult = 'found' | 'not_found' | 'invalid';
 export type IntakeOutcome = 'created' | 'replayed' | 'conflict' | 'invalid';
 
 /** The limits whose refusals (429) are counted: the plan's two allowances, and the failed-authentication throttle. */
-export type RefusingLimit = 'lookups' | 'submissions' | 'auth_failures';
+export type RefusingLimit = 'lookups' | 'submissions' | 'event_reads' | 'auth_failures';
 
 /** The label of answers no route took: one value however many distinct paths are asked. */
 export const UNMATCHED_ROUTE = 'unmatched';

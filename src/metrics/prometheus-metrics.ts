@@ -82,11 +82,11 @@ export class PrometheusMetrics implements Metrics {
     });
     const limited = new Counter({
       name: 'tollwatch_rate_limited_total',
-      help: 'Requests refused with 429, by limit: the plan allowances (lookups, submissions) and the failed-authentication throttle (auth_failures)',
+      help: 'Requests refused with 429, by limit: the plan allowances (lookups, submissions, event_reads) and the failed-authentication throttle (auth_failures)',
       labelNames: ['limit'],
       registers,
     });
-    this.limited = bind(['lookups', 'submissions', 'auth_failures'], (limit) => limited.labels(limit));
+    this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.labels(limit));
     // Each worker answers for itself only where there is one process; under WORKERS the
     // primary sums them all (cluster-metrics.ts says why).
     this.exposition = cluster.isWorker ? workerExposition(this.registry) : { contentType: this.registry.contentType, text: () => this.registry.metrics() };

@@ -23,6 +23,8 @@ export class SqlPlansRepository implements PlansRepository {
       submissions_limit: plan.submissions?.limit ?? null,
       submissions_window: plan.submissions?.windowSeconds ?? null,
       max_clients: plan.maxClients,
+      event_reads_limit: plan.eventReads.limit,
+      event_reads_window: plan.eventReads.windowSeconds,
     };
     await this.db
       .insertInto('plans')
@@ -42,5 +44,6 @@ function toPlan(row: Selectable<PlansTable>): Plan {
         ? { limit: row.submissions_limit, windowSeconds: row.submissions_window }
         : null,
     maxClients: row.max_clients,
+    eventReads: { limit: row.event_reads_limit, windowSeconds: row.event_reads_window },
   };
 }

@@ -157,6 +157,8 @@ export interface PlansTable {
   submissions_limit: number | null;
   submissions_window: number | null;
   max_clients: number | null;
+  event_reads_limit: number;
+  event_reads_window: number;
 }
 
 export interface AuditLogTable {

@@ -163,12 +163,15 @@ describe('operator CLI (docs/api.md §10)', () => {
   it('lists and edits plans, refusing nonsense', () => {
     const names = (json('plans', 'list').plans as Array<{ name: string }>).map((p) => p.name);
     expect(names).toEqual(expect.arrayContaining(['tester', 'contributor', 'business', 'service_provider']));
-    expect(json('plans', 'set', 'gold', '--may-submit', 'yes', '--lookups', '100/minute', '--submissions', '1000/hour', '--max-clients', 'unlimited')).toEqual({
+    expect(
+      json('plans', 'set', 'gold', '--may-submit', 'yes', '--lookups', '100/minute', '--submissions', '1000/hour', '--max-clients', 'unlimited', '--event-reads', '20/minute'),
+    ).toEqual({
       name: 'gold',
       maySubmit: true,
       lookups: { limit: 100, windowSeconds: 60 },
       submissions: { limit: 1000, windowSeconds: 3600 },
       maxClients: null,
+      eventReads: { limit: 20, windowSeconds: 60 },
     });
     expect(json('plans', 'set', 'tester', '--lookups', '10/hour')).toMatchObject({ name: 'tester', lookups: { limit: 10, windowSeconds: 3600 }, maxClients: 1 });
     const account = json('accounts', 'create', '--name', 'Gold', '--plan', 'gold');

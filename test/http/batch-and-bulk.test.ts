@@ -21,7 +21,7 @@ describe('POST /api/events/batch', () => {
 
   beforeAll(async () => {
     h = await startHarness();
-    await h.services.plans.save({ name: 'batchy', maySubmit: true, lookups: { limit: 100_000, windowSeconds: 3600 }, submissions: { limit: 1500, windowSeconds: 3600 }, maxClients: null });
+    await h.services.plans.save({ name: 'batchy', maySubmit: true, lookups: { limit: 100_000, windowSeconds: 3600 }, submissions: { limit: 1500, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1e9, windowSeconds: 3600 } });
     owner = await h.account({ plan: 'batchy' });
   });
   afterAll(() => h.close());
@@ -142,7 +142,7 @@ describe('POST /api/events/batch', () => {
   });
 
   it('counts against the submission limit per event, and a refused batch stores nothing', async () => {
-    await h.services.plans.save({ name: 'small_batches', maySubmit: true, lookups: { limit: 10, windowSeconds: 60 }, submissions: { limit: 5, windowSeconds: 60 }, maxClients: null });
+    await h.services.plans.save({ name: 'small_batches', maySubmit: true, lookups: { limit: 10, windowSeconds: 60 }, submissions: { limit: 5, windowSeconds: 60 }, maxClients: null, eventReads: { limit: 1e9, windowSeconds: 3600 } });
     const who = await h.account({ plan: 'small_batches' });
     const first = await batch(who, JSON.stringify(Array.from({ length: 4 }, () => sampleEvent())));
     expect(first.status).toBe(200);

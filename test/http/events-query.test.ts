@@ -192,6 +192,62 @@ describe('querying one’s own events (docs/api.md §8)', () => {
   });
 });
 
+describe('reading one’s own events is metered (docs/api.md §8, §9)', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(() => h.close());
+
+  it('counts pages and single events against the plan’s own event-read allowance, then 429', async () => {
+    await h.services.plans.save({
+      name: 'few_reads',
+      maySubmit: true,
+      lookups: { limit: 100, windowSeconds: 60 },
+      submissions: { limit: 100, windowSeconds: 60 },
+      maxClients: null,
+      eventReads: { limit: 3, windowSeconds: 60 },
+    });
+    const reader = await h.account({ plan: 'few_reads' });
+    const event = sampleEvent();
+    expect((await postEvent(reader, event)).status).toBe(201);
+    const answers = [await reader.api('/api/events'), await reader.api(`/api/events/${event.event_uuid}`), await reader.api('/api/events?limit=1')];
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 200]);
+    expect(answers[0]!.headers.get('ratelimit-policy')).toBe('"event_reads";q=3;w=60');
+    const refused = await reader.api('/api/events');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).not.toBeNull();
+    expect(await refused.json()).toMatchObject({ error: 'rate_limited' });
+    // Its own allowance: lookups and submissions are untouched.
+    expect((await reader.api('/api/phone-numbers/100')).status).toBe(404);
+    expect((await postEvent(reader, sampleEvent())).status).toBe(201);
+  });
+
+  it('ends a page early once it holds about 4 MiB, and the cursor carries on from there', async () => {
+    const owner = await h.account();
+    // 100 events of 60,000 characters: 6 MB, more than one page may carry.
+    const events = Array.from({ length: 100 }, () => sampleEvent({ sip_message: `INVITE sip:100@198.51.100.2 SIP/2.0\r\n${'x'.repeat(60_000)}` }));
+    const stored = await owner.api('/api/events/batch', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(events) });
+    expect(((await stored.json()) as { created: number }).created).toBe(100);
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const res = await owner.api(`/api/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const body = await res.text();
+      sizes.push(Buffer.byteLength(body));
+      const page = JSON.parse(body) as Page;
+      seen.push(...page.data.map((e) => e.event_uuid!));
+      cursor = page.next_cursor;
+    }
+    expect(sizes.length).toBeGreaterThan(1);
+    expect(Math.max(...sizes)).toBeLessThan(4.5 * 1024 * 1024);
+    expect(new Set(seen).size).toBe(100);
+    expect(seen.sort()).toEqual(events.map((e) => e.event_uuid as string).sort());
+  });
+});
+
 describe('the cursor key, made while instances start together', () => {
   it('is one key for every instance of a fresh store', async () => {
     const store = await freshDatabase();

@@ -243,7 +243,7 @@ describe('node ingest URLs (docs/api.md §11)', () => {
   });
 
   it('counts each event against the plan’s submission allowance, with the RateLimit fields', async () => {
-    await h.services.plans.save({ name: 'tiny_submitter', maySubmit: true, lookups: { limit: 5, windowSeconds: 60 }, submissions: { limit: 2, windowSeconds: 60 }, maxClients: 1 });
+    await h.services.plans.save({ name: 'tiny_submitter', maySubmit: true, lookups: { limit: 5, windowSeconds: 60 }, submissions: { limit: 2, windowSeconds: 60 }, maxClients: 1, eventReads: { limit: 1e9, windowSeconds: 3600 } });
     const who = await h.account({ plan: 'tiny_submitter' });
     const path = pathOf((await newUrl(who)).ingest_url);
     for (let i = 0; i < 2; i++) expect((await ingest(path, sampleEvent())).status).toBe(201);

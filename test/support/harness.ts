@@ -125,6 +125,7 @@ export async function saveUnlimitedPlan(h: Harness, name = 'unlimited'): Promise
     lookups: { limit: 1e9, windowSeconds: 3600 },
     submissions: { limit: 1e9, windowSeconds: 3600 },
     maxClients: null,
+    eventReads: { limit: 1e9, windowSeconds: 3600 },
   });
   return name;
 }

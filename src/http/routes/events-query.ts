@@ -36,7 +36,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
   app.get(
     '/events',
     {
-      config: { permission: 'read:events' },
+      config: { permission: 'read:events', rateGroup: 'event_reads' },
       schema: {
         summary: "List the caller's events, newest first",
         description:
@@ -58,6 +58,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
             },
           },
           errors: [422],
+          limited: true,
         }),
       },
     },
@@ -67,7 +68,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
   app.get(
     '/events/:event_uuid',
     {
-      config: { permission: 'read:events', pathValue: { code: 'not_found', name: 'event' } },
+      config: { permission: 'read:events', rateGroup: 'event_reads', pathValue: { code: 'not_found', name: 'event' } },
       schema: {
         summary: 'One of the caller’s events',
         operationId: 'getEvent',
@@ -80,6 +81,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
         response: apiAnswers({
           ok: { 200: { description: 'The event as stored', schema: Type.Ref('StoredEvent') } },
           errors: [404],
+          limited: true,
           describe: { 404: 'No such event among the caller’s (`not_found`): missing, malformed, or another account’s' },
         }),
       },
