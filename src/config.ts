@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
+import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
 const ConfigSchema = Type.Object({
@@ -15,7 +16,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
-  TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: 31 * 86_400 }),
+  TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: MAX_TOKEN_LIFETIME_SECONDS }),
   TOLLWATCH_BASIC_AUTH: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_AUTH_FAILURES_PER_ADDRESS: Type.Integer({ default: 30, minimum: 1 }),
   TOLLWATCH_AUTH_FAILURES_PER_CLIENT: Type.Integer({ default: 100, minimum: 1 }),
