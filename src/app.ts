@@ -8,6 +8,7 @@ import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-
 import { problem, sendProblem } from './http/problem.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { problemPages } from './http/routes/problem-pages.ts';
+import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
 
@@ -65,13 +66,22 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  // Every answer, whatever route or 404 produced it, gets the security headers; scopes that
+  // need more (or, for /docs, a looser CSP) set theirs over these.
+  const pageHeaders = securityHeaders();
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(pageHeaders);
+  });
+
   // Problem `type` URIs are absolute, on the page that explains each code.
   app.decorate('problemTypes', `${services.config.publicUrl}/problems`);
   await app.register(operationalRoutes, { services });
   await app.register(problemPages);
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // staticCSP replaces the page policy on every answer of the /docs scope (its static files
+  // included) in an onSend hook; the other security headers stay as the hook above set them.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: documentationContentSecurityPolicy(services.config.publicUrl) });
   app.server.maxConnections = services.config.maxConnections;
   return app;
 }
@@ -85,9 +95,11 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 function badUrlAnswer(services: Services) {
   const admit = apiGate(apiAuthOptions(services));
   const headers = apiHeaders();
+  // Hooks do not run for an answer the router gives before any route is found.
+  const pageHeaders = securityHeaders();
   return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const url = request.raw.url ?? '';
-    if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
+    if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).headers(pageHeaders).send({ error: 'bad_request', message: 'malformed URL' });
     reply.headers(headers);
     try {
       if (!(await admit(request, reply, undefined))) return reply;
