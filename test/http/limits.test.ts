@@ -411,7 +411,7 @@ describe('audit log', () => {
       expect(named.sort((a, b) => (a.reason < b.reason ? -1 : 1))).toEqual([
         { client_id: expiredOwner.clientId, account_id: expiredOwner.account.account_id, reason: 'ERR_JWT_EXPIRED' },
         { client_id: disabledOwner.clientId, account_id: disabledOwner.account.account_id, reason: 'account disabled' },
-        { client_id: revokedOwner.clientId, account_id: revokedOwner.account.account_id, reason: 'secret reset' },
+        { client_id: revokedOwner.clientId, account_id: revokedOwner.account.account_id, reason: 'revoked: secret reset or account disabled since issue' },
       ]);
     } finally {
       await h.close();
