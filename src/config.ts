@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
+import { parseKeySecret } from './domain/key-sealing.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
@@ -23,6 +24,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_MAX_CONNECTIONS: Type.Integer({ default: 4096, minimum: 1 }),
   TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
   TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
+  TOLLWATCH_KEY_SECRET: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -63,6 +65,11 @@ export interface Config {
    * behind a proxy is the proxy's (and every client then shares its failure throttle).
    */
   trustProxy: true | string[] | undefined;
+  /**
+   * Encrypts the keys the store holds. Unset: a key file beside a SQLite store, made on first
+   * start (src/store/keys-at-rest.ts); PostgreSQL refuses to start without it.
+   */
+  keySecret: Uint8Array | undefined;
   logLevel: string;
 }
 
@@ -96,8 +103,20 @@ function settleConfig(raw: RawConfig): Config {
     maxConnections: raw.TOLLWATCH_MAX_CONNECTIONS,
     requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
     trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
+    keySecret: readKeySecret(raw.TOLLWATCH_KEY_SECRET),
     logLevel: raw.LOG_LEVEL,
   };
+}
+
+/** The key secret, refused at start when it is no 32-byte key (an empty value means unset). */
+function readKeySecret(value: string | undefined): Uint8Array | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  try {
+    return parseKeySecret(value);
+  } catch (err) {
+    // The message never repeats the value: it is a secret even when malformed.
+    throw new Error(`TOLLWATCH_KEY_SECRET: ${(err as Error).message}`);
+  }
 }
 
 /** The names @fastify/proxy-addr knows for the usual private ranges. */

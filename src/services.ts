@@ -23,6 +23,7 @@ import { GroupCommit } from './store/group-commit.ts';
 import { WriterThread } from './store/writer-thread.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
+import { resolveKeySecret, sealKeysAtRest } from './store/keys-at-rest.ts';
 import { SqlServerSecrets } from './store/server-secrets-repository.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
@@ -36,6 +37,8 @@ export interface Services {
   accounts: AccountsService;
   accountsRepo: SqlAccountsRepository;
   tokens: AccessTokens;
+  /** The keys tokens are signed and verified with (tests sign genuine tokens with them). */
+  signingKeys: SigningKeys;
   authenticator: ApiAuthenticator;
   credentials: CredentialsCache;
   intake: EventIntake;
@@ -58,10 +61,24 @@ export interface ServiceOptions {
   throttle?: Partial<ThrottleSettings>;
 }
 
-/** Opens the store and builds the services over it. */
+/** Opens the store and builds the services over it; the store is closed again if that fails. */
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
-  const { log } = options;
   const database = await openDatabase(config.databaseUrl, { sqliteCacheMiB: config.sqliteCacheMiB });
+  try {
+    return await servicesOver(database, config, options);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}
+
+async function servicesOver(database: Database, config: Config, options: ServiceOptions): Promise<Services> {
+  const { log } = options;
+  // Before anything reads a key: a wrong key secret stops the start here, and keys written in
+  // plain text by an earlier version are sealed, unchanged, so issued tokens stay good.
+  const keySecret = await resolveKeySecret(config.keySecret, config.databaseUrl, database);
+  const { sealed } = await sealKeysAtRest(database, keySecret);
+  if (sealed > 0) log?.info({ sealed, key: keySecret.origin }, 'keys in the store sealed with the key secret');
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
   const audit = new SqlAuditTrail(database.db, log);
@@ -82,7 +99,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     redis?.announceAccessChange();
   });
   const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
-  const keys = await SigningKeys.open(database.db);
+  const keys = await SigningKeys.open(database.db, keySecret.sealer);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
@@ -105,10 +122,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
     accounts,
     accountsRepo,
     tokens,
+    signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
     intake: new EventIntake(ingestRepo, plans),
-    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
+    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     rebuildAggregates: () => rebuildAggregates(database.db),
     async close() {

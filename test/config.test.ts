@@ -29,3 +29,27 @@ describe('TOLLWATCH_TRUST_PROXY', () => {
     expect(() => load({ TOLLWATCH_TRUST_PROXY: '2' })).toThrow(/hop count/);
   });
 });
+
+describe('TOLLWATCH_KEY_SECRET', () => {
+  it('takes 32 bytes in base64, base64url or hex; empty means unset', () => {
+    const bytes = Buffer.from('tollwatch tests: not a real key!');
+    for (const text of [bytes.toString('base64'), bytes.toString('base64url'), bytes.toString('hex'), ` ${bytes.toString('base64')}\n`]) {
+      expect(Buffer.from(load({ TOLLWATCH_KEY_SECRET: text }).keySecret!)).toEqual(bytes);
+    }
+    expect(load({ TOLLWATCH_KEY_SECRET: '' }).keySecret).toBeUndefined();
+    expect(load({}).keySecret).toBeUndefined();
+  });
+
+  it('refuses anything that is not a 32-byte key, naming the variable but never repeating the value', () => {
+    for (const bad of ['hunter2', Buffer.alloc(16).toString('base64'), Buffer.alloc(33).toString('base64'), 'a'.repeat(63), `${'x'.repeat(43)}!`]) {
+      let message = '';
+      try {
+        load({ TOLLWATCH_KEY_SECRET: bad });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, bad).toMatch(/^TOLLWATCH_KEY_SECRET: must be 32 random bytes in base64 or hex/);
+      expect(message, bad).not.toContain(bad);
+    }
+  });
+});

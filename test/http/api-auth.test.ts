@@ -2,7 +2,6 @@ import { request } from 'node:http';
 import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessTokens } from '../../src/oauth/access-tokens.ts';
-import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signToken } from '../support/tokens.ts';
 
@@ -91,7 +90,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
   });
 
   it('honours a token naming its client in azp, as tokens issued before RFC 9068 claims did, until it expires', async () => {
-    const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
+    const { kid, privateKey } = h.services.signingKeys.current();
     for (const clientClaim of ['client_id', 'azp'] as const) {
       const token = await signToken(who, { kid, key: privateKey, scope: 'read:phone-numbers', clientClaim });
       expect((await lookup(`Bearer ${token}`)).status, clientClaim).toBe(404);
@@ -99,7 +98,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
   });
 
   it('401 for an expired token, whose signature is otherwise good', async () => {
-    const keys = await SigningKeys.open(h.services.database.db);
+    const keys = h.services.signingKeys;
     const shortLived = new AccessTokens(keys, { issuer: 'http://tollwatch.test', audiences: ['http://tollwatch.test/api'], ttlSeconds: 1 });
     const token = await shortLived.issue({
       clientId: who.clientId,

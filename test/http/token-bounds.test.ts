@@ -1,6 +1,5 @@
 import type { CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from '../../src/oauth/token-lifetime.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signToken } from '../support/tokens.ts';
@@ -18,7 +17,7 @@ describe('bounds on a token’s times, whatever key signed it (docs/api.md §3)'
     // Its own server: the refusals below count as failed authentications from this address.
     h = await startHarness();
     who = await h.account();
-    key = (await SigningKeys.open(h.services.database.db)).current();
+    key = h.services.signingKeys.current();
   });
   afterAll(() => h.close());
 
