@@ -5,13 +5,14 @@ import { createServices, type Services } from '../services.ts';
 import { accountsCommands } from './accounts-commands.ts';
 import { aggregatesCommand } from './aggregates-command.ts';
 import { auditCommand } from './audit-command.ts';
+import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run } from './command-group.ts';
 import { plansCommands } from './plans-commands.ts';
 import { terminalJson } from './terminal-text.ts';
 
 /** The command groups, in the order `--help` lists them. */
-const COMMAND_GROUPS: readonly CommandGroup[] = [accountsCommands, clientsCommands, plansCommands, aggregatesCommand, auditCommand];
+const COMMAND_GROUPS: readonly CommandGroup[] = [accountsCommands, clientsCommands, plansCommands, aggregatesCommand, auditCommand, backupCommand];
 
 /**
  * The operator CLI (docs/api.md §10): `tollwatch accounts …`, `tollwatch clients …` and the

@@ -1,6 +1,7 @@
 import SQLiteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { copySqliteOnline } from './backup.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { migrateToLatest } from './migrations.ts';
@@ -30,6 +31,11 @@ export interface Database {
   intakeOnWriterThread: boolean;
   /** Where repeated reads (lookups) run their prepared statements. */
   statements: StatementRunner;
+  /**
+   * Copies the store, consistent as of one commit, into a new file while it serves
+   * (src/store/backup.ts); undefined where the store's own tools do that (PostgreSQL).
+   */
+  onlineBackup: ((destination: string) => Promise<{ pages: number }>) | undefined;
   close(): Promise<void>;
 }
 
@@ -108,6 +114,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
     ingestWrites: new SqliteRowIngestWrites(native, db),
     intakeOnWriterThread: path !== ':memory:',
     statements: reads ?? executorStatements(db),
+    onlineBackup: path === ':memory:' ? undefined : (destination) => copySqliteOnline(native, destination),
     close: async () => {
       reads?.close();
       await db.destroy();
@@ -212,6 +219,7 @@ function openPostgres(url: string): Database {
     ingestWrites: new MultiRowIngestWrites(),
     intakeOnWriterThread: false,
     statements: namedStatements(pool),
+    onlineBackup: undefined,
     close: () => db.destroy(),
   };
 }
