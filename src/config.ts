@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
+import type { AuditRetentionPolicy } from './domain/audit.ts';
 import { parseKeySecret } from './domain/key-sealing.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
@@ -25,6 +26,8 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
   TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
   TOLLWATCH_KEY_SECRET: Type.Optional(Type.String()),
+  TOLLWATCH_AUDIT_RETENTION_DAYS: Type.Integer({ default: 90, minimum: 1 }),
+  TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: Type.Integer({ default: 100_000, minimum: 1 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -70,6 +73,8 @@ export interface Config {
    * start (src/store/keys-at-rest.ts); PostgreSQL refuses to start without it.
    */
   keySecret: Uint8Array | undefined;
+  /** How long audit rows are kept, and how many failed-authentication rows at most. */
+  auditRetention: AuditRetentionPolicy;
   logLevel: string;
 }
 
@@ -104,6 +109,7 @@ function settleConfig(raw: RawConfig): Config {
     requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
     trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
     keySecret: readKeySecret(raw.TOLLWATCH_KEY_SECRET),
+    auditRetention: { days: raw.TOLLWATCH_AUDIT_RETENTION_DAYS, maxFailureRows: raw.TOLLWATCH_AUDIT_MAX_FAILURE_ROWS },
     logLevel: raw.LOG_LEVEL,
   };
 }

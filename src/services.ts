@@ -16,6 +16,7 @@ import { CredentialsCache } from './oauth/credentials-cache.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
+import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
@@ -32,6 +33,8 @@ export interface Services {
   database: Database;
   plans: PlanCatalog;
   audit: AuditTrail;
+  /** Keeps the audit log bounded; the store maintenance runs it hourly too. */
+  auditRetention: AuditRetention;
   limiter: PlanLimiter;
   authFailures: FailureThrottle;
   accounts: AccountsService;
@@ -81,7 +84,8 @@ async function servicesOver(database: Database, config: Config, options: Service
   if (sealed > 0) log?.info({ sealed, key: keySecret.origin }, 'keys in the store sealed with the key secret');
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
-  const audit = new SqlAuditTrail(database.db, log);
+  const auditRetention = new AuditRetention(database, config.auditRetention, log);
+  const audit = new SqlAuditTrail(database.db, log, auditRetention);
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, {
     externalChangeCounter: database.externalChangeCounter,
     onSaved: () => redis?.announceAccessChange(),
@@ -117,6 +121,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     database,
     plans,
     audit,
+    auditRetention,
     limiter: new PlanLimiter(limiters),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     accounts,

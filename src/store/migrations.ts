@@ -234,6 +234,13 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
           .execute();
       },
     },
+    '007_audit_by_action': {
+      async up(db: Kysely<any>) {
+        // The failure-row cap (src/store/audit-retention.ts) finds the newest rows of a few
+        // actions: by this index, in the rows it keeps, not by scanning every row of the log.
+        await db.schema.createIndex('audit_by_action').ifNotExists().on('audit_log').columns(['action', 'id']).execute();
+      },
+    },
   };
 }
 
