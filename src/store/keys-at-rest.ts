@@ -16,8 +16,9 @@ export interface KeySecret {
   origin: string;
 }
 
-/** Where each sealed value lives, bound into its encryption. */
+/** Where a signing key's private half lives, bound into its encryption. */
 export const signingKeyContext = (kid: string) => `signing_keys/${kid}`;
+/** Where a server secret lives, bound into its encryption. */
 export const serverSecretContext = (name: string) => `server_secrets/${name}`;
 
 /**
