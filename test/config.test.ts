@@ -58,7 +58,8 @@ describe('audit retention', () => {
   it('keeps 90 days and 100,000 failure rows unless told, and refuses nonsense', () => {
     expect(load({}).auditRetention).toEqual({ days: 90, maxFailureRows: 100_000 });
     expect(load({ TOLLWATCH_AUDIT_RETENTION_DAYS: '7', TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: '5000' }).auditRetention).toEqual({ days: 7, maxFailureRows: 5000 });
-    for (const env of [{ TOLLWATCH_AUDIT_RETENTION_DAYS: '0' }, { TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: '0' }, { TOLLWATCH_AUDIT_RETENTION_DAYS: 'forever' }]) {
+    const bad: Array<Record<string, string>> = [{ TOLLWATCH_AUDIT_RETENTION_DAYS: '0' }, { TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: '0' }, { TOLLWATCH_AUDIT_RETENTION_DAYS: 'forever' }];
+    for (const env of bad) {
       expect(() => load(env), JSON.stringify(env)).toThrow(/TOLLWATCH_AUDIT_/);
     }
   });
