@@ -27,6 +27,9 @@ export default defineConfig(async () => {
     if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_POSTGRES=1 makes that a failure`);
     console.warn(`\n*** ${message}. Only the SQLite runs will execute. ***\n`);
   }
+  // PostgreSQL needs the key secret that seals its keys (docs/operations.md, "Keys"); SQLite
+  // runs leave it unset, so they make and use the key file beside each store as a server does.
+  const postgresEnv = { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url, TOLLWATCH_KEY_SECRET: 'dG9sbHdhdGNoIHRlc3RzOiBub3QgYSByZWFsIGtleSE=' };
   const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/durability/**/*.test.ts'];
   return {
     test: {
@@ -37,10 +40,10 @@ export default defineConfig(async () => {
       hookTimeout: 60_000,
       projects: [
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**'], env: { TEST_STORE: 'sqlite' } } },
-        ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } }]),
+        ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: postgresEnv } }]),
         // Takes the machine's PostgreSQL and Redis away: run on its own (npm test does, last).
         // Without a reachable PostgreSQL it has nothing to run, and says so rather than failing.
-        { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url } } },
+        { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: postgresEnv } },
       ],
     },
   };

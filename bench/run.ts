@@ -3,6 +3,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
+import { keyFilePath } from '../src/store/store-files.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { benchEvent, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
 
@@ -76,11 +77,14 @@ async function storeWith(size: number): Promise<string> {
   return `sqlite:${path}`;
 }
 
-/** A copy of a cached store in bench/.data/work.db, for phases that write to it. */
+/** A copy of a cached store in bench/.data/work.db, for phases that write to it, with its key file. */
 function workingCopy(url: string): string {
   const path = join(DATA, 'work.db');
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
-  copyFileSync(url.slice('sqlite:'.length), path);
+  rmSync(keyFilePath(path), { force: true });
+  const source = url.slice('sqlite:'.length);
+  copyFileSync(source, path);
+  if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(path));
   return `sqlite:${path}`;
 }
 
@@ -161,9 +165,9 @@ async function main() {
       const pgStore = await openDatabase(postgres.url);
       await generateEvents(pgStore, { events: 10_000, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true });
       await pgStore.close();
-      const pgClient = await prepareStore(postgres.url);
+      const pgClient = await prepareStore(postgres.url, postgres.keySecret);
       found = await knownNumbers(postgres.url);
-      service = await startProcess('src/server.ts', { DATABASE_URL: postgres.url }, '/readyz');
+      service = await startProcess('src/server.ts', { DATABASE_URL: postgres.url, TOLLWATCH_KEY_SECRET: postgres.keySecret }, '/readyz');
       token = await tokenFor(service.url, pgClient);
       for (const connections of [16, 64]) {
         const row = await measure('lookup found, PostgreSQL', { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);

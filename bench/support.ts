@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
+import { newKeySecret } from '../src/domain/key-sealing.ts';
 import { SERVER_NODE_FLAGS } from '../src/node-flags.ts';
 import { createServices } from '../src/services.ts';
 
@@ -58,9 +59,13 @@ export async function startProcess(script: string, env: Record<string, string>, 
   };
 }
 
-/** Opens a store, gives it an unthrottled plan, an account and a client; returns the credentials. */
-export async function prepareStore(databaseUrl: string) {
-  const services = await createServices(loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }, false));
+/**
+ * Opens a store, gives it an unthrottled plan, an account and a client; returns the credentials.
+ * A PostgreSQL store needs its key secret; a SQLite one uses the key file beside it.
+ */
+export async function prepareStore(databaseUrl: string, keySecret?: string) {
+  const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...(keySecret ? { TOLLWATCH_KEY_SECRET: keySecret } : {}) };
+  const services = await createServices(loadConfig(env, false));
   try {
     await services.plans.save({
       name: 'bench',
@@ -118,8 +123,11 @@ export function benchEvent(calledNumber: string): string {
   });
 }
 
-/** A fresh PostgreSQL database for one benchmark run, or undefined when none is reachable. */
-export async function postgresBenchDatabase(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+/**
+ * A fresh PostgreSQL database for one benchmark run, with the key secret that seals its keys, or
+ * undefined when none is reachable.
+ */
+export async function postgresBenchDatabase(): Promise<{ url: string; keySecret: string; drop(): Promise<void> } | undefined> {
   const pg = (await import('pg')).default;
   const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const name = `tollwatch_bench_${process.pid}`;
@@ -136,6 +144,7 @@ export async function postgresBenchDatabase(): Promise<{ url: string; drop(): Pr
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    keySecret: newKeySecret(),
     async drop() {
       const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();

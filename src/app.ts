@@ -14,6 +14,7 @@ import { metricsRoute } from './http/routes/metrics.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { problemPages } from './http/routes/problem-pages.ts';
 import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
+import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
 
@@ -55,6 +56,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   countRequests(app, services.metrics);
   await app.register(swagger, openApiOptions(services));
 
+  // Every answer, whatever route or 404 produced it, gets the security headers; scopes that
+  // need more (or, for /docs, a looser CSP) set theirs over these.
+  const pageHeaders = securityHeaders();
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(pageHeaders);
+  });
+
   // Problem `type` URIs are absolute, on the page that explains each code.
   app.decorate('problemTypes', `${services.config.publicUrl}/problems`);
   await app.register(operationalRoutes, { services });
@@ -64,7 +72,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
   await app.register(ingestScope, { prefix: '/ingest', services, gate });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // staticCSP replaces the page policy on every answer of the /docs scope (its static files
+  // included) in an onSend hook; the other security headers stay as the hook above set them.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: documentationContentSecurityPolicy(services.config.publicUrl) });
   app.server.maxConnections = services.config.maxConnections;
   return app;
 }
@@ -74,13 +84,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
  * gets a plain 400. Under `/api`, `routeMalformedApiPaths` should already have sent it on to its
  * route; if one gets here all the same, it is authenticated like any `/api` request, then not
  * found: nothing under `/api` answers before credentials are checked. Under `/ingest` it is a
- * secret that names nothing (secrets need no %-encoding): 404, counted as a failure. Such answers run no hooks, so
- * they are counted here, as unmatched.
+ * secret that names nothing (secrets need no %-encoding): 404, counted as a failure. Such
+ * answers run no hooks, so they are counted here, as unmatched.
  */
 function badUrlAnswer(services: Services, ingest: IngestGate) {
   const admit = apiGate(apiAuthOptions(services));
   const headers = apiHeaders();
   const unmatched = services.metrics.route(UNMATCHED_ROUTE);
+  // Hooks do not run for an answer the router gives before any route is found.
+  const pageHeaders = securityHeaders();
   return async function answer(_error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     const started = performance.now();
     reply.raw.once('finish', () => unmatched.answered(request.method, reply.statusCode, performance.now() - started));
@@ -89,7 +101,7 @@ function badUrlAnswer(services: Services, ingest: IngestGate) {
       reply.headers(headers);
       return ingest.refuse(request, reply, { ok: false, reason: 'unknown ingest url' });
     }
-    if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).send({ error: 'bad_request', message: 'malformed URL' });
+    if (!/^(https?:\/\/[^/?#]*)?\/api\//i.test(url)) return reply.code(400).headers(pageHeaders).send({ error: 'bad_request', message: 'malformed URL' });
     reply.headers(headers);
     try {
       if (!(await admit(request, reply, undefined))) return reply;

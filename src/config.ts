@@ -1,6 +1,9 @@
 import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
+import type { AuditRetentionPolicy } from './domain/audit.ts';
+import { parseKeySecret } from './domain/key-sealing.ts';
+import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
 const ConfigSchema = Type.Object({
@@ -15,7 +18,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
-  TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: 31 * 86_400 }),
+  TOLLWATCH_TOKEN_TTL: Type.Integer({ default: 86_400, minimum: 60, maximum: MAX_TOKEN_LIFETIME_SECONDS }),
   TOLLWATCH_BASIC_AUTH: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_AUTH_FAILURES_PER_ADDRESS: Type.Integer({ default: 30, minimum: 1 }),
   TOLLWATCH_AUTH_FAILURES_PER_CLIENT: Type.Integer({ default: 100, minimum: 1 }),
@@ -24,6 +27,9 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
   TOLLWATCH_METRICS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_METRICS_TOKEN: Type.Optional(Type.String()),
+  TOLLWATCH_KEY_SECRET: Type.Optional(Type.String()),
+  TOLLWATCH_AUDIT_RETENTION_DAYS: Type.Integer({ default: 90, minimum: 1 }),
+  TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: Type.Integer({ default: 100_000, minimum: 1 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -68,6 +74,13 @@ export interface Config {
   metrics: boolean;
   /** The Bearer token `GET /metrics` requires; open to anyone who reaches it when unset. */
   metricsToken: string | undefined;
+  /**
+   * Encrypts the keys the store holds. Unset: a key file beside a SQLite store, made on first
+   * start (src/store/keys-at-rest.ts); PostgreSQL refuses to start without it.
+   */
+  keySecret: Uint8Array | undefined;
+  /** How long audit rows are kept, and how many failed-authentication rows at most. */
+  auditRetention: AuditRetentionPolicy;
   logLevel: string;
 }
 
@@ -103,6 +116,8 @@ function settleConfig(raw: RawConfig): Config {
     trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
     metrics: raw.TOLLWATCH_METRICS === 'on',
     metricsToken: parseMetricsToken(raw.TOLLWATCH_METRICS_TOKEN),
+    keySecret: readKeySecret(raw.TOLLWATCH_KEY_SECRET),
+    auditRetention: { days: raw.TOLLWATCH_AUDIT_RETENTION_DAYS, maxFailureRows: raw.TOLLWATCH_AUDIT_MAX_FAILURE_ROWS },
     logLevel: raw.LOG_LEVEL,
   };
 }
@@ -117,6 +132,17 @@ function parseMetricsToken(value: string | undefined): string | undefined {
     throw new Error(`TOLLWATCH_METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} characters without spaces (e.g. \`openssl rand -hex 32\`)`);
   }
   return value;
+}
+
+/** The key secret, refused at start when it is no 32-byte key (an empty value means unset). */
+function readKeySecret(value: string | undefined): Uint8Array | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  try {
+    return parseKeySecret(value);
+  } catch (err) {
+    // The message never repeats the value: it is a secret even when malformed.
+    throw new Error(`TOLLWATCH_KEY_SECRET: ${(err as Error).message}`);
+  }
 }
 
 /** The names @fastify/proxy-addr knows for the usual private ranges. */

@@ -27,7 +27,7 @@ async function serve(config: Config, log: Logger) {
   const app = await buildApp(services, { loggerInstance: log });
   // One maintenance runner per deployment is enough (on PostgreSQL a lock also guards it): a
   // single process runs it; under WORKERS the primary names the one worker that does.
-  const maintenance = new StoreMaintenance(services.database, config.retentionDays, log);
+  const maintenance = new StoreMaintenance(services.database, config.retentionDays, log, services.auditRetention);
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');

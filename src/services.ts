@@ -18,6 +18,7 @@ import { CredentialsCache } from './oauth/credentials-cache.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
+import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
@@ -26,6 +27,7 @@ import { GroupCommit } from './store/group-commit.ts';
 import { WriterThread } from './store/writer-thread.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
+import { resolveKeySecret, sealKeysAtRest } from './store/keys-at-rest.ts';
 import { SqlServerSecrets } from './store/server-secrets-repository.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
@@ -34,11 +36,15 @@ export interface Services {
   database: Database;
   plans: PlanCatalog;
   audit: AuditTrail;
+  /** Keeps the audit log bounded; the store maintenance runs it hourly too. */
+  auditRetention: AuditRetention;
   limiter: PlanLimiter;
   authFailures: FailureThrottle;
   accounts: AccountsService;
   accountsRepo: SqlAccountsRepository;
   tokens: AccessTokens;
+  /** The keys tokens are signed and verified with (tests sign genuine tokens with them). */
+  signingKeys: SigningKeys;
   authenticator: ApiAuthenticator;
   credentials: CredentialsCache;
   intake: EventIntake;
@@ -67,13 +73,28 @@ export interface ServiceOptions {
   metrics?: Metrics;
 }
 
-/** Opens the store and builds the services over it. */
+/** Opens the store and builds the services over it; the store is closed again if that fails. */
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
-  const { log, metrics = NO_METRICS } = options;
   const database = await openDatabase(config.databaseUrl, { sqliteCacheMiB: config.sqliteCacheMiB });
+  try {
+    return await servicesOver(database, config, options);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}
+
+async function servicesOver(database: Database, config: Config, options: ServiceOptions): Promise<Services> {
+  const { log, metrics = NO_METRICS } = options;
+  // Before anything reads a key: a wrong key secret stops the start here, and keys written in
+  // plain text by an earlier version are sealed, unchanged, so issued tokens stay good.
+  const keySecret = await resolveKeySecret(config.keySecret, config.databaseUrl, database);
+  const { sealed } = await sealKeysAtRest(database, keySecret);
+  if (sealed > 0) log?.info({ sealed, key: keySecret.origin }, 'keys in the store sealed with the key secret');
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
-  const audit = new SqlAuditTrail(database.db, log);
+  const auditRetention = new AuditRetention(database, config.auditRetention, log);
+  const audit = new SqlAuditTrail(database.db, log, auditRetention);
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, {
     externalChangeCounter: database.externalChangeCounter,
     onSaved: () => redis?.announceAccessChange(),
@@ -91,7 +112,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     redis?.announceAccessChange();
   });
   const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
-  const keys = await SigningKeys.open(database.db);
+  const keys = await SigningKeys.open(database.db, keySecret.sealer);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
@@ -120,16 +141,18 @@ export async function createServices(config: Config, options: ServiceOptions = {
     database,
     plans,
     audit,
+    auditRetention,
     limiter: new PlanLimiter(limiters),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     accounts,
     accountsRepo,
     tokens,
+    signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
     intake,
     ingestUrls,
-    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db)),
+    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     metrics,
     rebuildAggregates: () => rebuildAggregates(database.db),

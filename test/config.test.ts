@@ -45,3 +45,38 @@ describe('TOLLWATCH_METRICS and TOLLWATCH_METRICS_TOKEN', () => {
     expect(() => load({ TOLLWATCH_METRICS: 'yes' })).toThrow();
   });
 });
+
+describe('TOLLWATCH_KEY_SECRET', () => {
+  it('takes 32 bytes in base64, base64url or hex; empty means unset', () => {
+    const bytes = Buffer.from('tollwatch tests: not a real key!');
+    for (const text of [bytes.toString('base64'), bytes.toString('base64url'), bytes.toString('hex'), ` ${bytes.toString('base64')}\n`]) {
+      expect(Buffer.from(load({ TOLLWATCH_KEY_SECRET: text }).keySecret!)).toEqual(bytes);
+    }
+    expect(load({ TOLLWATCH_KEY_SECRET: '' }).keySecret).toBeUndefined();
+    expect(load({}).keySecret).toBeUndefined();
+  });
+
+  it('refuses anything that is not a 32-byte key, naming the variable but never repeating the value', () => {
+    for (const bad of ['hunter2', Buffer.alloc(16).toString('base64'), Buffer.alloc(33).toString('base64'), 'a'.repeat(63), `${'x'.repeat(43)}!`]) {
+      let message = '';
+      try {
+        load({ TOLLWATCH_KEY_SECRET: bad });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, bad).toMatch(/^TOLLWATCH_KEY_SECRET: must be 32 random bytes in base64 or hex/);
+      expect(message, bad).not.toContain(bad);
+    }
+  });
+});
+
+describe('audit retention', () => {
+  it('keeps 90 days and 100,000 failure rows unless told, and refuses nonsense', () => {
+    expect(load({}).auditRetention).toEqual({ days: 90, maxFailureRows: 100_000 });
+    expect(load({ TOLLWATCH_AUDIT_RETENTION_DAYS: '7', TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: '5000' }).auditRetention).toEqual({ days: 7, maxFailureRows: 5000 });
+    const bad: Array<Record<string, string>> = [{ TOLLWATCH_AUDIT_RETENTION_DAYS: '0' }, { TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: '0' }, { TOLLWATCH_AUDIT_RETENTION_DAYS: 'forever' }];
+    for (const env of bad) {
+      expect(() => load(env), JSON.stringify(env)).toThrow(/TOLLWATCH_AUDIT_/);
+    }
+  });
+});

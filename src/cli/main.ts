@@ -5,6 +5,7 @@ import { accountsCommands } from './accounts-commands.ts';
 import { aggregatesCommand } from './aggregates-command.ts';
 import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } from './api-client.ts';
 import { auditCommand } from './audit-command.ts';
+import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
@@ -25,6 +26,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   aggregatesCommand,
   auditCommand,
   openapiCommand,
+  backupCommand,
 ];
 
 /** Where the CLI reads and writes, and its environment; the process's own unless a test gives others. */

@@ -21,6 +21,10 @@ export interface Client {
   name: string;
   permissions: Permission[];
   secret_hash: string;
+  /**
+   * The version tokens carry as `ver` and revocation compares: raised by a secret reset and by
+   * disabling the account, never lowered, so a token refused once is refused for good.
+   */
   secret_version: number;
   created_at: string;
 }
@@ -30,7 +34,12 @@ export interface AccountsRepository {
   insertAccount(account: Account): Promise<void>;
   findAccount(accountId: string): Promise<Account | undefined>;
   listAccounts(): Promise<Account[]>;
-  updateAccount(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<boolean>;
+  updateAccount(accountId: string, patch: Partial<Pick<Account, 'plan' | 'trusted'>>): Promise<boolean>;
+  /**
+   * Sets the disabled flag. Disabling also raises the version of every client of the account in
+   * the same transaction, so no token issued before it verifies again after a later enable.
+   */
+  setDisabled(accountId: string, disabled: boolean): Promise<boolean>;
   insertClient(client: Client): Promise<void>;
   findClient(clientId: string): Promise<Client | undefined>;
   listClients(accountId: string): Promise<Client[]>;
@@ -105,8 +114,14 @@ export class AccountsService {
     return after;
   }
 
+  /**
+   * Disables or enables an account. Disabling revokes every token issued before it for good:
+   * enabling again lets the clients' secrets get new tokens, never revives the old ones.
+   */
   async setDisabled(accountId: string, disabled: boolean, actor = 'operator'): Promise<Account> {
-    const after = await this.update(accountId, { disabled });
+    if (!(await this.repo.setDisabled(accountId, disabled))) throw new ServiceError('not_found', 'no such account');
+    this.onAccessChanged();
+    const after = await this.getAccount(accountId);
     await this.record(disabled ? 'account.disabled' : 'account.enabled', actor, accountId, null);
     return after;
   }
@@ -166,7 +181,7 @@ export class AccountsService {
     await this.record('client.deleted', actor, client.account_id, clientId);
   }
 
-  private async update(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<Account> {
+  private async update(accountId: string, patch: Partial<Pick<Account, 'plan' | 'trusted'>>): Promise<Account> {
     if (!(await this.repo.updateAccount(accountId, patch))) throw new ServiceError('not_found', 'no such account');
     this.onAccessChanged();
     return this.getAccount(accountId);

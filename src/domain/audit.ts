@@ -17,6 +17,20 @@ export type AuditAction =
   | 'ingest_url.created'
   | 'ingest_url.revoked';
 
+/**
+ * The rows failed authentication writes: anyone who can reach the service can add them, from
+ * as many addresses as they have, so they are capped in number as well as kept for a time.
+ */
+export const FAILURE_ACTIONS: readonly AuditAction[] = ['token.refused', 'api.auth_failed', 'auth.throttled'];
+
+/** How long audit rows are kept, and how many failure rows at most (docs/operations.md, Retention). */
+export interface AuditRetentionPolicy {
+  /** Rows older than this many days are removed, whatever their action. */
+  days: number;
+  /** Only the newest this many rows of FAILURE_ACTIONS are kept. */
+  maxFailureRows: number;
+}
+
 export interface AuditEntry {
   action: AuditAction;
   /** Who acted: `operator` (CLI), `client:<id>`, or `anonymous`. */

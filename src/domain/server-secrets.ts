@@ -1,11 +1,16 @@
+import { CURSOR_KEY_BYTES } from './event-cursor.ts';
+
 /** Names of the secrets the server keeps in its store. */
 export type ServerSecretName = 'cursor';
+
+/** How many random bytes each secret is made of. */
+export const SERVER_SECRET_BYTES: Record<ServerSecretName, number> = { cursor: CURSOR_KEY_BYTES };
 
 /**
  * Secrets every instance of the server shares, made once when the store was created (so they
  * survive restarts and agree across instances).
  */
 export interface ServerSecrets {
-  /** The secret's bytes; fails if the store has none by that name. */
+  /** The secret's bytes, made (once, for every instance) if the store has none by that name. */
   read(name: ServerSecretName): Promise<Uint8Array>;
 }

@@ -3,6 +3,7 @@ import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose'
 import type { Permission } from '../domain/permissions.ts';
 import { isPermission } from '../domain/permissions.ts';
 import type { SigningKeys } from './signing-keys.ts';
+import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from './token-lifetime.ts';
 
 /** What a verified access token says. */
 export interface AccessClaims {
@@ -113,7 +114,10 @@ export class AccessTokens {
       .sign(privateKey);
   }
 
-  /** Verifies signature, issuer, audience, expiry and shape; revocation is the caller's check. */
+  /**
+   * Verifies signature, issuer, audience, expiry, the bounds on lifetime and issue time, and
+   * shape; revocation is the caller's check.
+   */
   async verify(token: string): Promise<AccessClaims> {
     const known = this.verified.get(token);
     if (known) {
@@ -144,6 +148,7 @@ export class AccessTokens {
       if (err instanceof joseErrors.JOSEError) throw new InvalidTokenError(err.code);
       throw err;
     }
+    checkTimes(payload);
     // Tokens issued before RFC 9068's client_id named the client in azp; they stay good until they expire.
     const clientId = payload.client_id ?? payload.azp;
     const { account_id, scope, ver, exp } = payload;
@@ -167,6 +172,21 @@ export class AccessTokens {
     if (!key) throw new InvalidTokenError('unknown kid');
     return key;
   }
+}
+
+/**
+ * Refuses a signed token claiming more than this service ever issues: a lifetime beyond the
+ * longest configurable TTL, or an issue time in the future beyond clock skew. Only a leaked or
+ * misused key signs such a token; jose checks neither (its maxTokenAge would also stretch
+ * `exp` by the skew). The signature verified, so the refusal names its subject.
+ */
+function checkTimes(payload: JWTPayload): void {
+  const { iat, exp } = payload;
+  // requiredClaims made jose insist on both, and it refuses a non-numeric one.
+  if (typeof iat !== 'number' || typeof exp !== 'number') throw new InvalidTokenError('missing claims');
+  const now = Date.now() / 1000;
+  if (iat > now + MAX_ISSUED_AT_SKEW_SECONDS) throw new InvalidTokenError('iat in the future', subjectOf(payload));
+  if (exp - iat > MAX_TOKEN_LIFETIME_SECONDS) throw new InvalidTokenError('lifetime beyond the maximum', subjectOf(payload));
 }
 
 function subjectOf(payload: JWTPayload): RefusedSubject {

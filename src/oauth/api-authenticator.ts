@@ -30,8 +30,9 @@ export class ApiAuthenticator {
     if (!found) throw new InvalidTokenError('client deleted', subject);
     const { client, account } = found;
     if (client.account_id !== claims.accountId) throw new InvalidTokenError('account mismatch', subject);
-    if (client.secret_version !== claims.secretVersion) throw new InvalidTokenError('secret reset', subject);
+    // Disabling raises the version too (for good), so it is told first while it lasts.
     if (account.disabled) throw new InvalidTokenError('account disabled', subject);
+    if (client.secret_version !== claims.secretVersion) throw new InvalidTokenError('revoked: secret reset or account disabled since issue', subject);
     return { account, client, permissions: new Set(claims.permissions) };
   }
 

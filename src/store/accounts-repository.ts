@@ -28,13 +28,29 @@ export class SqlAccountsRepository implements AccountsRepository {
     return rows.map(toAccount);
   }
 
-  async updateAccount(accountId: string, patch: Partial<Pick<Account, 'plan' | 'disabled' | 'trusted'>>): Promise<boolean> {
-    const values: { plan?: string; disabled?: number; trusted?: number } = {};
+  async updateAccount(accountId: string, patch: Partial<Pick<Account, 'plan' | 'trusted'>>): Promise<boolean> {
+    const values: { plan?: string; trusted?: number } = {};
     if (patch.plan !== undefined) values.plan = patch.plan;
-    if (patch.disabled !== undefined) values.disabled = patch.disabled ? 1 : 0;
     if (patch.trusted !== undefined) values.trusted = patch.trusted ? 1 : 0;
     const result = await this.db.updateTable('accounts').set(values).where('account_id', '=', accountId).executeTakeFirst();
     return result.numUpdatedRows > 0n;
+  }
+
+  async setDisabled(accountId: string, disabled: boolean): Promise<boolean> {
+    // One transaction: a flag set without the versions raised would let a later enable revive
+    // the tokens, and versions raised without the flag would leave the account open.
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx.updateTable('accounts').set({ disabled: disabled ? 1 : 0 }).where('account_id', '=', accountId).executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      if (disabled) {
+        await trx
+          .updateTable('clients')
+          .set((eb) => ({ secret_version: eb('secret_version', '+', 1) }))
+          .where('account_id', '=', accountId)
+          .execute();
+      }
+      return true;
+    });
   }
 
   async insertClient(client: Client): Promise<void> {

@@ -1,16 +1,22 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from 'pino';
 import type { AuditAction, AuditEntry, AuditQuery, AuditRecord, AuditTrail } from '../domain/audit.ts';
+import type { AuditRetention } from './audit-retention.ts';
 import type { AuditLogTable, Schema } from './schema.ts';
 
-/** Audit entries into the `audit_log` table and, as one structured line each, the log. */
+/**
+ * Audit entries into the `audit_log` table and, as one structured line each, the log. Each row
+ * written is told to the retention, which prunes once failure rows pile up.
+ */
 export class SqlAuditTrail implements AuditTrail {
   private readonly db: Kysely<Schema>;
   private readonly log: Logger | undefined;
+  private readonly retention: AuditRetention | undefined;
 
-  constructor(db: Kysely<Schema>, log?: Logger) {
+  constructor(db: Kysely<Schema>, log?: Logger, retention?: AuditRetention) {
     this.db = db;
     this.log = log;
+    this.retention = retention;
   }
 
   async record(entry: AuditEntry): Promise<void> {
@@ -28,6 +34,7 @@ export class SqlAuditTrail implements AuditTrail {
         detail: entry.detail ? JSON.stringify(entry.detail) : null,
       })
       .execute();
+    this.retention?.noteWritten(entry.action);
   }
 
   async list({ accountId, limit }: AuditQuery): Promise<AuditRecord[]> {

@@ -1,13 +1,13 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import SQLiteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { copySqliteOnline } from './backup.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { migrateToLatest } from './migrations.ts';
 import { executorStatements, type StatementRunner } from './prepared-query.ts';
 import { isStoreUnavailable } from './store-errors.ts';
+import { isPostgresUrl, prepareStoreFile, sqlitePath } from './store-files.ts';
 import type { Schema } from './schema.ts';
 
 /** An open store: the query builder, what its dialect can do, and its lifecycle. */
@@ -31,10 +31,13 @@ export interface Database {
   intakeOnWriterThread: boolean;
   /** Where repeated reads (lookups) run their prepared statements. */
   statements: StatementRunner;
+  /**
+   * Copies the store, consistent as of one commit, into a new file while it serves
+   * (src/store/backup.ts); undefined where the store's own tools do that (PostgreSQL).
+   */
+  onlineBackup: ((destination: string) => Promise<{ pages: number }>) | undefined;
   close(): Promise<void>;
 }
-
-const isPostgresUrl = (url: string) => url.startsWith('postgres://') || url.startsWith('postgresql://');
 
 /**
  * Opens the store named by a `DATABASE_URL` and brings its schema up to date. A PostgreSQL
@@ -84,16 +87,9 @@ export function openReadDatabase(url: string, sqliteCacheMiB = 64): Database {
   return isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
 }
 
-function sqlitePath(url: string): string {
-  if (!url.startsWith('sqlite:')) throw new Error('DATABASE_URL must start with sqlite: or postgres://');
-  const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-  if (path.length === 0) throw new Error('DATABASE_URL sqlite: needs a file path');
-  return path;
-}
-
 function openSqlite(url: string, cacheMiB: number): Database {
   const path = sqlitePath(url);
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') prepareStoreFile(path);
   const native = new SQLiteDatabase(path);
   // WAL lets lookups read while a write commits; synchronous=FULL fsyncs the WAL at every
   // commit, so an acknowledged event survives power loss as well as a process crash.
@@ -118,6 +114,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
     ingestWrites: new SqliteRowIngestWrites(native, db),
     intakeOnWriterThread: path !== ':memory:',
     statements: reads ?? executorStatements(db),
+    onlineBackup: path === ':memory:' ? undefined : (destination) => copySqliteOnline(native, destination),
     close: async () => {
       reads?.close();
       await db.destroy();
@@ -222,6 +219,7 @@ function openPostgres(url: string): Database {
     ingestWrites: new MultiRowIngestWrites(),
     intakeOnWriterThread: false,
     statements: namedStatements(pool),
+    onlineBackup: undefined,
     close: () => db.destroy(),
   };
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { rebuildAggregates } from './aggregates-rebuild.ts';
+import type { AuditRetention } from './audit-retention.ts';
 import type { Database } from './database.ts';
 import { ensurePartitions, partitionsBefore } from './partitions.ts';
 
@@ -9,6 +10,8 @@ export interface MaintenanceReport {
   partitionsDropped: string[];
   eventsRemoved: number;
   aggregatesRebuilt: boolean;
+  /** Audit rows past their retention or beyond the failure-row cap. */
+  auditRowsRemoved: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -16,20 +19,23 @@ const DAY_MS = 86_400_000;
 const LOCK_KEY = 727_272;
 
 /**
- * Keeps the store in shape: monthly partitions created ahead (PostgreSQL), and, when a
- * retention is set, events older than it removed (whole partitions dropped on PostgreSQL) with
- * the lookup aggregates rebuilt so they describe exactly the events kept.
+ * Keeps the store in shape: monthly partitions created ahead (PostgreSQL), the audit log pruned
+ * to its retention (when given one), and, when an event retention is set, events older than it
+ * removed (whole partitions dropped on PostgreSQL) with the lookup aggregates rebuilt so they
+ * describe exactly the events kept.
  */
 export class StoreMaintenance {
   private readonly database: Database;
   private readonly retentionDays: number | undefined;
   private readonly log: Logger | undefined;
+  private readonly auditRetention: AuditRetention | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(database: Database, retentionDays: number | undefined, log?: Logger) {
+  constructor(database: Database, retentionDays: number | undefined, log?: Logger, auditRetention?: AuditRetention) {
     this.database = database;
     this.retentionDays = retentionDays;
     this.log = log;
+    this.auditRetention = auditRetention;
   }
 
   /** Runs now and then every `everyMs`, in the background. */
@@ -48,8 +54,12 @@ export class StoreMaintenance {
   /** One pass; on PostgreSQL only one instance at a time does the work. */
   async runOnce(now = new Date()): Promise<MaintenanceReport> {
     const { db, caps } = this.database;
-    const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false };
+    const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false, auditRowsRemoved: 0 };
     if (caps.partitionedEvents) await ensurePartitions(db, now);
+    if (this.auditRetention) {
+      const { expired, capped } = await this.auditRetention.prune(now);
+      report.auditRowsRemoved = expired + capped;
+    }
     if (this.retentionDays === undefined) return report;
     const cutoff = new Date(now.getTime() - this.retentionDays * DAY_MS).toISOString();
 

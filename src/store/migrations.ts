@@ -254,6 +254,13 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
         await db.schema.createIndex('ingest_urls_by_account').on('ingest_urls').columns(['account_id', 'created_at']).execute();
       },
     },
+    '007_audit_by_action': {
+      async up(db: Kysely<any>) {
+        // The failure-row cap (src/store/audit-retention.ts) finds the newest rows of a few
+        // actions: by this index, in the rows it keeps, not by scanning every row of the log.
+        await db.schema.createIndex('audit_by_action').ifNotExists().on('audit_log').columns(['action', 'id']).execute();
+      },
+    },
     '008_event_read_limits': {
       async up(db: Kysely<any>) {
         // Reads of one's own events get an allowance of their own (docs/api.md §9): a page can

@@ -53,6 +53,7 @@ export interface ClientsTable {
 export interface SigningKeysTable {
   kid: string;
   alg: string;
+  /** The private JWK, sealed with the key secret (src/domain/key-sealing.ts). */
   private_jwk: string;
   public_jwk: string;
   created_at: string;
@@ -184,7 +185,7 @@ export interface EventIdsTable {
 /** Secrets every instance shares (the events cursor key), made once by a migration. */
 export interface ServerSecretsTable {
   name: string;
-  /** The secret's bytes, base64. */
+  /** The secret's bytes in base64, sealed with the key secret (src/domain/key-sealing.ts). */
   value: string;
 }
 

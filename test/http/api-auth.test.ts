@@ -2,7 +2,6 @@ import { request } from 'node:http';
 import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccessTokens } from '../../src/oauth/access-tokens.ts';
-import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signToken } from '../support/tokens.ts';
 
@@ -91,7 +90,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
   });
 
   it('honours a token naming its client in azp, as tokens issued before RFC 9068 claims did, until it expires', async () => {
-    const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
+    const { kid, privateKey } = h.services.signingKeys.current();
     for (const clientClaim of ['client_id', 'azp'] as const) {
       const token = await signToken(who, { kid, key: privateKey, scope: 'read:phone-numbers', clientClaim });
       expect((await lookup(`Bearer ${token}`)).status, clientClaim).toBe(404);
@@ -99,7 +98,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
   });
 
   it('401 for an expired token, whose signature is otherwise good', async () => {
-    const keys = await SigningKeys.open(h.services.database.db);
+    const keys = h.services.signingKeys;
     const shortLived = new AccessTokens(keys, { issuer: 'http://tollwatch.test', audiences: ['http://tollwatch.test/api'], ttlSeconds: 1 });
     const token = await shortLived.issue({
       clientId: who.clientId,
@@ -199,6 +198,52 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
     await h.services.accounts.setDisabled(off.account.account_id, true);
     await expectInvalidToken(await lookup(`Bearer ${token}`));
     await expect(off.token()).rejects.toThrow(/401/);
+  });
+
+  it('disable → enable leaves earlier tokens refused for good, here and on another instance; new tokens work', async () => {
+    const owner = await h.account();
+    const id = owner.account.account_id;
+    const before = await owner.token();
+    // A second instance on the same store that has seen the token verify: its cache holds the
+    // client as it was, and must still refuse the token once its entry is read again.
+    const other = await startHarness({ DATABASE_URL: h.config.databaseUrl });
+    const elsewhere = (token: string) => fetch(`${other.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } });
+    try {
+      expect((await elsewhere(before)).status).toBe(404);
+      await h.services.accounts.setDisabled(id, true);
+      await expectInvalidToken(await lookup(`Bearer ${before}`));
+      await h.services.accounts.setDisabled(id, false);
+      await expectInvalidToken(await lookup(`Bearer ${before}`));
+      // Enabling an enabled account changes nothing either.
+      await h.services.accounts.setDisabled(id, false);
+      await expectInvalidToken(await lookup(`Bearer ${before}`));
+      const after = await owner.token();
+      expect((await lookup(`Bearer ${after}`)).status).toBe(404);
+      // Past the credentials cache bound (1 s, src/services.ts) the other instance agrees.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await expectInvalidToken(await elsewhere(before));
+      expect((await elsewhere(after)).status).toBe(404);
+      // The client's secret itself was never revoked: Basic works again, as a new token does.
+      const basic = `Basic ${Buffer.from(`${owner.clientId}:${owner.clientSecret}`).toString('base64')}`;
+      expect((await lookup(basic)).status).toBe(404);
+    } finally {
+      await other.app.close();
+      await other.services.close();
+    }
+  });
+
+  it('a reset or a deletion stays in force through a later disable and enable', async () => {
+    const owner = await h.account();
+    const id = owner.account.account_id;
+    const beforeReset = await owner.token();
+    await h.services.accounts.resetSecret(owner.clientId);
+    const second = await h.services.accounts.createClient({ accountId: id, name: 'second' });
+    await h.services.accounts.deleteClient(second.client_id);
+    await h.services.accounts.setDisabled(id, true);
+    await h.services.accounts.setDisabled(id, false);
+    await expectInvalidToken(await lookup(`Bearer ${beforeReset}`));
+    await expectInvalidToken(await lookup(`Basic ${Buffer.from(`${owner.clientId}:${owner.clientSecret}`).toString('base64')}`));
+    await expectInvalidToken(await lookup(`Basic ${Buffer.from(`${second.client_id}:${second.client_secret}`).toString('base64')}`));
   });
 
   it('every unknown /api path needs authentication, then answers a 404 problem', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUERY_PARAMETERS } from '../../src/domain/event-query.ts';
+import { resolveKeySecret } from '../../src/store/keys-at-rest.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { freshDatabase } from '../support/test-database.ts';
 
@@ -166,7 +167,9 @@ describe('querying one’s own events (docs/api.md §8)', () => {
     }
     const rows = await h.services.database.db.selectFrom('server_secrets').selectAll().execute();
     expect(rows.map((r) => r.name)).toEqual(['cursor']);
-    expect(Buffer.from(rows[0]!.value, 'base64')).toHaveLength(32);
+    // Sealed at rest (docs/operations.md, "Keys"); inside, 32 random bytes.
+    const { sealer } = await resolveKeySecret(h.config.keySecret, h.config.databaseUrl, h.services.database);
+    expect(Buffer.from(sealer.open(rows[0]!.value, 'server_secrets/cursor'), 'base64')).toHaveLength(32);
   });
 
   it('documents its parameters in OpenAPI as it reads them', async () => {

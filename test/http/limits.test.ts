@@ -1,7 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SigningKeys } from '../../src/oauth/signing-keys.ts';
 import { privateRedis, redisServerMissing } from '../support/redis.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf, remainingOf } from '../support/rate-limit.ts';
@@ -200,7 +199,7 @@ describe('a burst of concurrent failures', () => {
   async function burstOfFailures(h: Harness, during?: () => Promise<void>): Promise<number[]> {
     const who = await h.account();
     // Signed with another key under our kid: each failure costs a signature check.
-    const { kid } = (await SigningKeys.open(h.services.database.db)).current();
+    const { kid } = h.services.signingKeys.current();
     const forged = await signToken(who, { kid, key: (await generateKeyPair('ES256')).privateKey, scope: 'read:ip-addresses', jti: 'forged' });
     const body = JSON.stringify({ client_id: who.clientId, client_secret: 'wrong', audience: 'http://tollwatch.test/api', grant_type: 'client_credentials' });
     const requests = Array.from({ length: 300 }, (_, i) =>
@@ -393,7 +392,7 @@ describe('audit log', () => {
     const h = await startHarness();
     try {
       const expiredOwner = await h.account();
-      const { kid, privateKey } = (await SigningKeys.open(h.services.database.db)).current();
+      const { kid, privateKey } = h.services.signingKeys.current();
       const now = Math.floor(Date.now() / 1000);
       const expired = await signToken(expiredOwner, { kid, key: privateKey, scope: 'read:phone-numbers', jti: 'expired', issuedAt: now - 100, expiresAt: now - 10 });
       const revokedOwner = await h.account();
@@ -411,7 +410,7 @@ describe('audit log', () => {
       expect(named.sort((a, b) => (a.reason < b.reason ? -1 : 1))).toEqual([
         { client_id: expiredOwner.clientId, account_id: expiredOwner.account.account_id, reason: 'ERR_JWT_EXPIRED' },
         { client_id: disabledOwner.clientId, account_id: disabledOwner.account.account_id, reason: 'account disabled' },
-        { client_id: revokedOwner.clientId, account_id: revokedOwner.account.account_id, reason: 'secret reset' },
+        { client_id: revokedOwner.clientId, account_id: revokedOwner.account.account_id, reason: 'revoked: secret reset or account disabled since issue' },
       ]);
     } finally {
       await h.close();

@@ -53,7 +53,7 @@ describe('retention and partitions', () => {
     const maintenance = new StoreMaintenance(h.services.database, undefined);
     await maintenance.runOnce();
     const report = await maintenance.runOnce();
-    expect(report).toEqual({ partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false });
+    expect(report).toEqual({ partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false, auditRowsRemoved: 0 });
     if (TEST_STORE === 'postgres') {
       const ahead = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 2, 1)).toISOString().slice(0, 7).replace('-', '_');
       const found = await sql<{ n: string }>`select count(*) as n from pg_class where relname = ${`events_${ahead}`}`.execute(h.services.database.db);

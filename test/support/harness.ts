@@ -45,6 +45,8 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
       TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test',
       TOLLWATCH_AUDIENCE: `http://tollwatch.test/api,${SENTRYPEER_AUDIENCE}`,
       LOG_LEVEL: 'silent',
+      // The PostgreSQL runs' key secret (vitest.config.ts); SQLite stores use their key file.
+      ...(process.env.TOLLWATCH_KEY_SECRET ? { TOLLWATCH_KEY_SECRET: process.env.TOLLWATCH_KEY_SECRET } : {}),
       ...env,
     },
     false,
