@@ -44,12 +44,17 @@ export function mediaTypeOf(request: FastifyRequest): string {
  * `constructor` holding a `prototype`) are dropped, as any unknown field is (docs/api.md §5).
  */
 export function readJsonBody(request: FastifyRequest, text: string): unknown {
+  assertJsonLike(request);
+  if (text === '') throw new ServiceError('invalid_json', 'the request body is empty; send a JSON document');
+  return parseJsonText(text);
+}
+
+/** Refuses a body that is not read as JSON: a content coding but identity, or another media type (415). */
+export function assertJsonLike(request: FastifyRequest): void {
   assertIdentityCoding(request);
   if (!JSON_LIKE.has(mediaTypeOf(request))) {
     throw new ServiceError('unsupported_media_type', 'send the body as application/json');
   }
-  if (text === '') throw new ServiceError('invalid_json', 'the request body is empty; send a JSON document');
-  return parseJsonText(text);
 }
 
 /**

@@ -153,6 +153,51 @@ describe('POST /api/events/batch', () => {
     // The refused batch did not eat the allowance: one more event still fits.
     expect((await postEvent(who, sampleEvent())).status).toBe(201);
   });
+
+  it('bounds each item in members: an object of more than 256 is refused on its own, the rest stored', async () => {
+    const wide = Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`extra_${i}`, 'x']));
+    const good = sampleEvent();
+    for (const [body, type] of [
+      [JSON.stringify([{ ...sampleEvent(), ...wide }, good]), 'application/json'],
+      [`${JSON.stringify({ ...sampleEvent(), ...wide })}\n${JSON.stringify(sampleEvent())}\n`, 'application/x-ndjson'],
+    ] as const) {
+      const res = await batch(owner, body, type);
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as { results: Array<{ status: string; errors?: Array<{ message: string }> }>; created: number };
+      expect(answer.results[0]).toMatchObject({ status: 'invalid', errors: [{ message: 'has more than 256 members' }] });
+      expect(answer.created).toBe(1);
+    }
+    // 256 extra members are still an event with unknown fields, ignored as any.
+    const fits = Object.fromEntries(Array.from({ length: 243 }, (_, i) => [`extra_${i}`, 'x']));
+    expect(((await (await batch(owner, JSON.stringify([{ ...sampleEvent(), ...fits }]))).json()) as { created: number }).created).toBe(1);
+  });
+
+  it('refuses more than 1,000 NDJSON lines before reading any of them', async () => {
+    // Lines that are not even JSON: counted, never parsed.
+    const res = await batch(owner, `${'not json\n'.repeat(1001)}`, 'application/x-ndjson');
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error: 'payload_too_large' });
+  });
+
+  it('parses a large body without holding up other requests', async () => {
+    // One object of 1.3 million members, about 15 MB: over a second to parse where it arrives.
+    const members = Array.from({ length: 1_300_000 }, (_, i) => `"k${i}":0`).join(',');
+    const body = `[{${members}}]`;
+    const upload = batch(owner, body);
+    // While it is parsed, the server keeps answering: a health check waits no longer than a
+    // request on an idle server would, give or take a loaded machine.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const slowest = [];
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+      slowest.push(performance.now() - started);
+    }
+    const res = await upload;
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { results: Array<{ status: string }> }).results[0]!.status).toBe('invalid');
+    expect(Math.max(...slowest)).toBeLessThan(700);
+  });
 });
 
 describe('bulk lookups', () => {

@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { MAX_BATCH, UnreadableItem } from '../../domain/event-intake.ts';
+import { MAX_BATCH } from '../../domain/event-intake.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { assertIdentityCoding, tryParseJsonText } from '../json-body.ts';
+import { BatchParser } from '../batch-parser.ts';
+import { assertIdentityCoding, assertJsonLike } from '../json-body.ts';
 import { apiAnswers } from '../answers.ts';
 import { countBatch } from '../outcome-metrics.ts';
 import { jsonBodyContent, SAMPLE_EVENT } from '../schemas.ts';
@@ -52,22 +53,19 @@ function itemsOf(request: FastifyRequest): unknown[] {
 
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
 export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  // NDJSON: one event per line; a line that is not JSON is that item's own failure.
-  // Each line is read under the rules of a JSON body (depth, prototype keys).
-  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, (request, body, done) => {
-    try {
-      assertIdentityCoding(request);
-    } catch (err) {
-      return done(err as Error, undefined);
-    }
-    const items = (body as string)
-      .split('\n')
-      .filter((line) => line.trim().length > 0)
-      .map((line) => {
-        const parsed = tryParseJsonText(line);
-        return parsed.ok ? parsed.value : new UnreadableItem(parsed.reason);
-      });
-    done(null, items);
+  // Batch bodies are read by a parser of their own: bounded in items (NDJSON counted line by
+  // line before any is parsed) and in members per item, and large ones parsed off the thread
+  // that answers requests. A line or item that cannot be taken fails only itself.
+  const parser = new BatchParser();
+  app.addHook('onClose', () => parser.close());
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string' }, async (request: FastifyRequest, body: string) => {
+    assertIdentityCoding(request);
+    return parser.read(body, true, MAX_BATCH);
+  });
+  app.addContentTypeParser('*', { parseAs: 'string' }, async (request: FastifyRequest, body: string) => {
+    assertJsonLike(request);
+    return parser.read(body, false, MAX_BATCH);
   });
 
   app.post(
