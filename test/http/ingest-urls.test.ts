@@ -330,8 +330,10 @@ describe('failed ingest secrets are throttled (docs/api.md §2, §11)', () => {
       // A valid URL is honoured from that address all the same.
       const ok = await fetch(`${h.url}${good}`, { method: 'POST', body: JSON.stringify(sampleEvent()) });
       expect(ok.status).toBe(201);
-      const rows = await h.services.database.db.selectFrom('audit_log').selectAll().where('action', 'in', ['api.auth_failed', 'auth.throttled']).execute();
-      expect(rows.map((r) => r.action)).toEqual(['api.auth_failed', 'api.auth_failed', 'api.auth_failed', 'auth.throttled']);
+      // Audit rows are written without holding the answers: wait for them, and take them in any order.
+      const actions = async () =>
+        (await h.services.database.db.selectFrom('audit_log').select('action').where('action', 'in', ['api.auth_failed', 'auth.throttled']).execute()).map((r) => r.action).sort();
+      await expect.poll(actions, { timeout: 5000 }).toEqual(['api.auth_failed', 'api.auth_failed', 'api.auth_failed', 'auth.throttled']);
     } finally {
       await h.close();
     }
