@@ -71,6 +71,8 @@ export interface ServiceOptions {
   throttle?: Partial<ThrottleSettings>;
   /** Where counts go; nowhere when absent (the CLI). The server passes its Prometheus metrics. */
   metrics?: Metrics;
+  /** How long signing keys are used before the store is read again (KEYS_RELOAD_MS); tests shorten it. */
+  keysReloadMs?: number;
 }
 
 /** Opens the store and builds the services over it; the store is closed again if that fails. */
@@ -102,9 +104,17 @@ async function servicesOver(database: Database, config: Config, options: Service
   });
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
+  // A rotation is announced like an access change: every instance then signs with the new key
+  // from its next token, instead of at its next reload (KEYS_RELOAD_MS).
+  const keys = await SigningKeys.open(database.db, keySecret.sealer, {
+    reloadMs: options.keysReloadMs,
+    onRotated: () => redis?.announceAccessChange(),
+    audit,
+  });
   const forget = () => {
     credentials.clear();
     plans.clear();
+    keys.markStale();
   };
   await redis?.onAccessChange(forget);
   const accounts = new AccountsService(accountsRepo, plans, audit, () => {
@@ -112,7 +122,6 @@ async function servicesOver(database: Database, config: Config, options: Service
     redis?.announceAccessChange();
   });
   const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
-  const keys = await SigningKeys.open(database.db, keySecret.sealer);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
