@@ -5,6 +5,8 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { apiAuthOptions, apiGate } from './http/api-auth.ts';
 import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
+import { limitConnections } from './http/connection-limits.ts';
+import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
 import { ingestGateOf, ingestScope } from './http/ingest.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
@@ -75,7 +77,17 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // staticCSP replaces the page policy on every answer of the /docs scope (its static files
   // included) in an onSend hook; the other security headers stay as the hook above set them.
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: documentationContentSecurityPolicy(services.config.publicUrl) });
-  app.server.maxConnections = services.config.maxConnections;
+  const { maxConnections, maxConnectionsPerAddress, trustProxy } = services.config;
+  limitConnections(
+    app.server,
+    {
+      maxConnections,
+      perAddress: maxConnectionsPerAddress,
+      // A trusted proxy's connections carry many clients: it limits each of them itself (docs/operations.md).
+      exempt: trustProxy === true ? () => true : trustProxy ? addressRanges(trustProxy) : () => false,
+    },
+    app.log,
+  );
   return app;
 }
 

@@ -23,6 +23,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_AUTH_FAILURES_PER_ADDRESS: Type.Integer({ default: 30, minimum: 1 }),
   TOLLWATCH_AUTH_FAILURES_PER_CLIENT: Type.Integer({ default: 100, minimum: 1 }),
   TOLLWATCH_MAX_CONNECTIONS: Type.Integer({ default: 4096, minimum: 1 }),
+  TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 256, minimum: 1 }),
   TOLLWATCH_REQUEST_TIMEOUT: Type.Integer({ default: 30, minimum: 1, description: 'seconds' }),
   TOLLWATCH_TRUST_PROXY: Type.Optional(Type.String()),
   TOLLWATCH_METRICS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
@@ -60,8 +61,13 @@ export interface Config {
   basicAuth: boolean;
   /** Failed authentications answered 401 per 15 minutes; later ones get 429. Valid credentials never do. */
   authThrottle: { perAddress: number; perClient: number };
-  /** Open connections beyond this are dropped. */
+  /** Open connections beyond this are dropped; past 90% of it idle kept-alive ones are closed to make room. */
   maxConnections: number;
+  /**
+   * Open connections of one TCP peer (an IPv4 address, an IPv6 /64) beyond this are closed at
+   * once; trusted proxies have no such cap.
+   */
+  maxConnectionsPerAddress: number;
   /** A request (headers and body) must arrive within this; slow clients are cut off. */
   requestTimeoutMs: number;
   /**
@@ -112,6 +118,7 @@ function settleConfig(raw: RawConfig): Config {
     basicAuth: raw.TOLLWATCH_BASIC_AUTH === 'on',
     authThrottle: { perAddress: raw.TOLLWATCH_AUTH_FAILURES_PER_ADDRESS, perClient: raw.TOLLWATCH_AUTH_FAILURES_PER_CLIENT },
     maxConnections: raw.TOLLWATCH_MAX_CONNECTIONS,
+    maxConnectionsPerAddress: raw.TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS,
     requestTimeoutMs: raw.TOLLWATCH_REQUEST_TIMEOUT * 1000,
     trustProxy: parseTrustProxy(raw.TOLLWATCH_TRUST_PROXY),
     metrics: raw.TOLLWATCH_METRICS === 'on',

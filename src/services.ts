@@ -15,6 +15,7 @@ import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } fro
 import { AccessTokens } from './oauth/access-tokens.ts';
 import { ApiAuthenticator } from './oauth/api-authenticator.ts';
 import { CredentialsCache } from './oauth/credentials-cache.ts';
+import type { AccessChangeNotices } from './domain/access-changes.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
@@ -59,9 +60,12 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** How long a cached client may be trusted before it is read again (the revocation bound). */
+/**
+ * How long a cached client may be trusted before it is read again: the revocation bound of last
+ * resort, for a change whose notice did not arrive (Redis or the listening connection away).
+ */
 const CREDENTIALS_TTL_MS = 1000;
-/** How long the plan table is kept before it is read again. */
+/** How long the plan table is kept before it is read again, likewise the bound when no notice arrives. */
 const PLANS_TTL_MS = 5000;
 
 export interface ServiceOptions {
@@ -71,6 +75,12 @@ export interface ServiceOptions {
   throttle?: Partial<ThrottleSettings>;
   /** Where counts go; nowhere when absent (the CLI). The server passes its Prometheus metrics. */
   metrics?: Metrics;
+  /** How long signing keys are used before the store is read again (KEYS_RELOAD_MS); tests shorten it. */
+  keysReloadMs?: number;
+  /** How long a cached client is trusted (CREDENTIALS_TTL_MS); tests lengthen it to show notices, not the bound, at work. */
+  credentialsTtlMs?: number;
+  /** How long the plan table is kept (PLANS_TTL_MS); likewise. */
+  plansTtlMs?: number;
 }
 
 /** Opens the store and builds the services over it; the store is closed again if that fails. */
@@ -93,26 +103,41 @@ async function servicesOver(database: Database, config: Config, options: Service
   if (sealed > 0) log?.info({ sealed, key: keySecret.origin }, 'keys in the store sealed with the key secret');
   // With Redis, counters and access-change notices are shared by every instance.
   const redis = config.redisUrl ? new RedisCoordination(config.redisUrl, log) : undefined;
+  // On PostgreSQL, notices also go through the database itself (LISTEN/NOTIFY), Redis or not:
+  // so revocation reaches every instance at once without Redis, and from a CLI run without
+  // REDIS_URL. Both at once only clear a cache twice.
+  const storeNotices = database.changeNotices?.(log);
+  const notices: AccessChangeNotices[] = [...(redis ? [redis] : []), ...(storeNotices ? [storeNotices] : [])];
+  const announce = () => {
+    for (const channel of notices) channel.announceAccessChange();
+  };
   const auditRetention = new AuditRetention(database, config.auditRetention, log);
   const audit = new SqlAuditTrail(database.db, log, auditRetention);
-  const plans = new PlanCatalog(new SqlPlansRepository(database.db), PLANS_TTL_MS, {
+  const plans = new PlanCatalog(new SqlPlansRepository(database.db), options.plansTtlMs ?? PLANS_TTL_MS, {
     externalChangeCounter: database.externalChangeCounter,
-    onSaved: () => redis?.announceAccessChange(),
+    onSaved: announce,
     audit,
   });
   const accountsRepo = new SqlAccountsRepository(database.db);
-  const credentials = new CredentialsCache(accountsRepo, CREDENTIALS_TTL_MS, database.externalChangeCounter);
+  const credentials = new CredentialsCache(accountsRepo, options.credentialsTtlMs ?? CREDENTIALS_TTL_MS, database.externalChangeCounter);
+  // A rotation is announced like an access change: every instance then signs with the new key
+  // from its next token, instead of at its next reload (KEYS_RELOAD_MS).
+  const keys = await SigningKeys.open(database.db, keySecret.sealer, {
+    reloadMs: options.keysReloadMs,
+    onRotated: announce,
+    audit,
+  });
   const forget = () => {
     credentials.clear();
     plans.clear();
+    keys.markStale();
   };
-  await redis?.onAccessChange(forget);
+  await Promise.all(notices.map((channel) => channel.onAccessChange(forget)));
   const accounts = new AccountsService(accountsRepo, plans, audit, () => {
     forget();
-    redis?.announceAccessChange();
+    announce();
   });
   const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
-  const keys = await SigningKeys.open(database.db, keySecret.sealer);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
@@ -159,6 +184,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     async close() {
       await writer?.close();
       await redis?.close();
+      await storeNotices?.close();
       await replica?.close();
       await database.close();
     },

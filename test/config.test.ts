@@ -80,3 +80,13 @@ describe('audit retention', () => {
     }
   });
 });
+
+describe('connection limits', () => {
+  it('holds 4,096 connections and 256 per address unless told, and refuses nonsense', () => {
+    expect(load({})).toMatchObject({ maxConnections: 4096, maxConnectionsPerAddress: 256 });
+    expect(load({ TOLLWATCH_MAX_CONNECTIONS: '64', TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS: '16' })).toMatchObject({ maxConnections: 64, maxConnectionsPerAddress: 16 });
+    for (const env of [{ TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS: '0' }, { TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS: 'many' }]) {
+      expect(() => load(env), JSON.stringify(env)).toThrow(/TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS/);
+    }
+  });
+});

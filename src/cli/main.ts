@@ -9,6 +9,7 @@ import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
+import { keysCommands } from './keys-commands.ts';
 import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
 import { plansCommands } from './plans-commands.ts';
@@ -23,6 +24,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   clientsCommands,
   ingestUrlsCommands,
   plansCommands,
+  keysCommands,
   aggregatesCommand,
   auditCommand,
   openapiCommand,

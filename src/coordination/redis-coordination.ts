@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import type { AccessChangeNotices } from '../domain/access-changes.ts';
 import type { LimiterFactory } from '../limits/plan-limiter.ts';
 
 const CHANNEL = 'tollwatch:access-changed';
@@ -19,11 +20,12 @@ const PROBE_INTERVAL_MS = 1000;
 
 /**
  * What several instances share through Redis: rate-limit counters and notices that access
- * changed (secret reset, client deleted, plan or account changed). When Redis is down or hung,
- * limits fall back to per-instance counters and notices to the one-second cache bound; both
- * resume by themselves when Redis returns. Each transition is logged once.
+ * changed (secret reset, client deleted, plan or account changed, key rotated). When Redis is
+ * down or hung, limits fall back to per-instance counters, and notices go only through
+ * PostgreSQL's LISTEN/NOTIFY (src/store/change-notices.ts), or else the one-second cache bound;
+ * both resume by themselves when Redis returns. Each transition is logged once.
  */
-export class RedisCoordination {
+export class RedisCoordination implements AccessChangeNotices {
   private readonly client: Redis;
   private readonly subscriber: Redis;
   private readonly log: Logger | undefined;

@@ -15,7 +15,9 @@ export type AuditAction =
   | 'client.deleted'
   | 'plan.saved'
   | 'ingest_url.created'
-  | 'ingest_url.revoked';
+  | 'ingest_url.revoked'
+  /** A new signing key replaced the current one (`tollwatch keys rotate`). */
+  | 'key.rotated';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

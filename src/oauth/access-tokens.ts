@@ -54,7 +54,7 @@ export class AccessTokens {
    * bytes cannot change, so re-verifying its signature on every request proves nothing new;
    * revocation is not cached here but checked by the caller on every request.
    */
-  private readonly verified = new Map<string, AccessClaims>();
+  private readonly verified = new Map<string, { claims: AccessClaims; kid: string }>();
 
   constructor(keys: SigningKeys, settings: TokenSettings) {
     this.keys = keys;
@@ -65,8 +65,9 @@ export class AccessTokens {
     return this.settings.ttlSeconds;
   }
 
-  /** The public keys, for the JWKS endpoint. */
-  jwks() {
+  /** The public keys of every key not yet retired, for the JWKS endpoint. */
+  async jwks() {
+    await this.keys.refreshIfStale();
     return this.keys.jwks();
   }
 
@@ -96,6 +97,8 @@ export class AccessTokens {
     secretVersion: number;
     audience: string;
   }): Promise<string> {
+    // A rotation made elsewhere is picked up here, within the keys' reload bound.
+    await this.keys.refreshIfStale();
     const { kid, privateKey } = this.keys.current();
     // RFC 9068 claims: client_id names the client (sub does too: the client acts for itself).
     return new SignJWT({
@@ -119,22 +122,34 @@ export class AccessTokens {
    * shape; revocation is the caller's check.
    */
   async verify(token: string): Promise<AccessClaims> {
+    // An instance that only verifies must still learn of a rotation, and so of when the old key
+    // retires: the keys are read again within their reload bound here too, in the background,
+    // so that no request waits on that read (nor on a store that does not answer it).
+    if (this.keys.stale) void this.keys.refreshIfStale();
     const known = this.verified.get(token);
-    if (known) {
-      if (known.expiresAt * 1000 > Date.now()) return known;
+    // Its key may have retired since (or been removed by re-keying): verified afresh, refused.
+    if (known && this.keys.verifies(known.kid)) {
+      const { claims } = known;
+      if (claims.expiresAt * 1000 > Date.now()) return claims;
       this.verified.delete(token);
-      throw new InvalidTokenError('ERR_JWT_EXPIRED', { clientId: known.clientId, accountId: known.accountId });
+      throw new InvalidTokenError('ERR_JWT_EXPIRED', { clientId: claims.clientId, accountId: claims.accountId });
     }
-    const claims = await this.verifyAfresh(token);
+    this.verified.delete(token);
+    const verified = await this.verifyAfresh(token);
     if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.clear();
-    this.verified.set(token, claims);
-    return claims;
+    this.verified.set(token, verified);
+    return verified.claims;
   }
 
-  private async verifyAfresh(token: string): Promise<AccessClaims> {
+  private async verifyAfresh(token: string): Promise<{ claims: AccessClaims; kid: string }> {
     let payload: JWTPayload;
+    let kid = '';
+    const keyFor = async (header: { kid?: string }) => {
+      kid = header.kid ?? '';
+      return this.verificationKeyFor(header.kid);
+    };
     try {
-      ({ payload } = await jwtVerify(token, async (header) => this.verificationKeyFor(header.kid), {
+      ({ payload } = await jwtVerify(token, keyFor, {
         issuer: this.settings.issuer,
         audience: this.settings.audiences,
         algorithms: ['ES256'],
@@ -158,13 +173,14 @@ export class AccessTokens {
     if (typeof ver !== 'number' || !Number.isInteger(ver) || typeof exp !== 'number') {
       throw new InvalidTokenError('missing claims');
     }
-    return {
+    const claims: AccessClaims = {
       clientId,
       accountId: account_id,
       permissions: scope.split(' ').filter(isPermission) as Permission[],
       secretVersion: ver,
       expiresAt: exp,
     };
+    return { claims, kid };
   }
 
   private async verificationKeyFor(kid: string | undefined) {

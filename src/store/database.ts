@@ -1,7 +1,10 @@
 import SQLiteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import type { Logger } from 'pino';
+import type { AccessChangeNotices } from '../domain/access-changes.ts';
 import { copySqliteOnline } from './backup.ts';
+import { PostgresChangeNotices } from './change-notices.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { migrateToLatest } from './migrations.ts';
@@ -22,6 +25,13 @@ export interface Database {
    * the dialect has no such cheap signal.
    */
   externalChangeCounter: (() => number) | undefined;
+  /**
+   * Makes access-change notices between every process on this store (PostgreSQL's
+   * LISTEN/NOTIFY); undefined where the store has none, and needs none (SQLite: one file, one
+   * machine, and `externalChangeCounter` tells the other processes' commits). The caller closes
+   * what it made.
+   */
+  changeNotices: ((log?: Logger) => AccessChangeNotices) | undefined;
   /** How an ingest transaction writes its rows, the fastest way for this store. */
   ingestWrites: IngestWrites;
   /**
@@ -111,6 +121,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
       native.prepare('SELECT 1').get();
     },
     externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
+    changeNotices: undefined,
     ingestWrites: new SqliteRowIngestWrites(native, db),
     intakeOnWriterThread: path !== ':memory:',
     statements: reads ?? executorStatements(db),
@@ -216,6 +227,7 @@ function openPostgres(url: string): Database {
       await sql`select 1`.execute(db);
     },
     externalChangeCounter: undefined,
+    changeNotices: (log) => new PostgresChangeNotices(url, pool, log),
     ingestWrites: new MultiRowIngestWrites(),
     intakeOnWriterThread: false,
     statements: namedStatements(pool),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
-import { Migrator, type Migration, type MigrationProvider } from 'kysely/migration';
+import { Migrator, type Migration, type MigrationProvider, type MigrationResultSet } from 'kysely/migration';
 import { CURSOR_KEY_BYTES } from '../domain/event-cursor.ts';
 import { normalisePhoneNumber } from '../domain/phone-number.ts';
 import { DEFAULT_PLANS } from '../domain/plans.ts';
@@ -284,6 +284,27 @@ function migrations(caps: DialectCapabilities): Record<string, Migration> {
         }
       },
     },
+    '009_signing_key_rotation': {
+      async up(db: Kysely<any>) {
+        // One key signs: `current_key` is 1 on that row and NULL on every other, and unique, so
+        // instances creating the first key together insert it if absent and exactly one wins
+        // (NULLs never collide in a unique index, on SQLite or PostgreSQL). Before this, two
+        // instances starting together on an empty database could each make a key of their own.
+        await db.schema.alterTable('signing_keys').addColumn('current_key', 'integer').execute();
+        // When a key stops verifying and leaves the JWKS; NULL while it may still sign.
+        await db.schema.alterTable('signing_keys').addColumn('retires_at', 'text').execute();
+        await db.schema.createIndex('signing_keys_one_current').unique().on('signing_keys').column('current_key').execute();
+        const newest = await db.selectFrom('signing_keys').select('kid').orderBy('created_at', 'desc').orderBy('kid', 'desc').executeTakeFirst();
+        if (!newest) return;
+        // The newest key signed before, so it stays the signing key. Any older one (such a race
+        // as above) may have signed a token moments ago: it verifies for the longest lifetime a
+        // token may claim (31 days) and two minutes more, then retires. Written out: this
+        // migration is history and must not follow later changes of that bound.
+        const retiresAt = new Date(Date.now() + (31 * 86_400 + 120) * 1000).toISOString();
+        await db.updateTable('signing_keys').set({ current_key: 1 }).where('kid', '=', newest.kid).execute();
+        await db.updateTable('signing_keys').set({ retires_at: retiresAt }).where('kid', '<>', newest.kid).execute();
+      },
+    },
   };
 }
 
@@ -306,10 +327,19 @@ async function setTable(db: Kysely<any>, name: string, key: string[]) {
 
 /** Brings the schema up to date; refuses to run against a newer schema than this code knows. */
 export async function migrateToLatest(db: Kysely<any>, caps: DialectCapabilities): Promise<void> {
+  await migrate(db, caps, (migrator) => migrator.migrateToLatest());
+}
+
+/** Brings the schema up to the named migration and no further: for tests of a migration over the rows before it. */
+export async function migrateUpTo(db: Kysely<any>, caps: DialectCapabilities, name: string): Promise<void> {
+  await migrate(db, caps, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(db: Kysely<any>, caps: DialectCapabilities, run: (migrator: Migrator) => Promise<MigrationResultSet>): Promise<void> {
   const all = migrations(caps);
   const provider: MigrationProvider = { getMigrations: async () => all };
   const migrator = new Migrator({ db, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   if (error) {
     const failed = results?.find((r: { status: string }) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`database migration ${failed} failed: ${(error as Error).message ?? error}`);

@@ -57,6 +57,10 @@ export interface SigningKeysTable {
   private_jwk: string;
   public_jwk: string;
   created_at: string;
+  /** 1 on the one key that signs new tokens, NULL on the others; unique (migration 009). */
+  current_key: 1 | null;
+  /** When the key stops verifying and leaves the JWKS (ISO 8601); NULL while it is current. */
+  retires_at: string | null;
 }
 
 /**

@@ -281,6 +281,43 @@ describe('operator CLI (docs/api.md §10)', () => {
     expect(JSON.parse(listed.stdout).entries[0]).toMatchObject({ action: 'token.refused', actor: 'anonymous', client_id: hostile });
   });
 
+  it('lists and rotates the signing keys; a running server signs with the new key from its next reload, and the rotation is audited', async () => {
+    const h = await startHarness({ DATABASE_URL }, { keysReloadMs: 200 });
+    try {
+      const before = json('keys', 'list').keys as Array<Record<string, unknown>>;
+      const first = before[0];
+      expect(before).toEqual([{ kid: expect.any(String), created_at: expect.any(String), current: true, retires_at: null }]);
+      const started = Date.now();
+      const rotation = json('keys', 'rotate');
+      expect(rotation).toEqual({ kid: expect.any(String), previous: { kid: first!.kid, retires_at: expect.any(String) }, removed: [] });
+      const retires = Date.parse(rotation.previous.retires_at);
+      expect(retires - started).toBeGreaterThanOrEqual((31 * 86_400 + 120) * 1000 - 60_000);
+      expect(retires - Date.now()).toBeLessThanOrEqual((31 * 86_400 + 120) * 1000);
+      const after = json('keys', 'list').keys as Array<Record<string, unknown>>;
+      expect(after).toEqual([
+        { kid: first!.kid, created_at: first!.created_at, current: false, retires_at: rotation.previous.retires_at },
+        { kid: rotation.kid, created_at: expect.any(String), current: true, retires_at: null },
+      ]);
+      const text = tollwatch('keys', 'list');
+      expect(text.stdout).toBe(`${first!.kid}  created ${first!.created_at}  retires ${rotation.previous.retires_at}\n${rotation.kid}  created ${after[1]!.created_at}  current\n`);
+      expect((json('audit', '--limit', '1').entries as Array<Record<string, unknown>>)[0]).toMatchObject({
+        action: 'key.rotated',
+        actor: 'operator',
+        detail: { kid: rotation.kid, previous_kid: first!.kid, previous_retires_at: rotation.previous.retires_at },
+      });
+
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const who = await h.account();
+      const token = await who.token();
+      expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(rotation.kid);
+      const jwks = (await (await fetch(`${h.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
+      expect(jwks.keys.map((k) => k.kid).sort()).toEqual([first!.kid, rotation.kid].sort());
+    } finally {
+      await h.app.close();
+      await h.services.close();
+    }
+  });
+
   it('rebuilds the lookup aggregates', () => {
     expect(json('aggregates', 'rebuild')).toEqual({ rebuilt: true, seconds: expect.any(Number) });
     expect(tollwatch('aggregates', 'rebuild').stdout).toMatch(/^aggregates rebuilt in \d+\.\d s\n$/);

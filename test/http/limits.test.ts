@@ -211,8 +211,11 @@ describe('a burst of concurrent failures', () => {
     return statuses;
   }
 
+  /** 300 connections at once from one address: more than the per-address cap, which is not what these tests are about. */
+  const BURST_CONNECTIONS = { TOLLWATCH_MAX_CONNECTIONS_PER_ADDRESS: '1000' };
+
   it('gets exactly the allowance through, with in-process counters', async () => {
-    const h = await startHarness({}, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
+    const h = await startHarness(BURST_CONNECTIONS, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
     try {
       const statuses = await burstOfFailures(h);
       expect(statuses.filter((s) => s === 401)).toHaveLength(30);
@@ -227,7 +230,7 @@ describe('a burst of concurrent failures', () => {
     // a look-then-count throttle let nearly all of them through. Spent atomically, first, the
     // allowance holds, whichever counter (Redis or its in-process insurance) answers.
     const redis = await privateRedis();
-    const h = await startHarness({ REDIS_URL: redis.url }, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
+    const h = await startHarness({ ...BURST_CONNECTIONS, REDIS_URL: redis.url }, { throttle: { perAddress: 30, perClient: 1e9, freeFailures: 1e9 } });
     try {
       const statuses = await burstOfFailures(h, async () => {
         redis.pause();
