@@ -43,6 +43,19 @@ describe('WORKERS=2: two processes on one port', () => {
     for (let i = 0; i < 8; i++) statuses.push(await statusOnNewConnection(`${server.url}/api/phone-numbers/100`, token));
     expect(statuses).toEqual([404, 404, 404, 404, 404, 429, 429, 429]);
   });
+
+  it('answers failed authentication under load with 401 or 429 only, never a 5xx (no Redis)', async () => {
+    // 600 failures at once, 64 at a time, all counted by the primary: its answers queue behind
+    // one another, and a count it is late with must cost a looser limit, not a failed request.
+    const statuses = new Map<number, number>();
+    const one = async () => {
+      const status = await statusOnNewConnection(`${server.url}/api/phone-numbers/100`, 'forged.token.value');
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    };
+    for (let round = 0; round < 600 / 64; round++) await Promise.all(Array.from({ length: 64 }, one));
+    expect([...statuses.keys()].every((status) => status === 401 || status === 429), JSON.stringify([...statuses])).toBe(true);
+    expect(statuses.get(429)).toBeGreaterThan(0);
+  });
 });
 
 describe('WORKERS=2 with a retention: maintenance survives the death of its worker', () => {
