@@ -20,6 +20,8 @@ export interface RemoteContext {
   client(retry?: Partial<RetryPolicy>): Tollwatch;
   /** Standard input, for `submit -`. */
   stdin: NodeJS.ReadableStream;
+  /** Standard error: reports while a long command runs (`ship`), and its progress line when it is a terminal. */
+  stderr: NodeJS.WritableStream;
 }
 
 /** Turns a user command's work into a commander action; its failures exit 2. */
