@@ -7,6 +7,7 @@ import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } fro
 import { auditCommand } from './audit-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
+import { importCommand } from './import-command.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
 import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
@@ -25,6 +26,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   ingestUrlsCommands,
   plansCommands,
   aggregatesCommand,
+  importCommand,
   auditCommand,
   openapiCommand,
 ];
@@ -73,7 +75,7 @@ export async function runCli(argv: string[], io: CliIo = { out: process.stdout, 
     .option('--json', 'print one JSON object on standard output and nothing else')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) });
-  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote);
+  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote, io.err);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -1,5 +1,6 @@
 import { basename, resolve } from 'node:path';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { wholeNumberOption } from './arguments.ts';
 import type { CommandOutput, Run, RunRemote } from './command-group.ts';
 import { LogShipper, type ShipStatus } from './log-shipper.ts';
 import { count, ProgressLine } from './progress-line.ts';
@@ -21,8 +22,8 @@ export function shipCommand(program: Command, _run: Run, runRemote: RunRemote): 
     .description("forward a SentryPeer node's JSON log in batches, resuming where the last run stopped; --follow keeps shipping as it grows and is rotated")
     .option('--follow', 'keep shipping new lines, across rotation and truncation, until interrupted')
     .option('--state <file>', 'where the shipped offset is kept (default: <log>.tollwatch-state beside the log)')
-    .addOption(new Option('--batch-size <lines>', `lines per request, 1 to ${MAX_BATCH}`).default(MAX_BATCH).argParser(wholeNumber(1, MAX_BATCH)))
-    .addOption(new Option('--poll-interval <ms>', 'how often a followed log is looked at, in milliseconds').default(1000).argParser(wholeNumber(10, 3_600_000)))
+    .addOption(new Option('--batch-size <lines>', `lines per request, 1 to ${MAX_BATCH}`).default(MAX_BATCH).argParser(wholeNumberOption(1, MAX_BATCH)))
+    .addOption(new Option('--poll-interval <ms>', 'how often a followed log is looked at, in milliseconds').default(1000).argParser(wholeNumberOption(10, 3_600_000)))
     .action(
       runRemote(async (c, log: string, opts: { follow?: boolean; state?: string; batchSize: number; pollInterval: number }) => {
         const logPath = resolve(log);
@@ -68,13 +69,4 @@ function statusLine(status: ShipStatus, started: number): string {
   const seconds = Math.max(0.001, (Date.now() - started) / 1000);
   const rate = Math.round((created + replayed + conflict + invalid) / seconds);
   return terminalText`ship ${basename(status.file)} line ${count(status.line)}: ${count(created)} created, ${count(replayed)} already stored, ${count(conflict + invalid)} refused, ${count(rate)}/s; ${status.activity}`;
-}
-
-/** Reads a whole number within bounds, as a usage error otherwise. */
-function wholeNumber(min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
-    return n;
-  };
 }

@@ -15,7 +15,9 @@ export type AuditAction =
   | 'client.deleted'
   | 'plan.saved'
   | 'ingest_url.created'
-  | 'ingest_url.revoked';
+  | 'ingest_url.revoked'
+  /** The operator imported a SentryPeer log or database into an account (`tollwatch import`). */
+  | 'events.imported';
 
 export interface AuditEntry {
   action: AuditAction;
