@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { AccountsService } from './domain/accounts.ts';
 import type { AuditTrail } from './domain/audit.ts';
+import { EventImport, type ImportSource } from './domain/event-import.ts';
 import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { IngestUrls } from './domain/ingest-urls.ts';
@@ -23,6 +24,7 @@ import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
+import { openImportSource, type DatabaseDefaults } from './store/import-sources.ts';
 import { SqlIngestUrlsRepository } from './store/ingest-urls-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
 import { WriterThread } from './store/writer-thread.ts';
@@ -52,6 +54,10 @@ export interface Services {
   /** Node ingest URLs: a secret in the path instead of a token (docs/api.md §11). */
   ingestUrls: IngestUrls;
   eventQuery: EventQuery;
+  /** The operator's bulk import of SentryPeer logs and databases into an account (docs/operations.md). */
+  importer: EventImport;
+  /** Opens a SentryPeer JSON log or SQLite database for `importer`. */
+  openImportSource(path: string, defaults: DatabaseDefaults): Promise<ImportSource>;
   lookups: LookupService;
   /** What the HTTP layer and the token endpoint count; counts nothing unless the server asked for metrics. */
   metrics: Metrics;
@@ -178,6 +184,10 @@ async function servicesOver(database: Database, config: Config, options: Service
     intake,
     ingestUrls,
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
+    // Straight on this process's connection, not through group commit or the writer thread:
+    // an import is the only writer of its process, and its transactions are large already.
+    importer: new EventImport(eventsRepo, (accountId) => accounts.getAccount(accountId), audit),
+    openImportSource,
     lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
     metrics,
     rebuildAggregates: () => rebuildAggregates(database.db),

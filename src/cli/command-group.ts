@@ -20,6 +20,8 @@ export interface RemoteContext {
   client(retry?: Partial<RetryPolicy>): Tollwatch;
   /** Standard input, for `submit -`. */
   stdin: NodeJS.ReadableStream;
+  /** Standard error: reports while a long command runs (`ship`), and its progress line when it is a terminal. */
+  stderr: NodeJS.WritableStream;
 }
 
 /** Turns a user command's work into a commander action; its failures exit 2. */
@@ -27,5 +29,8 @@ export type RunRemote = <A extends unknown[]>(
   action: (c: RemoteContext, ...args: A) => Promise<CommandOutput>,
 ) => (...args: A) => Promise<void>;
 
-/** Adds one group of commands to the program: operator commands use `run`, user commands `runRemote`. */
-export type CommandGroup = (program: Command, run: Run, runRemote: RunRemote) => void;
+/**
+ * Adds one group of commands to the program: operator commands use `run`, user commands
+ * `runRemote`; `stderr` takes what a long command reports while it runs (its progress line).
+ */
+export type CommandGroup = (program: Command, run: Run, runRemote: RunRemote, stderr: NodeJS.WritableStream) => void;

@@ -8,11 +8,13 @@ import { auditCommand } from './audit-command.ts';
 import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
+import { importCommand } from './import-command.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
 import { keysCommands } from './keys-commands.ts';
 import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
 import { plansCommands } from './plans-commands.ts';
+import { shipCommand } from './ship-command.ts';
 import { submitCommand } from './submit-command.ts';
 import { terminalJson } from './terminal-text.ts';
 
@@ -20,12 +22,14 @@ import { terminalJson } from './terminal-text.ts';
 const COMMAND_GROUPS: readonly CommandGroup[] = [
   lookupCommands,
   submitCommand,
+  shipCommand,
   accountsCommands,
   clientsCommands,
   ingestUrlsCommands,
   plansCommands,
   keysCommands,
   aggregatesCommand,
+  importCommand,
   auditCommand,
   openapiCommand,
   backupCommand,
@@ -42,7 +46,7 @@ export interface CliIo {
 /**
  * The `tollwatch` CLI. Operator commands (docs/api.md §10: `accounts …`, `clients …` and the
  * rest) work on the store named by DATABASE_URL; errors exit 1 (2 for usage). User commands
- * (`lookup`, `ip`, `submit`, docs/cli.md) work through a server's API with the SDK and never open
+ * (`lookup`, `ip`, `submit`, `ship`, docs/cli.md) work through a server's API with the SDK and never open
  * a store; they exit 0 found, 1 not found, 2 error. Never a stack trace.
  */
 export async function runCli(argv: string[], io: CliIo = { out: process.stdout, err: process.stderr }): Promise<number> {
@@ -67,7 +71,7 @@ export async function runCli(argv: string[], io: CliIo = { out: process.stdout, 
     (action) =>
     async (...args) => {
       remote = true;
-      output = await action({ client: (retry) => apiClientFromEnvironment(env, retry), stdin: io.in ?? process.stdin }, ...args);
+      output = await action({ client: (retry) => apiClientFromEnvironment(env, retry), stdin: io.in ?? process.stdin, stderr: io.err }, ...args);
     };
 
   const program = new Command('tollwatch')
@@ -75,7 +79,7 @@ export async function runCli(argv: string[], io: CliIo = { out: process.stdout, 
     .option('--json', 'print one JSON object on standard output and nothing else')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) });
-  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote);
+  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote, io.err);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -17,7 +17,9 @@ export type AuditAction =
   | 'ingest_url.created'
   | 'ingest_url.revoked'
   /** A new signing key replaced the current one (`tollwatch keys rotate`). */
-  | 'key.rotated';
+  | 'key.rotated'
+  /** The operator imported a SentryPeer log or database into an account (`tollwatch import`). */
+  | 'events.imported';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

@@ -103,7 +103,7 @@ export class EventIntake {
 }
 
 /** The uuid an invalid item claimed, when it is a string worth echoing. */
-function uuidOf(item: unknown): string | null {
+export function uuidOf(item: unknown): string | null {
   const uuid = (item as { event_uuid?: unknown } | null)?.event_uuid;
   return typeof uuid === 'string' && uuid.length <= 64 ? uuid : null;
 }
