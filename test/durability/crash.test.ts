@@ -21,7 +21,10 @@ describe('crash safety', () => {
   });
 
   it('keeps every acknowledged event through three SIGKILLs under load', async () => {
-    const account = cli(database.url, 'accounts', 'create', '--name', 'crash', '--plan', 'contributor');
+    // Every acknowledged event is read back one by one after each crash: thousands of reads,
+    // past the contributor plan's event-read allowance (3,600 an hour), so a plan with room.
+    cli(database.url, 'plans', 'set', 'crash_test', '--may-submit', 'yes', '--lookups', '100/second', '--submissions', '1000000/hour', '--event-reads', '1000000/hour');
+    const account = cli(database.url, 'accounts', 'create', '--name', 'crash', '--plan', 'crash_test');
     const client = cli(database.url, 'clients', 'create', '--account', account.account_id, '--name', 'node');
     const acknowledged = new Set<string>();
 
