@@ -184,8 +184,9 @@ describe('POST /api/events/batch', () => {
     const members = Array.from({ length: 1_300_000 }, (_, i) => `"k${i}":0`).join(',');
     const body = `[{${members}}]`;
     const upload = batch(owner, body);
-    // While it is parsed, the server keeps answering: a health check waits no longer than a
-    // request on an idle server would, give or take a loaded machine.
+    // While it is parsed, the server keeps answering. Parsed where it arrives, this body held
+    // every health check 1.9 s here; on the parse thread they take milliseconds. The bound only
+    // tells the two apart, with room for a machine loaded by other suites.
     await new Promise((resolve) => setTimeout(resolve, 150));
     const slowest = [];
     for (let i = 0; i < 5; i++) {
@@ -196,7 +197,7 @@ describe('POST /api/events/batch', () => {
     const res = await upload;
     expect(res.status).toBe(200);
     expect(((await res.json()) as { results: Array<{ status: string }> }).results[0]!.status).toBe('invalid');
-    expect(Math.max(...slowest)).toBeLessThan(700);
+    expect(Math.max(...slowest)).toBeLessThan(1000);
   });
 });
 
