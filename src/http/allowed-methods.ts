@@ -1,4 +1,5 @@
-import type { RouteOptions } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { problem, sendProblem } from './problem.ts';
 
 /**
  * The methods each path of a scope takes, learnt from its routes as they are registered, so
@@ -18,6 +19,17 @@ export class AllowedMethods {
     }
     for (const method of [route.method].flat()) entry.methods.add(method.toUpperCase());
   };
+
+  /**
+   * Answers 405 `method_not_allowed` with `Allow` when the request's path is one a route takes
+   * with other methods; undefined (nothing sent) when no route has the path.
+   */
+  refuseOtherMethod(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+    const methods = this.at((request.raw.url ?? '').split('?')[0]!);
+    if (methods.length === 0 || methods.includes(request.method)) return undefined;
+    reply.header('allow', methods.join(', '));
+    return sendProblem(reply, problem('method_not_allowed', `${request.method} is not taken here; this path takes ${methods.join(', ')}`));
+  }
 
   /** The methods some route takes at this path (sorted), empty when no route has the path. */
   at(path: string): string[] {

@@ -62,12 +62,9 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   // Routes are learnt as they register below: a known path asked with another method is 405.
   const allowed = new AllowedMethods();
   app.addHook('onRoute', allowed.record);
-  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    const methods = allowed.at((request.raw.url ?? '').split('?')[0]!);
-    if (methods.length === 0) return sendProblem(reply, problem('not_found', 'no such resource'));
-    reply.header('allow', methods.join(', '));
-    return sendProblem(reply, problem('method_not_allowed', `${request.method} is not taken here; this path takes ${methods.join(', ')}`));
-  });
+  app.setNotFoundHandler(
+    (request: FastifyRequest, reply: FastifyReply) => allowed.refuseOtherMethod(request, reply) ?? sendProblem(reply, problem('not_found', 'no such resource')),
+  );
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

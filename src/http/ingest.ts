@@ -5,7 +5,6 @@ import { apiHeaders } from './api.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { ingestAuthHook, ingestGate, type IngestGate } from './ingest-auth.ts';
 import { readBodiesAsJson } from './json-body.ts';
-import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { ingestSubmitRoute } from './routes/ingest-submit.ts';
 import { documentationOnly, HoneypotEventSchema, Problem } from './schemas.ts';
@@ -38,17 +37,13 @@ export async function ingestScope(app: FastifyInstance, { services, gate }: { se
 
   const allowed = new AllowedMethods();
   app.addHook('onRoute', allowed.record);
-  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
-    const methods = allowed.at((request.raw.url ?? '').split('?')[0]!);
-    // Another method on an ingest URL is 405 whatever the secret, so it tells nothing about it.
-    if (methods.length > 0 && !methods.includes(request.method)) {
-      reply.header('allow', methods.join(', '));
-      return sendProblem(reply, problem('method_not_allowed', `${request.method} is not taken here; this path takes ${methods.join(', ')}`));
-    }
-    // Any other path here (no secret, a secret too long for the router, extra segments) is a
-    // secret that names nothing, and is answered and counted as one.
-    return gate.refuse(request, reply, { ok: false, reason: 'unknown ingest url' });
-  });
+  // Another method on an ingest URL is 405 whatever the secret, so it tells nothing about it.
+  // Any other path here (no secret, a secret too long for the router, extra segments) is a
+  // secret that names nothing, and is answered and counted as one.
+  app.setNotFoundHandler(
+    async (request: FastifyRequest, reply: FastifyReply) =>
+      allowed.refuseOtherMethod(request, reply) ?? gate.refuse(request, reply, { ok: false, reason: 'unknown ingest url' }),
+  );
 
   await app.register(ingestSubmitRoute, { services });
 }

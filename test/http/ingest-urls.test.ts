@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
@@ -76,6 +77,7 @@ describe('node ingest URLs (docs/api.md §11)', () => {
   let owner: TestAccount;
   let doc: OpenApi;
   const ajv = new Ajv({ allErrors: true, strict: false });
+  addFormats.default(ajv);
 
   /**
    * Checks an answer against the OpenAPI document: its status is documented, under its media
