@@ -22,6 +22,28 @@ export function apiHeaders(): Record<string, string> {
 }
 
 /**
+ * What a scope answering as `/api` does (the `/api` scope and node ingest URLs alike): its
+ * shared schemas, no request validation by Fastify (schemas.ts), the version, cache and
+ * security headers first of all its onRequest hooks, every body read as JSON, problem
+ * details for anything thrown, and the methods of its routes learnt as they register, for its
+ * 405s. Call it before the scope adds any hook of its own.
+ */
+export function apiConventions(app: FastifyInstance): AllowedMethods {
+  app.addSchema(Problem);
+  app.addSchema(HoneypotEventSchema);
+  app.setValidatorCompiler(documentationOnly);
+  const headers = apiHeaders();
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(headers);
+  });
+  readBodiesAsJson(app);
+  app.setErrorHandler(apiErrorHandler);
+  const allowed = new AllowedMethods();
+  app.addHook('onRoute', allowed.record);
+  return allowed;
+}
+
+/**
  * The `/api` scope. Routes declare what they need in their config (route-config.ts); these
  * hooks act on it, in this order, for every request:
  *
@@ -37,16 +59,9 @@ export function apiHeaders(): Record<string, string> {
  * 7. the handler; anything thrown becomes a problem document (api-errors.ts).
  */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
-  app.addSchema(Problem);
-  app.addSchema(HoneypotEventSchema);
+  const allowed = apiConventions(app);
   app.addSchema(StoredEventSchema);
   for (const schema of LOOKUP_SCHEMAS) app.addSchema(schema);
-  app.setValidatorCompiler(documentationOnly);
-
-  const headers = apiHeaders();
-  app.addHook('onRequest', async (_request, reply) => {
-    reply.headers(headers);
-  });
   app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
   app.addHook('onRequest', async (request) => {
     // Permission before content (docs/api.md §5): 403 whatever the body, never a 400 or 422
@@ -55,13 +70,6 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   });
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics));
-
-  readBodiesAsJson(app);
-
-  app.setErrorHandler(apiErrorHandler);
-  // Routes are learnt as they register below: a known path asked with another method is 405.
-  const allowed = new AllowedMethods();
-  app.addHook('onRoute', allowed.record);
   app.setNotFoundHandler(
     (request: FastifyRequest, reply: FastifyReply) => allowed.refuseOtherMethod(request, reply) ?? sendProblem(reply, problem('not_found', 'no such resource')),
   );

@@ -1,13 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
-import { AllowedMethods } from './allowed-methods.ts';
-import { apiHeaders } from './api.ts';
-import { apiErrorHandler } from './api-errors.ts';
+import { apiConventions } from './api.ts';
 import { ingestAuthHook, ingestGate, type IngestGate } from './ingest-auth.ts';
-import { readBodiesAsJson } from './json-body.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { ingestSubmitRoute } from './routes/ingest-submit.ts';
-import { documentationOnly, HoneypotEventSchema, Problem } from './schemas.ts';
 
 /** The ingest gate over the services: one per app, shared by the scope and the bad-URL answer. */
 export function ingestGateOf(services: Services): IngestGate {
@@ -22,21 +18,9 @@ export function ingestGateOf(services: Services): IngestGate {
  * problem details, plan rules and submission allowance.
  */
 export async function ingestScope(app: FastifyInstance, { services, gate }: { services: Services; gate: IngestGate }) {
-  app.addSchema(Problem);
-  app.addSchema(HoneypotEventSchema);
-  app.setValidatorCompiler(documentationOnly);
-
-  const headers = apiHeaders();
-  app.addHook('onRequest', async (_request, reply) => {
-    reply.headers(headers);
-  });
+  const allowed = apiConventions(app);
   app.addHook('onRequest', ingestAuthHook(gate, services.intake));
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics, (request) => request.ingestAccount));
-  readBodiesAsJson(app);
-  app.setErrorHandler(apiErrorHandler);
-
-  const allowed = new AllowedMethods();
-  app.addHook('onRoute', allowed.record);
   // Another method on an ingest URL is 405 whatever the secret, so it tells nothing about it.
   // Any other path here (no secret, a secret too long for the router, extra segments) is a
   // secret that names nothing, and is answered and counted as one.
