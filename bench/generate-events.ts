@@ -111,7 +111,7 @@ export async function generateEvents(database: Database, options: GenerateOption
           });
         }
         await trx.insertInto('events').values(rows).execute();
-        await trx
+        if (database.caps.partitionedEvents) await trx
           .insertInto('event_ids')
           .values(rows.map((r) => ({ account_id: r.account_id, event_uuid: r.event_uuid, content_hash: r.content_hash, event_time: r.event_time })))
           .execute();
@@ -124,7 +124,7 @@ export async function generateEvents(database: Database, options: GenerateOption
   log(`  indexes rebuilt in ${((Date.now() - indexStarted) / 1000).toFixed(1)} s`);
   if (options.rebuild) {
     const rebuildStarted = Date.now();
-    await rebuildAggregates(db);
+    await rebuildAggregates(db, database.caps);
     log(`  aggregates rebuilt in ${((Date.now() - rebuildStarted) / 1000).toFixed(1)} s`);
   }
   if (database.caps.name === 'sqlite') await sql`PRAGMA synchronous = FULL`.execute(db);

@@ -2,8 +2,9 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
-import { benchEvent, knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
+import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
+import { knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
+import { requireWrk, runWrk } from './wrk.ts';
 
 /**
  * Profiles the server under one kind of load and prints where its CPU time goes (self time per
@@ -30,39 +31,38 @@ type Load = (typeof loads)[number];
 const load = values.load as Load;
 if (!loads.includes(load)) throw new Error(`--load must be one of ${loads.join(', ')}`);
 
+requireWrk();
 const client = await prepareStore(values.database);
 const numbers = await knownNumbers(values.database);
 const profileDir = mkdtempSync(join(tmpdir(), 'tollwatch-profile-'));
 const server = await startProcess('src/server.ts', { DATABASE_URL: values.database, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir} ${process.env.NODE_OPTIONS ?? ""}` }, '/readyz');
 const token = await tokenFor(server.url, client);
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 const batchSize = Number(values['batch-size']);
-const anyNumber = () => numbers[Math.floor(Math.random() * numbers.length)] ?? '+441234567890';
-
-const request: Record<Load, () => { method: 'GET' | 'POST'; path: string; body?: string }> = {
-  lookup: () => ({ method: 'GET', path: `/api/phone-numbers/${encodeURIComponent(anyNumber())}` }),
-  'lookup-missing': () => ({ method: 'GET', path: `/api/phone-numbers/%2B999${Math.floor(Math.random() * 1e9)}` }),
-  intake: () => ({ method: 'POST', path: '/api/events', body: benchEvent(anyNumber()) }),
-  batch: () => ({ method: 'POST', path: '/api/events/batch', body: `[${Array.from({ length: batchSize }, () => benchEvent(anyNumber())).join(',')}]` }),
+const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
+const script: Record<Load, () => string> = {
+  lookup: () => pathsLoad(token, intakeNumbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
+  'lookup-missing': () => notFoundLoad(token),
+  intake: () => singleEventLoad(token, intakeNumbers),
+  batch: () => batchLoad(token, intakeNumbers, batchSize),
 };
 
-const result = await autocannon({
-  url: server.url,
-  connections: Number(values.connections),
-  duration: Number(values.seconds),
-  requests: [{ setupRequest: (r) => ({ ...r, ...request[load](), headers }) }],
-});
-await server.stop();
-log(`${load}: ${Math.round(result.requests.average)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, statuses ${JSON.stringify(result.statusCodeStats)}`);
+let result;
+try {
+  result = await runWrk(server.url, script[load](), Number(values.connections), Number(values.seconds));
+} finally {
+  await server.stop();
+}
+log(`${load}: ${Math.round(result.requests / result.seconds)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, statuses ${JSON.stringify(result.statuses)}`);
 
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount: number;
+  children?: number[];
 }
 const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error(`no profile written to ${profileDir}`);
-const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as { nodes: ProfileNode[] };
+const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[] };
 const total = profile.nodes.reduce((sum, n) => sum + n.hitCount, 0);
 const byFunction = new Map<string, number>();
 const byFile = new Map<string, number>();
@@ -81,4 +81,55 @@ const print = (title: string, map: Map<string, number>) => {
 };
 print('self time by function', byFunction);
 print('self time by file', byFile);
+
+// Time spent in our own functions and everything they call (each stack counted once per
+// function), per request: what each /api hook and the handler cost.
+const sampleMicros = (profile.endTime - profile.startTime) / profile.samples.length;
+const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
+const inclusive = new Map<string, number>();
+for (const n of profile.nodes) {
+  if (!n.hitCount) continue;
+  const seen = new Set<string>();
+  for (let id: number | undefined = n.id; id !== undefined; id = parent.get(id)) {
+    const { callFrame } = nodes.get(id)!;
+    if (!callFrame.url.includes('/src/')) continue;
+    const name = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*\/src\//, 'src/')}:${callFrame.lineNumber + 1}`;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    inclusive.set(name, (inclusive.get(name) ?? 0) + n.hitCount);
+  }
+}
+console.log(`\nour functions with what they call, CPU µs per request (${result.requests} requests)`);
+for (const [name, hits] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
+  console.log(`${((hits * sampleMicros) / result.requests).toFixed(1).padStart(7)}  ${name}`);
+}
+console.log(`${((total * sampleMicros) / result.requests).toFixed(1).padStart(7)}  all samples (idle included)`);
+
+// Self time by step of the /api pipeline (docs/architecture.md), as µs per request: callback
+// hooks call the next hook, so inclusive time cannot tell them apart, but their own code can.
+const STEPS: Array<[string, RegExp]> = [
+  ['authentication (api-auth, oauth)', /src\/(http\/api-auth|oauth\/)/],
+  ['allowance (rate-limit-hook, plan-limiter, plans)', /src\/(http\/rate-limit-hook|limits\/|domain\/plans)/],
+  ['path check (malformed-path)', /src\/http\/malformed-path/],
+  ['lookup: domain (service, cache, phone number)', /src\/domain\/|libphonenumber-js/],
+  ['lookup: SQL (store)', /src\/store\//],
+  ['metrics (request and outcome counts, prom-client)', /src\/(metrics|http\/(request|outcome)-metrics)|prom-client/],
+  ['answer serialization (fast-json-stringify, ajv)', /fast-json-stringify|\/ajv\//],
+  ['other code of ours', /src\//],
+  ['Fastify, its router and logger', /fastify|find-my-way|pino|light-my-request|avvio/],
+  ['socket write (and waiting for a CPU after it)', /^writeUtf8String$/],
+  ['start-up: loading and compiling modules', /^node:internal\/(modules|deps\/amaro|bootstrap)|^(compileSourceTextModule|wrapSafe|internalModuleStat)$/],
+  ['node:http and streams', /^node:/],
+];
+const bySteps = new Map<string, number>();
+for (const { callFrame, hitCount } of profile.nodes) {
+  if (callFrame.functionName === '(idle)') continue;
+  const where = callFrame.url || callFrame.functionName;
+  const step = STEPS.find(([, pattern]) => pattern.test(where) || pattern.test(callFrame.functionName))?.[0] ?? 'other (GC, V8, native)';
+  bySteps.set(step, (bySteps.get(step) ?? 0) + hitCount);
+}
+console.log('\nself time by step, µs per request (wall-clock samples: see docs/testing.md)');
+for (const [step, hits] of [...bySteps].sort((a, b) => b[1] - a[1])) console.log(`${((hits * sampleMicros) / result.requests).toFixed(1).padStart(7)}  ${step}`);
 console.log(`\nprofile: ${join(profileDir, file)}`);

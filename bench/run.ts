@@ -1,65 +1,112 @@
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { openDatabase } from '../src/store/database.ts';
 import { keyFilePath } from '../src/store/store-files.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
-import { benchEvent, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
+import { cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { requireWrk, runWrk } from './wrk.ts';
 
 /**
- * `npm run bench`: every throughput and latency figure in one run on this machine, each beside the bare
- * node:http baseline measured with the same load tool and settings. Prints a table and writes
- * JSON under bench/results/. Generated stores are cached in bench/.data/ between runs.
+ * `npm run bench`: every throughput and latency figure in one run on this machine. Every load is
+ * driven by wrk (one thread; wrk.ts), and every lookup phase is preceded by its two baselines,
+ * the bare node:http server and a one-route Fastify app, with the same connections and the
+ * same requests: a shared machine drifts over minutes, so only ratios measured side by side
+ * mean anything. Prints a table and writes JSON under bench/results/. Generated stores are
+ * cached in bench/.data/ between runs.
  *
- * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000,10000000).
+ * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000; add 10000000
+ * only when you mean it: generating it takes about 40 minutes and 17 GB); BENCH_PHASES (default
+ * all: 1,2,3,4,5,6) to run only some of the numbered phases while working on one.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000,10000000').split(',').map(Number);
+const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
 const DATA = join(ROOT, 'bench/.data');
 const RESULTS = join(ROOT, 'bench/results');
 const NUMBERS = 200_000;
+const PHASES = new Set((process.env.BENCH_PHASES ?? '1,2,3,4,5,6').split(',').map(Number));
 
 interface Row {
   phase: string;
   connections: number;
+  /** Answers counted, whatever their status. */
+  requests: number;
   requestsPerSecond: number;
   eventsPerSecond?: number;
-  /** Mean latency, to two decimals: the percentiles come in whole milliseconds. */
   mean: number;
   p50: number;
   p99: number;
-  ratioToBaseline?: number;
-  non2xx: number;
+  ratioToBare?: number;
+  ratioToFastify?: number;
+  /** Server CPU (user + system) per answered request, from /proc across the run. */
+  cpuMicrosPerRequest: number;
+  /** Answers with another status than the phase expects. */
+  unexpected: number;
   errors: number;
+  /** The server's largest resident set during the phase. */
   rssMiB?: number;
 }
 
 const rows: Row[] = [];
 
-type Options = autocannon.Options;
+interface Server {
+  url: string;
+  child: { pid?: number | undefined };
+}
 
-/** Runs one load and records it; `expected` is the status every answer should have. */
-async function measure(phase: string, options: Options, pid: number | undefined, { eventsPerRequest = 0, expected = 200 } = {}): Promise<Row> {
-  const result = await autocannon({ duration: SECONDS, ...options });
-  const byStatus = result.statusCodeStats as unknown as Record<string, { count: number }>;
-  const answered = Object.values(byStatus).reduce((sum, s) => sum + s.count, 0);
-  const ok = expected === 200 ? result['2xx'] : (byStatus[String(expected)]?.count ?? 0);
+/** Runs one wrk load against a server and records it; `expected` is the status every answer should have. */
+async function measure(phase: string, server: Server, script: string, connections: number, { expected = 200, eventsPerRequest = 0 } = {}): Promise<Row> {
+  const pid = server.child.pid;
+  let peak = rssMiB(pid) ?? 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 250);
+  const cpuBefore = cpuMicros(pid);
+  const result = await runWrk(server.url, script, connections, SECONDS);
+  const cpu = cpuMicros(pid) - cpuBefore;
+  clearInterval(sampler);
+  const ok = result.statuses[String(expected)] ?? 0;
   const row: Row = {
     phase,
-    connections: options.connections ?? 10,
-    requestsPerSecond: Math.round(ok / SECONDS),
-    mean: Number(result.latency.average.toFixed(2)),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: answered - ok,
-    errors: result.errors + result.timeouts,
-    rssMiB: rssMiB(pid),
+    connections,
+    requests: result.requests,
+    requestsPerSecond: Math.round(ok / result.seconds),
+    mean: result.mean,
+    p50: result.p50,
+    p99: result.p99,
+    cpuMicrosPerRequest: Math.round(cpu / Math.max(1, result.requests)),
+    unexpected: result.requests - ok,
+    errors: result.errors,
+    rssMiB: peak || undefined,
   };
-  if (eventsPerRequest) row.eventsPerSecond = Math.round((ok * eventsPerRequest) / SECONDS);
+  if (eventsPerRequest) row.eventsPerSecond = Math.round((ok * eventsPerRequest) / result.seconds);
   rows.push(row);
-  log(`  ${phase} @${row.connections}: ${row.requestsPerSecond} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.eventsPerSecond ? `, ${row.eventsPerSecond} events/s` : ''}`);
+  log(`  ${phase} @${connections}: ${row.requestsPerSecond} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.eventsPerSecond ? `, ${row.eventsPerSecond} events/s` : ''}${row.unexpected || row.errors ? `, ${row.unexpected} unexpected, ${row.errors} errors ${JSON.stringify(result.statuses)}` : ''}`);
   return row;
+}
+
+/** The two baselines, measured with `script` right before the phase they are compared with. */
+let baselines: { bare: Server & { stop(): Promise<void> }; fastify: Server & { stop(): Promise<void> } };
+
+async function withBaselines(script: string, connections: number, phase: () => Promise<Row>): Promise<Row> {
+  const bare = await measure('  bare node:http', baselines.bare, script, connections);
+  const fastify = await measure('  Fastify, one route', baselines.fastify, script, connections);
+  const row = await phase();
+  row.ratioToBare = Number((row.requestsPerSecond / Math.max(1, bare.requestsPerSecond)).toFixed(2));
+  row.ratioToFastify = Number((row.requestsPerSecond / Math.max(1, fastify.requestsPerSecond)).toFixed(2));
+  return row;
+}
+
+/** Lookups that find (known numbers) and that do not (random numbers), each beside its baselines. */
+async function lookupPhases(label: string, service: Server, token: string, numbers: string[], connectionCounts: number[]): Promise<void> {
+  const found = pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
+  const missing = notFoundLoad(token);
+  // Compiled code and warm page caches, as a server that has run a while has them.
+  await runWrk(service.url, found, 16, 2);
+  await runWrk(service.url, missing, 16, 2);
+  for (const connections of connectionCounts) {
+    await withBaselines(found, connections, () => measure(`lookup found${label}`, service, found, connections));
+    await withBaselines(missing, connections, () => measure(`lookup not found${label}`, service, missing, connections, { expected: 404 }));
+  }
 }
 
 /** A store holding `size` generated events, built once and reused. */
@@ -67,7 +114,7 @@ async function storeWith(size: number): Promise<string> {
   mkdirSync(DATA, { recursive: true });
   const path = join(DATA, `events-${size}.db`);
   if (existsSync(path)) return `sqlite:${path}`;
-  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs)`);
+  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs; 10 million take about 40 minutes)`);
   rmSync(`${path}.partial`, { force: true });
   const database = await openDatabase(`sqlite:${path}.partial`);
   await generateEvents(database, { events: size, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true, log });
@@ -77,139 +124,151 @@ async function storeWith(size: number): Promise<string> {
   return `sqlite:${path}`;
 }
 
-/** A copy of a cached store in bench/.data/work.db, for phases that write to it, with its key file. */
-function workingCopy(url: string): string {
+/** A copy of a cached store in bench/.data/work.db (or an empty store), for phases that write, with its key file. */
+function workingCopy(url: string | undefined): string {
   const path = join(DATA, 'work.db');
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
   rmSync(keyFilePath(path), { force: true });
+  if (!url) return `sqlite:${path}`;
   const source = url.slice('sqlite:'.length);
   copyFileSync(source, path);
   if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(path));
   return `sqlite:${path}`;
 }
 
-/** Numbers of the store under test that lookups will find. */
-let found: string[] = [];
-const foundPath = () => `/api/phone-numbers/${encodeURIComponent(found[Math.floor(Math.random() * found.length)]!)}`;
-const notFoundPath = () => `/api/phone-numbers/%2B999${Math.floor(Math.random() * 1e9)}`;
+/** Called numbers as honeypots write them (00…), spread over the generated stores' pool. */
+const intakeNumbers = Array.from({ length: 2000 }, () => `00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`);
 
-const eventJson = () => benchEvent(`00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`);
+/** Starts the service on a store with a bench account; returns it with a token. */
+async function serviceOn(databaseUrl: string, keySecret?: string) {
+  const client = await prepareStore(databaseUrl, keySecret);
+  const service = await startProcess('src/server.ts', { DATABASE_URL: databaseUrl, ...(keySecret ? { TOLLWATCH_KEY_SECRET: keySecret } : {}) }, '/readyz');
+  return { service, token: await tokenFor(service.url, client) };
+}
+
+/** Single-event intake at 64 connections and batch intake (1,000 per request, 4 connections). */
+async function intakePhases(label: string, service: Server, token: string): Promise<void> {
+  await measure(`single-event intake, durable${label}`, service, singleEventLoad(token, intakeNumbers), 64, { expected: 201, eventsPerRequest: 1 });
+  await measure(`batch intake, 1,000 per request${label}`, service, batchLoad(token, intakeNumbers, 1000), 4, { eventsPerRequest: 1000 });
+}
 
 async function main() {
+  requireWrk();
   mkdirSync(RESULTS, { recursive: true });
-  log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${SECONDS} s per measurement`);
+  log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${loadavg()[0]!.toFixed(1)}; ${SECONDS} s per measurement`);
+  baselines = {
+    bare: await startProcess('bench/bare-server.ts', {}, '/'),
+    fastify: await startProcess('bench/fastify-server.ts', {}, '/api/phone-numbers/1'),
+  };
+  const smallest = await storeWith(SIZES[0] ?? 10_000);
+  const numbers = await knownNumbers(smallest);
 
-  log('1 and 2. bare node:http beside authenticated phone lookups (10,000 events stored)');
-  // Phases 2 and 3 submit events: they work on a copy, so the cached store keeps its size.
-  const smallUrl = workingCopy(await storeWith(SIZES[0] ?? 10_000));
-  const client = await prepareStore(smallUrl);
-  found = await knownNumbers(smallUrl);
-  const bare = await startProcess('bench/bare-server.ts', {}, '/');
-  let service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
-  let token = await tokenFor(service.url, client);
-  const headers = () => ({ authorization: `Bearer ${token}` });
-  // Each connection count measures the baseline right before the lookups it is compared with:
-  // a shared machine drifts over minutes, and a ratio of far-apart figures would show the drift.
-  const baseline: Record<number, number> = {};
-  // The baseline gets the very requests the lookups get (built per request, with the token):
-  // the load generator shares the machine, so cheaper requests would flatter the baseline.
-  for (const connections of [1, 16, 64]) {
-    baseline[connections] = (
-      await measure('bare node:http', { url: bare.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, bare.child.pid)
-    ).requestsPerSecond;
-    for (const [name, path, expected] of [['lookup found', foundPath, 200], ['lookup not found', notFoundPath, 404]] as const) {
-      const row = await measure(name, { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: path(), headers: headers() }) }] }, service.child.pid, { expected });
-      row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
-    }
+  // Intake phases follow on the same store: they work on a copy, so the cached store keeps its size.
+  const smallUrl = workingCopy(smallest);
+  let { service, token } = await serviceOn(smallUrl);
+  if (PHASES.has(1)) {
+    log(`1. authenticated phone lookups, SQLite, ${(SIZES[0] ?? 10_000).toLocaleString('en')} events`);
+    await lookupPhases('', service, token, numbers, [16, 64]);
   }
-  await bare.stop();
 
-  log('2b. the same lookups with WORKERS=2 (node:cluster), to see whether a second process pays');
-  await service.stop();
-  service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl, WORKERS: '2' }, '/readyz');
-  token = await tokenFor(service.url, client);
-  for (const connections of [16, 64]) {
-    const row = await measure('lookup found, WORKERS=2', { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
-    row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
+  if (PHASES.has(2)) {
+    log('2. lookups while single events are submitted');
+    const duringIntake = pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
+    await withBaselines(duringIntake, 16, async () => {
+      const [lookups, intake] = await Promise.all([
+        measure('lookup found, during intake', service, duringIntake, 16),
+        measure('  intake beside those lookups', service, singleEventLoad(token, intakeNumbers), 64, { expected: 201, eventsPerRequest: 1 }),
+      ]);
+      // One server answered both over the same seconds: its CPU is per request of either kind.
+      const perRequest = Math.round((lookups.cpuMicrosPerRequest * lookups.requests) / Math.max(1, lookups.requests + intake.requests));
+      lookups.cpuMicrosPerRequest = intake.cpuMicrosPerRequest = perRequest;
+      return lookups;
+    });
   }
-  await service.stop();
-  service = await startProcess('src/server.ts', { DATABASE_URL: smallUrl }, '/readyz');
-  token = await tokenFor(service.url, client);
 
-  log('2c. the same lookups while events are being submitted (mixed load)');
-  await Promise.all([
-    measure('lookup found, during intake', { url: service.url, connections: 16, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid),
-    measure('intake beside lookups', { url: service.url, connections: 32, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: '/api/events', headers: { ...headers(), 'content-type': 'application/json' }, body: eventJson() }) }] }, service.child.pid, { eventsPerRequest: 1, expected: 201 }),
-  ]);
-
-  log('3. intake with durability on (synchronous=FULL; 201 only after commit)');
-  const post = (body: () => string, contentType = 'application/json') => [
-    { method: 'POST' as const, setupRequest: (r: autocannon.Request) => ({ ...r, path: '/api/events', headers: { ...headers(), 'content-type': contentType }, body: body() }) },
-  ];
-  for (const connections of [16, 64]) {
-    await measure('single-event intake', { url: service.url, connections, requests: post(eventJson) }, service.child.pid, { eventsPerRequest: 1, expected: 201 });
+  if (PHASES.has(3)) {
+    log('3. durable intake (SQLite synchronous=FULL: 201 only after the commit)');
+    await intakePhases('', service, token);
   }
-  const batchBody = () => `[${Array.from({ length: 1000 }, eventJson).join(',')}]`;
-  await measure(
-    'batch intake (1,000/request)',
-    { url: service.url, connections: 4, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: '/api/events/batch', headers: { ...headers(), 'content-type': 'application/json' }, body: batchBody() }) }] },
-    service.child.pid,
-    { eventsPerRequest: 1000 },
-  );
   await service.stop();
 
-  log('3b. the same on PostgreSQL (local server, 10,000 events, a database made for this run)');
-  const postgres = await postgresBenchDatabase();
+  const postgres = PHASES.has(4) ? await postgresBenchDatabase() : undefined;
   if (postgres) {
+    log('4. the same on PostgreSQL (local server, 10,000 events, a database made and dropped for this run)');
     try {
       const pgStore = await openDatabase(postgres.url);
       await generateEvents(pgStore, { events: 10_000, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true });
       await pgStore.close();
-      const pgClient = await prepareStore(postgres.url, postgres.keySecret);
-      found = await knownNumbers(postgres.url);
-      service = await startProcess('src/server.ts', { DATABASE_URL: postgres.url, TOLLWATCH_KEY_SECRET: postgres.keySecret }, '/readyz');
-      token = await tokenFor(service.url, pgClient);
-      for (const connections of [16, 64]) {
-        const row = await measure('lookup found, PostgreSQL', { url: service.url, connections, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
-        row.ratioToBaseline = Number((row.requestsPerSecond / (baseline[connections] ?? 1)).toFixed(2));
-      }
-      await measure('single-event intake, PostgreSQL', { url: service.url, connections: 64, requests: post(eventJson) }, service.child.pid, { eventsPerRequest: 1, expected: 201 });
-      await measure(
-        'batch intake (1,000/request), PostgreSQL',
-        { url: service.url, connections: 4, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: '/api/events/batch', headers: { ...headers(), 'content-type': 'application/json' }, body: batchBody() }) }] },
-        service.child.pid,
-        { eventsPerRequest: 1000 },
-      );
+      const pgNumbers = await knownNumbers(postgres.url);
+      ({ service, token } = await serviceOn(postgres.url, postgres.keySecret));
+      await lookupPhases(', PostgreSQL', service, token, pgNumbers, [16, 64]);
+      await intakePhases(', PostgreSQL', service, token);
       await service.stop();
     } finally {
       await postgres.drop();
     }
-  } else {
-    log('  skipped: no PostgreSQL reachable at BENCH_POSTGRES_URL');
+  } else if (PHASES.has(4)) {
+    log('4. skipped: no PostgreSQL reachable at BENCH_POSTGRES_URL');
   }
 
-  log('4. lookup latency against store size');
-  for (const size of SIZES) {
-    const url = await storeWith(size);
-    const sized = await prepareStore(url);
-    found = await knownNumbers(url);
-    service = await startProcess('src/server.ts', { DATABASE_URL: url }, '/readyz');
-    token = await tokenFor(service.url, sized);
-    // Warm the page cache the way a long-running server would have it.
-    await autocannon({ url: service.url, connections: 16, duration: 2, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] });
-    await measure(`lookup found, ${size.toLocaleString('en')} events`, { url: service.url, connections: 16, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: foundPath(), headers: headers() }) }] }, service.child.pid);
-    await service.stop();
+  if (PHASES.has(5)) {
+    log('5. lookup latency against store size');
+    for (const size of SIZES) {
+      const url = await storeWith(size);
+      const sized = await knownNumbers(url);
+      ({ service, token } = await serviceOn(url));
+      const load = pathsLoad(token, sized.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
+      // Warm the page cache the way a long-running server would have it.
+      await runWrk(service.url, load, 16, 2);
+      await withBaselines(load, 16, () => measure(`lookup found, ${size.toLocaleString('en')} events`, service, load, 16));
+      await service.stop();
+    }
   }
 
-  console.log('\nphase                                   conns    req/s  events/s  mean ms   p50 ms   p99 ms  × bare  non-2xx  errors  RSS MiB');
-  for (const r of rows) {
-    console.log(
-      `${r.phase.padEnd(38)} ${String(r.connections).padStart(6)} ${String(r.requestsPerSecond).padStart(8)} ${String(r.eventsPerSecond ?? '').padStart(9)} ${r.mean.toFixed(2).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.ratioToBaseline ?? '').padStart(7)} ${String(r.non2xx).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.rssMiB ?? '').padStart(8)}`,
-    );
+  let growthRatio: number | undefined;
+  if (PHASES.has(6)) {
+    log('6. growth: single-event intake into the largest store against an empty one');
+    const largest = Math.max(...SIZES);
+    const growth: Row[] = [];
+    for (const [label, source] of [['empty store', undefined], [`${largest.toLocaleString('en')} events`, await storeWith(largest)]] as const) {
+      ({ service, token } = await serviceOn(workingCopy(source)));
+      growth.push(await measure(`single-event intake, ${label}`, service, singleEventLoad(token, intakeNumbers), 64, { expected: 201, eventsPerRequest: 1 }));
+      await service.stop();
+    }
+    growthRatio = Number(((growth[1]?.requestsPerSecond ?? 0) / Math.max(1, growth[0]?.requestsPerSecond ?? 0)).toFixed(2));
   }
+  await baselines.bare.stop();
+  await baselines.fastify.stop();
+
+  print(growthRatio);
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version }, seconds: SECONDS, rows }, null, 2));
+  writeFileSync(file, JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version }, seconds: SECONDS, rows, growthRatio }, null, 2));
   console.log(`\nwritten to ${file}`);
+  if (rows.some((r) => r.unexpected || r.errors)) {
+    log('some answers had an unexpected status or failed (see the last two columns)');
+    process.exitCode = 1;
+  }
+}
+
+function print(growthRatio: number | undefined): void {
+  const columns: Array<[string, number, (r: Row) => string | number | undefined]> = [
+    ['phase', -44, (r) => r.phase],
+    ['conns', 5, (r) => r.connections],
+    ['req/s', 8, (r) => r.requestsPerSecond],
+    ['events/s', 8, (r) => r.eventsPerSecond],
+    ['p50 ms', 7, (r) => r.p50],
+    ['p99 ms', 7, (r) => r.p99],
+    ['× bare', 6, (r) => r.ratioToBare],
+    ['× Fastify', 9, (r) => r.ratioToFastify],
+    ['CPU µs/req', 10, (r) => r.cpuMicrosPerRequest],
+    ['RSS MiB', 7, (r) => r.rssMiB],
+    ['unexpected', 10, (r) => r.unexpected],
+    ['errors', 6, (r) => r.errors],
+  ];
+  const cell = (value: unknown, width: number) => (width < 0 ? String(value ?? '').padEnd(-width) : String(value ?? '').padStart(width));
+  console.log(`\n${columns.map(([name, width]) => cell(name, width)).join('  ')}`);
+  for (const r of rows) console.log(columns.map(([, width, value]) => cell(value(r), width)).join('  '));
+  if (growthRatio !== undefined) console.log(`\ngrowth: single-event intake into the largest store runs at ${growthRatio} × the rate into an empty one`);
 }
 
 await main();

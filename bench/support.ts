@@ -28,6 +28,14 @@ export function rssMiB(pid: number | undefined): number | undefined {
   return match ? Math.round(Number(match[1]) / 1024) : undefined;
 }
 
+/** CPU time (user + system) a process has used so far, in microseconds. */
+export function cpuMicros(pid: number | undefined): number {
+  if (!pid) return 0;
+  // Fields 14 and 15 of /proc/<pid>/stat, after the command name in parentheses, in clock ticks (100 per second).
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 async function waitFor(url: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
@@ -97,16 +105,16 @@ export async function knownNumbers(databaseUrl: string, limit = 1000): Promise<s
   const { openDatabase } = await import('../src/store/database.ts');
   const database = await openDatabase(databaseUrl);
   try {
-    const rows = await database.db.selectFrom('number_stats').select('number_key').where('scope', '=', '*shared*').limit(limit).execute();
+    const rows = await database.db.selectFrom('number_aggregates').select('number_key').where('scope', '=', '*shared*').limit(limit).execute();
     return rows.map((r) => r.number_key);
   } finally {
     await database.close();
   }
 }
 
-/** A fresh, valid event as a SentryPeer node would post it, for load generation. */
-export function benchEvent(calledNumber: string): string {
-  return JSON.stringify({
+/** A valid event as a SentryPeer node would post it; `fields` replace its defaults. */
+export function benchEventFields(fields: Record<string, string> = {}): Record<string, string> {
+  return {
     app_name: 'sentrypeer',
     app_version: '4.0.6',
     event_timestamp: new Date().toISOString().replace('T', ' ').slice(0, -1) + '123456',
@@ -116,11 +124,17 @@ export function benchEvent(calledNumber: string): string {
     transport_type: 'UDP',
     source_ip: `198.51.100.${Math.floor(Math.random() * 250)}`,
     destination_ip: '192.0.2.1',
-    called_number: calledNumber,
+    called_number: '',
     sip_method: 'INVITE',
     sip_user_agent: 'friendly-scanner',
     sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
-  });
+    ...fields,
+  };
+}
+
+/** A fresh, valid event as a SentryPeer node would post it, for load generation. */
+export function benchEvent(calledNumber: string): string {
+  return JSON.stringify(benchEventFields({ called_number: calledNumber }));
 }
 
 /**

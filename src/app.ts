@@ -15,10 +15,12 @@ import { countRequests } from './http/request-metrics.ts';
 import { metricsRoute } from './http/routes/metrics.ts';
 import { operationalRoutes } from './http/routes/operational.ts';
 import { problemPages } from './http/routes/problem-pages.ts';
+import { integrationConfirmPages } from './http/routes/integration-confirm.ts';
 import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
 import { tokenEndpoint } from './oauth/token-endpoint.ts';
 import type { Services } from './services.ts';
+import { webScope } from './web/web-scope.ts';
 
 export interface AppOptions {
   /** The process logger; no logging when absent (tests). */
@@ -54,6 +56,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     frameworkErrors: badUrlAnswer(services, gate),
   });
 
+  // Alerts are delivered by the processes that serve, from the moment they do (the CLI never does).
+  app.addHook('onListen', async () => services.alertWorker.start());
+  app.addHook('onClose', async () => services.alertWorker.stop());
+
   // First, so that every route registered below is counted under its pattern.
   countRequests(app, services.metrics);
   await app.register(swagger, openApiOptions(services));
@@ -61,8 +67,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // Every answer, whatever route or 404 produced it, gets the security headers; scopes that
   // need more (or, for /docs, a looser CSP) set theirs over these.
   const pageHeaders = securityHeaders();
-  app.addHook('onRequest', async (_request, reply) => {
+  // Callback style, as every per-request hook here: an async hook costs a promise per request.
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(pageHeaders);
+    done();
   });
 
   // Problem `type` URIs are absolute, on the page that explains each code.
@@ -71,11 +79,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const exposition = services.metrics.exposition;
   if (exposition) await app.register(metricsRoute, { services, exposition });
   await app.register(problemPages);
+  await app.register(integrationConfirmPages, { services });
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
   await app.register(ingestScope, { prefix: '/ingest', services, gate });
   // staticCSP replaces the page policy on every answer of the /docs scope (its static files
   // included) in an onSend hook; the other security headers stay as the hook above set them.
+  // The dashboard's pages at / (docs/dashboard.md), in a scope of their own: session cookies,
+  // forms and a page policy that lets the dashboard's own script and stylesheet load.
+  await app.register(webScope, { services });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: documentationContentSecurityPolicy(services.config.publicUrl) });
   const { maxConnections, maxConnectionsPerAddress, trustProxy } = services.config;
   limitConnections(

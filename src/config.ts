@@ -3,6 +3,7 @@ import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
 import type { AuditRetentionPolicy } from './domain/audit.ts';
 import { parseKeySecret } from './domain/key-sealing.ts';
+import { DEFAULT_HALF_LIFE_DAYS, type ScoringSettings } from './domain/scores.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
@@ -15,6 +16,7 @@ const ConfigSchema = Type.Object({
   WORKERS: Type.Integer({ default: 1, minimum: 1, maximum: 64 }),
   TOLLWATCH_RETENTION_DAYS: Type.Optional(Type.Integer({ minimum: 1 })),
   TOLLWATCH_SQLITE_CACHE_MB: Type.Integer({ default: 64, minimum: 1, maximum: 65_536 }),
+  TOLLWATCH_LOOKUP_CACHE_MS: Type.Integer({ default: 500, minimum: 0, maximum: 60_000 }),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
@@ -31,6 +33,15 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_KEY_SECRET: Type.Optional(Type.String()),
   TOLLWATCH_AUDIT_RETENTION_DAYS: Type.Integer({ default: 90, minimum: 1 }),
   TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: Type.Integer({ default: 100_000, minimum: 1 }),
+  TOLLWATCH_SIGNUP: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
+  TOLLWATCH_SESSION_IDLE: Type.Integer({ default: 1800, minimum: 1, description: 'seconds' }),
+  TOLLWATCH_SESSION_MAX: Type.Integer({ default: 43_200, minimum: 1, description: 'seconds' }),
+  TOLLWATCH_NODE_SILENT_AFTER: Type.Integer({ default: 3600, minimum: 1, description: 'seconds' }),
+  TOLLWATCH_SCORE_HALF_LIFE_DAYS: Type.Number({ default: DEFAULT_HALF_LIFE_DAYS, exclusiveMinimum: 0, maximum: 36_500, description: 'days (docs/scoring.md)' }),
+  TOLLWATCH_SMTP_URL: Type.Optional(Type.String()),
+  TOLLWATCH_MAIL_FROM: Type.Optional(Type.String()),
+  TOLLWATCH_ALLOW_PRIVATE_TARGETS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
+  TOLLWATCH_NODE_SILENT_CHECK: Type.Integer({ default: 300, minimum: 1, description: 'seconds' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -53,6 +64,11 @@ export interface Config {
   retentionDays: number | undefined;
   /** SQLite's own page cache, on top of the operating system's file cache. */
   sqliteCacheMiB: number;
+  /**
+   * How long a lookup's aggregates are answered from memory at most (0: never): how late a
+   * lookup may see an event stored by another process or instance. This process's own are seen at once.
+   */
+  lookupCacheMs: number;
   publicUrl: string;
   issuer: string;
   /** Accepted `audience` values at the token endpoint and in `aud`. */
@@ -87,7 +103,37 @@ export interface Config {
   keySecret: Uint8Array | undefined;
   /** How long audit rows are kept, and how many failed-authentication rows at most. */
   auditRetention: AuditRetentionPolicy;
+  /** The dashboard (docs/dashboard.md): self sign-up, session lifetimes, when a node counts as silent. */
+  dashboard: DashboardConfig;
+  /** How lookup scores weigh evidence by its age (docs/scoring.md). */
+  scoring: ScoringSettings;
+  /** Alert delivery (docs/operations.md, "Alerts"). */
+  alerts: {
+    /** nodemailer's SMTP URL; email integrations are refused without it. */
+    smtpUrl: string | undefined;
+    /** The From of alert mail. */
+    mailFrom: string;
+    /** Webhook and Slack targets on loopback, private and other non-public addresses, and plain http:, are allowed. */
+    allowPrivateTargets: boolean;
+    /** A node with no event for this long is silent. */
+    silentAfterMs: number;
+    /** How often silent nodes are looked for. */
+    silentCheckMs: number;
+  };
   logLevel: string;
+}
+
+export interface DashboardConfig {
+  /** Anyone may create an account on the tester plan at /sign-up. */
+  signup: boolean;
+  /** A session unused this long ends. */
+  sessionIdleSeconds: number;
+  /** A session ends this long after sign-in. */
+  sessionMaxSeconds: number;
+  /** A node that sent nothing for this long is marked silent. */
+  nodeSilentAfterSeconds: number;
+  /** Session cookies carry `Secure`: the public URL is https. */
+  secureCookies: boolean;
 }
 
 /** Reads configuration from an environment (and `.env` when `dotenv` is true). */
@@ -111,6 +157,7 @@ function settleConfig(raw: RawConfig): Config {
     workers: raw.WORKERS,
     retentionDays: raw.TOLLWATCH_RETENTION_DAYS,
     sqliteCacheMiB: raw.TOLLWATCH_SQLITE_CACHE_MB,
+    lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS,
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
     audiences,
@@ -125,6 +172,21 @@ function settleConfig(raw: RawConfig): Config {
     metricsToken: parseMetricsToken(raw.TOLLWATCH_METRICS_TOKEN),
     keySecret: readKeySecret(raw.TOLLWATCH_KEY_SECRET),
     auditRetention: { days: raw.TOLLWATCH_AUDIT_RETENTION_DAYS, maxFailureRows: raw.TOLLWATCH_AUDIT_MAX_FAILURE_ROWS },
+    dashboard: {
+      signup: raw.TOLLWATCH_SIGNUP === 'on',
+      sessionIdleSeconds: raw.TOLLWATCH_SESSION_IDLE,
+      sessionMaxSeconds: raw.TOLLWATCH_SESSION_MAX,
+      nodeSilentAfterSeconds: raw.TOLLWATCH_NODE_SILENT_AFTER,
+      secureCookies: publicUrl.startsWith('https:'),
+    },
+    scoring: { halfLifeDays: raw.TOLLWATCH_SCORE_HALF_LIFE_DAYS },
+    alerts: {
+      smtpUrl: raw.TOLLWATCH_SMTP_URL || undefined,
+      mailFrom: raw.TOLLWATCH_MAIL_FROM || `Tollwatch <alerts@${new URL(publicUrl).hostname}>`,
+      allowPrivateTargets: raw.TOLLWATCH_ALLOW_PRIVATE_TARGETS === 'on',
+      silentAfterMs: raw.TOLLWATCH_NODE_SILENT_AFTER * 1000,
+      silentCheckMs: raw.TOLLWATCH_NODE_SILENT_CHECK * 1000,
+    },
     logLevel: raw.LOG_LEVEL,
   };
 }

@@ -1,17 +1,17 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
 import { INGEST_SECRET_PREFIX } from './domain/secrets.ts';
 
-/** An ingest URL's path value, wherever a path is written (docs/api.md §11). */
-const INGEST_PATH_VALUE = /(\/ingest\/)[^/?#\s"]*/gi;
+/** An ingest URL's or a confirmation link's path value, wherever a path is written (docs/api.md §11, §12). */
+const INGEST_PATH_VALUE = /(\/ingest\/|\/integrations\/confirm\/)[^/?#\s"]*/gi;
 /** An ingest secret anywhere else: its prefix is what makes it findable. */
 const INGEST_SECRET = new RegExp(`${INGEST_SECRET_PREFIX}[A-Za-z0-9_-]+`, 'g');
 /** A cheap first look, so that the common line is not rewritten. */
-const MAY_HOLD_SECRET = new RegExp(`/ingest/|${INGEST_SECRET_PREFIX}`, 'i');
+const MAY_HOLD_SECRET = new RegExp(`/ingest/|/integrations/confirm/|${INGEST_SECRET_PREFIX}`, 'i');
 
 /**
- * The text with every ingest URL secret replaced. The secret in an ingest URL's path is a
- * credential; request URLs are logged (Fastify's "incoming request" line), and logs travel
- * further than credentials should.
+ * The text with every ingest URL secret and email confirmation token replaced. Each is a
+ * credential in a path; request URLs are logged (Fastify's "incoming request" line), and logs
+ * travel further than credentials should.
  */
 export function redactSecrets(text: string): string {
   if (!MAY_HOLD_SECRET.test(text)) return text;

@@ -34,10 +34,12 @@ async function serve(config: Config, log: Logger) {
     else log.info({ signal }, 'shutting down');
     maintenance.stop();
     await app.close();
+    // Stops the fold's turns (what is not folded yet is folded by the next start).
     await services.close();
   });
 
   await app.listen({ port: config.port, host: config.host });
+  services.aggregateFolder.start();
   if (cluster.isWorker) {
     process.on('message', (message) => {
       if (message === MAINTAIN) maintenance.start();

@@ -7,7 +7,10 @@ import { EventImport, type ImportSource } from './domain/event-import.ts';
 import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { IngestUrls } from './domain/ingest-urls.ts';
+import { FeedService } from './domain/feed-service.ts';
+import { LookupCache } from './domain/lookup-cache.ts';
 import { LookupService } from './domain/lookup-service.ts';
+import { RangeLookupService } from './domain/range-lookup.ts';
 import { RedisCoordination } from './coordination/redis-coordination.ts';
 import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
 import { PlanCatalog } from './domain/plans.ts';
@@ -19,6 +22,8 @@ import { CredentialsCache } from './oauth/credentials-cache.ts';
 import type { AccessChangeNotices } from './domain/access-changes.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
+import { foldStep } from './store/aggregate-fold.ts';
+import { AggregateFolder, DEFAULT_FOLDER_SETTINGS } from './store/aggregate-folder.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
@@ -28,10 +33,23 @@ import { openImportSource, type DatabaseDefaults } from './store/import-sources.
 import { SqlIngestUrlsRepository } from './store/ingest-urls-repository.ts';
 import { GroupCommit } from './store/group-commit.ts';
 import { WriterThread } from './store/writer-thread.ts';
+import { SqlFeedsRepository } from './store/feeds-repository.ts';
 import { SqlLookupsRepository } from './store/lookups-repository.ts';
 import { SqlPlansRepository } from './store/plans-repository.ts';
 import { resolveKeySecret, sealKeysAtRest } from './store/keys-at-rest.ts';
 import { SqlServerSecrets } from './store/server-secrets-repository.ts';
+import { AccountActivity } from './domain/account-activity.ts';
+import { Sessions } from './domain/sessions.ts';
+import { UsersService } from './domain/users.ts';
+import { SqlAccountActivityRepository } from './store/account-activity-repository.ts';
+import { SqlUsersRepository } from './store/users-repository.ts';
+import { Integrations } from './domain/integrations.ts';
+import { LookupAlerts } from './domain/lookup-alerts.ts';
+import { DeliveryWorker, type DeliverySettings } from './delivery/delivery-worker.ts';
+import { SmtpMailer } from './delivery/mailer.ts';
+import { TargetGuard } from './delivery/target-guard.ts';
+import { SqlAlertOutbox } from './store/alert-outbox.ts';
+import { SqlIntegrationsRepository } from './store/integrations-repository.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
 export interface Services {
@@ -59,6 +77,27 @@ export interface Services {
   /** Opens a SentryPeer JSON log or SQLite database for `importer`. */
   openImportSource(path: string, defaults: DatabaseDefaults): Promise<ImportSource>;
   lookups: LookupService;
+  /** Range lookups by a hash prefix (docs/api.md §13). */
+  rangeLookups: RangeLookupService;
+  /** Blocklist feeds (docs/api.md §14). */
+  feeds: FeedService;
+  /** Dashboard users and their one-time links (docs/dashboard.md). */
+  users: UsersService;
+  /** Dashboard sessions, kept in the store. */
+  sessions: Sessions;
+  /** Counts over an account's own events: its nodes and its overview. */
+  activity: AccountActivity;
+  /**
+   * Folds stored events into the lookup aggregates behind intake. The server starts its turns;
+   * `settle()` folds everything stored so far (the CLI after an import).
+   */
+  aggregateFolder: AggregateFolder;
+  /** Where an account's alerts go (docs/api.md §12). */
+  integrations: Integrations;
+  /** `lookup.matched` alerts gathered off the answer's path; `flush()` writes them now (tests). */
+  lookupAlerts: LookupAlerts;
+  /** Works the alert outbox; started by the server once it listens (app.ts), stopped by close(). */
+  alertWorker: DeliveryWorker;
   /** What the HTTP layer and the token endpoint count; counts nothing unless the server asked for metrics. */
   metrics: Metrics;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
@@ -73,6 +112,8 @@ export interface Services {
 const CREDENTIALS_TTL_MS = 1000;
 /** How long the plan table is kept before it is read again, likewise the bound when no notice arrives. */
 const PLANS_TTL_MS = 5000;
+/** Most lookup answers kept in memory: (key, scopes) pairs, a few hundred bytes each. */
+const LOOKUP_CACHE_ENTRIES = 100_000;
 
 export interface ServiceOptions {
   /** Receives the structured audit lines. */
@@ -87,7 +128,36 @@ export interface ServiceOptions {
   credentialsTtlMs?: number;
   /** How long the plan table is kept (PLANS_TTL_MS); likewise. */
   plansTtlMs?: number;
+  /** Alert timings (ALERT_DEFAULTS); tests shorten them. */
+  alerts?: Partial<AlertSettings>;
 }
+
+/** How alerts are gathered, de-duplicated and delivered. */
+export interface AlertSettings extends Omit<DeliverySettings, 'silentAfterMs' | 'silentCheckMs'> {
+  /** One alert per subject and type within this window. */
+  dedupWindowMs: number;
+  /** How long `lookup.matched` alerts gather before they are written together. */
+  lookupFlushMs: number;
+  /** Request timeout of a webhook or Slack delivery. */
+  timeoutMs: number;
+}
+
+const ALERT_DEFAULTS: AlertSettings = {
+  pollMs: 1000,
+  batch: 20,
+  leaseMs: 120_000,
+  maxAttempts: 8,
+  retryBaseMs: 10_000,
+  retryMaxMs: 3600_000,
+  throttlePerSubject: 5,
+  throttleWindowMs: 24 * 3600_000,
+  throttlePerAccountHour: 100,
+  silentLookbackMs: 7 * 24 * 3600_000,
+  retentionMs: 30 * 24 * 3600_000,
+  dedupWindowMs: 3600_000,
+  lookupFlushMs: 1000,
+  timeoutMs: 10_000,
+};
 
 /** Opens the store and builds the services over it; the store is closed again if that fails. */
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -150,13 +220,22 @@ async function servicesOver(database: Database, config: Config, options: Service
     ttlSeconds: config.tokenTtlSeconds,
   });
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
+  const lookupsRepo = new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements);
   const eventsRepo = new SqlEventsRepository(database.db, database.ingestWrites);
   // Concurrent submissions are committed together: one transaction and one WAL flush for many
   // events, each answered only after that commit. A SQLite file is written by a thread of its
   // own, one group at a time, while the next group gathers.
   const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
-  const ingestRepo = writer ? new GroupCommit(eventsRepo, writer, 1) : new GroupCommit(eventsRepo);
+  // Lookup aggregates are folded in behind intake, by the writer thread where there is one.
+  const aggregateFolder = new AggregateFolder(writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk), DEFAULT_FOLDER_SETTINGS, log);
+  const folding = { onCommitted: (keysByAccount: Map<string, Set<string>>, events: number) => aggregateFolder.committed(keysByAccount, events), beforeCommit: () => aggregateFolder.roomForIntake() };
+  const ingestRepo = new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding);
   const intake = new EventIntake(ingestRepo, plans);
+  // Lookups answer repeated questions from memory; the fold drops the keys it changed.
+  const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, maxEntries: LOOKUP_CACHE_ENTRIES });
+  aggregateFolder.onChanges(({ numbers, addresses }) =>
+    lookupCache.invalidate([...numbers.map((key) => ({ kind: 'number' as const, key })), ...addresses.map((key) => ({ kind: 'ip' as const, key }))]),
+  );
   const ingestUrls = new IngestUrls({
     repo: new SqlIngestUrlsRepository(database.db),
     getAccount: (accountId) => accounts.getAccount(accountId),
@@ -164,16 +243,43 @@ async function servicesOver(database: Database, config: Config, options: Service
     publicUrl: config.publicUrl,
     audit,
   });
+  const usersRepo = new SqlUsersRepository(database.db);
+  const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds });
+  const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl });
+  const alertSettings: AlertSettings = { ...ALERT_DEFAULTS, ...options.alerts };
+  const outbox = new SqlAlertOutbox(database.db, database.caps, keySecret.sealer);
+  const guard = new TargetGuard(config.alerts.allowPrivateTargets);
+  const mailer = new SmtpMailer(config.alerts.smtpUrl, config.alerts.mailFrom);
+  const integrations = new Integrations({
+    repo: new SqlIntegrationsRepository(database.db, keySecret.sealer),
+    targets: guard,
+    mailer,
+    enqueue: (alerts) => outbox.enqueueSubscribed(alerts),
+    publicUrl: config.publicUrl,
+    audit,
+  });
+  const lookupAlerts = new LookupAlerts(
+    outbox,
+    { flushMs: alertSettings.lookupFlushMs, maxBuffered: 1000, dedupWindowMs: alertSettings.dedupWindowMs },
+    (err) => log?.warn({ err }, 'lookup.matched alerts not written'),
+  );
+  const alertWorker = new DeliveryWorker(
+    outbox,
+    { guard, mailer, timeoutMs: alertSettings.timeoutMs },
+    { ...alertSettings, silentAfterMs: config.alerts.silentAfterMs, silentCheckMs: config.alerts.silentCheckMs },
+    log,
+  );
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
-  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable) });
+  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregateFolder.backlog });
   return {
     config,
     database,
     plans,
     audit,
     auditRetention,
-    limiter: new PlanLimiter(limiters),
+    // Alone, allowances are counted in memory; shared counters only where others share them.
+    limiter: new PlanLimiter(redis || cluster.isWorker ? limiters : undefined),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     accounts,
     accountsRepo,
@@ -188,10 +294,26 @@ async function servicesOver(database: Database, config: Config, options: Service
     // an import is the only writer of its process, and its transactions are large already.
     importer: new EventImport(eventsRepo, (accountId) => accounts.getAccount(accountId), audit),
     openImportSource,
-    lookups: new LookupService(new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements)),
+    users,
+    sessions,
+    activity: new AccountActivity(new SqlAccountActivityRepository(database.db)),
+    rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
+    feeds: new FeedService(new SqlFeedsRepository((replica ?? database).db, lookupsRepo), aggregateFolder, config.scoring),
+    aggregateFolder,
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer: lookupAlerts, scoring: config.scoring, cache: lookupCache }),
+    integrations,
+    lookupAlerts,
+    alertWorker,
     metrics,
-    rebuildAggregates: () => rebuildAggregates(database.db),
+    async rebuildAggregates() {
+      await rebuildAggregates(database.db, database.caps);
+      lookupCache.clear();
+    },
     async close() {
+      await aggregateFolder.stop();
+      await alertWorker.stop();
+      await lookupAlerts.flush();
+      mailer.close();
       await writer?.close();
       await redis?.close();
       await storeNotices?.close();

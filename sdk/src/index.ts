@@ -1,5 +1,6 @@
 // @tollwatch/sdk: a client of the Tollwatch API (docs/api.md), on fetch alone.
 export { Tollwatch, type TollwatchOptions } from './tollwatch.ts';
+export { numberKeyHash, phoneNumberKey } from './phone-number.ts';
 export { OAuthError, TollwatchError, type FieldError } from './errors.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.ts';
 export type { FetchFunction, Sleep } from './retrying-fetch.ts';

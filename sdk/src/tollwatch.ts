@@ -1,6 +1,7 @@
 import { splitIntoBatches } from './batches.ts';
 import { TollwatchError } from './errors.ts';
 import type { HoneypotEvent, Operations, Problem, StoredEvent } from './generated/api-types.ts';
+import { numberKeyHash, phoneNumberKey } from './phone-number.ts';
 import { readRateLimit } from './rate-limit.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retry-policy.ts';
 import { fetchWithRetries, realSleep, type FetchFunction, type Sleep } from './retrying-fetch.ts';
@@ -13,10 +14,14 @@ import type {
   IpAddressLookup,
   PhoneNumberBulkResult,
   PhoneNumberLookup,
+  RangeLookup,
   SubmitEventsResult,
   SubmitResult,
   WithRateLimit,
 } from './types.ts';
+
+/** Hex digits of the hash a range lookup sends (docs/api.md §13). */
+const RANGE_PREFIX_LENGTH = 5;
 
 /** How to reach a Tollwatch server and who the client is. */
 export interface TollwatchOptions {
@@ -132,6 +137,25 @@ export class Tollwatch {
   /** What is known of a source address (docs/api.md §7); an address never seen is `found: false`, not an error. */
   async lookupIpAddress(ipAddress: string): Promise<WithRateLimit<IpAddressLookup>> {
     return this.lookup<IpAddressLookup>(`/ip-addresses/${encodeURIComponent(ipAddress)}`);
+  }
+
+  /**
+   * Whether a number was seen, without sending it (docs/api.md §13): the number's key is worked
+   * out and hashed here, only the first 5 hex digits of its SHA-256 are sent, and the answer's
+   * range is searched here for the rest. Padding (`seen_count` 0) is ignored. Throws a
+   * TypeError for a value that is no phone number, before anything is sent.
+   */
+  async rangeLookup(phoneNumber: string): Promise<WithRateLimit<RangeLookup>> {
+    const key = phoneNumberKey(phoneNumber);
+    if (key === null) throw new TypeError('not a phone number: up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)');
+    const hash = await numberKeyHash(key);
+    const prefix = hash.slice(0, RANGE_PREFIX_LENGTH);
+    const answer = await this.call('GET', `/phone-numbers/range/${prefix}`);
+    if (answer.status !== 200) throw failure(answer);
+    const range = answer.json as Operations['lookupPhoneNumberRange']['responses']['200'];
+    const entry = range.entries.find((e) => e.seen_count > 0 && e.suffix === hash.slice(RANGE_PREFIX_LENGTH));
+    const result: RangeLookup = entry ? { key, found: true, seen_count: entry.seen_count, score: entry.score } : { key, found: false };
+    return withRateLimit(result, answer.headers);
   }
 
   /** Looks numbers up in bulk, 1,000 per request; one result per value, in order, an invalid value answered with its error. */

@@ -13,6 +13,12 @@ export type PhoneNumberBulkResult = PhoneNumberLookup | BulkItemError;
 /** One value's answer in a bulk address lookup: the single lookup's answer, or the value's error. */
 export type IpAddressBulkResult = IpAddressLookup | BulkItemError;
 
+/**
+ * A range lookup's finding (docs/api.md §13): the key that was hashed, and whether its hash was
+ * among the range's numbers, with its events and score when it was.
+ */
+export type RangeLookup = { key: string; found: true; seen_count: number; score: number } | { key: string; found: false };
+
 /** The filters of `GET /api/events`, with `limit` and `cursor` (docs/api.md §8). */
 export type EventFilters = Operations['listEvents']['query'];
 /** One page of the caller's events, newest first; `next_cursor` is null on the last page. */

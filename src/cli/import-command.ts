@@ -45,6 +45,10 @@ export function importCommand(program: Command, run: Run, _runRemote: RunRemote,
             onProblem: report,
             onProgress: (totals, done, size) => progress.update(progressText(totals, done, size, started)),
           });
+          // The lookup aggregates count the events once folded in: here, rather than by the next
+          // server to start, so lookups find them when the command returns.
+          progress.update('import: folding the events into the lookup aggregates');
+          await s.aggregateFolder.settle();
         } finally {
           progress.clear();
           await source.close();

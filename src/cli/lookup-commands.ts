@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { IpAddressLookup, PhoneNumberLookup, RetryPolicy } from '../../sdk/src/index.ts';
+import type { IpAddressLookup, PhoneNumberLookup, RangeLookup, RetryPolicy } from '../../sdk/src/index.ts';
 import type { CommandOutput, Run, RunRemote } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
 
@@ -18,7 +18,12 @@ export function lookupCommands(program: Command, _run: Run, runRemote: RunRemote
   program
     .command('lookup <number>')
     .description('have attackers tried to call this number? exit 0 seen, 1 not seen, 2 error')
-    .action(runRemote(async (c, number: string) => phoneNumberOutput(await c.client(LOOKUP_RETRY).lookupPhoneNumber(number))));
+    .option('--private', 'send only 5 hex digits of the number’s SHA-256, never the number (a range lookup)')
+    .action(
+      runRemote(async (c, number: string, options: { private?: boolean }) =>
+        options.private ? rangeOutput(await c.client(LOOKUP_RETRY).rangeLookup(number)) : phoneNumberOutput(await c.client(LOOKUP_RETRY).lookupPhoneNumber(number)),
+      ),
+    );
   program
     .command('ip <address>')
     .description('has this address probed honeypots? exit 0 seen, 1 not seen, 2 error')
@@ -29,6 +34,7 @@ function phoneNumberOutput(answer: PhoneNumberLookup): CommandOutput {
   if (!answer.found) return { json: answer, text: terminalText`${answer.phone_number}  not seen  ${answer.message}`, exitCode: NOT_FOUND };
   const lines = [
     terminalText`${answer.phone_number}  SEEN  ${answer.message}`,
+    terminalText`  score             ${answer.score}: ${answer.reasons.join('; ')}`,
     terminalText`  first seen        ${answer.first_seen}`,
     terminalText`  last seen         ${answer.last_seen}`,
     terminalText`  source addresses  ${answer.source_ip_count}`,
@@ -39,10 +45,20 @@ function phoneNumberOutput(answer: PhoneNumberLookup): CommandOutput {
   return { json: answer, text: lines.join('\n'), exitCode: FOUND };
 }
 
+function rangeOutput(answer: RangeLookup): CommandOutput {
+  if (!answer.found) return { json: answer, text: terminalText`${answer.key}  not seen  (asked privately, by hash prefix)`, exitCode: NOT_FOUND };
+  return {
+    json: answer,
+    text: terminalText`${answer.key}  SEEN  ${answer.seen_count} time${answer.seen_count === 1 ? '' : 's'}, score ${answer.score} (asked privately, by hash prefix)`,
+    exitCode: FOUND,
+  };
+}
+
 function ipAddressOutput(answer: IpAddressLookup): CommandOutput {
   if (!answer.found) return { json: answer, text: terminalText`${answer.ip_address}  not seen  ${answer.message}`, exitCode: NOT_FOUND };
   const lines = [
     terminalText`${answer.ip_address}  SEEN  ${answer.message}`,
+    terminalText`  score             ${answer.score}: ${answer.reasons.join('; ')}`,
     terminalText`  first seen        ${answer.first_seen}`,
     terminalText`  last seen         ${answer.last_seen}`,
     terminalText`  numbers dialled   ${answer.called_number_count}`,

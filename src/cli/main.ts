@@ -10,6 +10,7 @@ import { clientsCommands } from './clients-commands.ts';
 import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
 import { importCommand } from './import-command.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
+import { integrationsCommands } from './integrations-commands.ts';
 import { keysCommands } from './keys-commands.ts';
 import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
@@ -17,6 +18,7 @@ import { plansCommands } from './plans-commands.ts';
 import { shipCommand } from './ship-command.ts';
 import { submitCommand } from './submit-command.ts';
 import { terminalJson } from './terminal-text.ts';
+import { usersCommands } from './users-commands.ts';
 
 /** The command groups, in the order `--help` lists them: the user commands, then the operator's. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -25,7 +27,9 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   shipCommand,
   accountsCommands,
   clientsCommands,
+  usersCommands,
   ingestUrlsCommands,
+  integrationsCommands,
   plansCommands,
   keysCommands,
   aggregatesCommand,

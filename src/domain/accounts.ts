@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { ServiceError } from './errors.ts';
-import { defaultPermissions, isPermission, type Permission } from './permissions.ts';
+import { defaultPermissions, isPermission, PERMISSIONS, type Permission } from './permissions.ts';
 import type { Plan, PlanCatalog } from './plans.ts';
 import { hashSecret, newClientId, newClientSecret } from './secrets.ts';
 
@@ -27,6 +27,8 @@ export interface Client {
    */
   secret_version: number;
   created_at: string;
+  /** When a token was last issued to it, to the minute (USE_RESOLUTION_MS); null or absent if never. */
+  last_used_at?: string | null;
 }
 
 /** Where accounts and clients are kept. */
@@ -47,7 +49,12 @@ export interface AccountsRepository {
   /** Stores a new secret hash and bumps the version; the new version, or undefined if no such client. */
   replaceSecret(clientId: string, secretHash: string): Promise<number | undefined>;
   deleteClient(clientId: string): Promise<boolean>;
+  /** Records a use at `at`, unless one at or after `notBefore` is recorded already. */
+  recordClientUse(clientId: string, at: string, notBefore: string): Promise<void>;
 }
+
+/** A client's last use is kept to the minute: one write a minute per client at most, not one per token. */
+export const USE_RESOLUTION_MS = 60_000;
 
 /** A client as shown to its owner: never the secret or its hash. */
 export interface ClientView {
@@ -56,6 +63,8 @@ export interface ClientView {
   name: string;
   permissions: Permission[];
   created_at: string;
+  /** When a token was last issued to it, to the minute; null if never. */
+  last_used_at: string | null;
 }
 
 /** A client together with its secret, which exists only in this answer. */
@@ -69,6 +78,8 @@ export class AccountsService {
   private readonly plans: PlanCatalog;
   private readonly audit: AuditTrail;
   private readonly onAccessChanged: () => void;
+  /** When this process last wrote each client's use, so a busy client costs one write a minute. */
+  private readonly usesWritten = new Map<string, number>();
 
   /** `onAccessChanged` runs after any change to who may do what, so caches can forget. */
   constructor(repo: AccountsRepository, plans: PlanCatalog, audit: AuditTrail = NO_AUDIT, onAccessChanged: () => void = () => {}) {
@@ -162,6 +173,17 @@ export class AccountsService {
     return (await this.repo.listClients(accountId)).map(viewOf);
   }
 
+  /**
+   * One client of an account, or `not_found`, also when the id names another account's client:
+   * whoever acts for an account (the dashboard) may act on its clients only, and learns nothing
+   * of others'.
+   */
+  async clientOf(accountId: string, clientId: string): Promise<ClientView> {
+    const client = await this.repo.findClient(clientId);
+    if (!client || client.account_id !== accountId) throw new ServiceError('not_found', 'no such client');
+    return viewOf(client);
+  }
+
   /** Replaces a client's secret; every token issued under the old one stops working. */
   async resetSecret(clientId: string, actor = 'operator'): Promise<{ client_id: string; client_secret: string }> {
     const secret = newClientSecret();
@@ -171,6 +193,19 @@ export class AccountsService {
     const client = await this.repo.findClient(clientId);
     await this.record('client.secret_reset', actor, client?.account_id ?? null, clientId, { secret_version: version });
     return { client_id: clientId, client_secret: secret };
+  }
+
+  /**
+   * Notes that a token was issued to the client (the dashboard's "last used"). Kept to the
+   * minute, and written at most once a minute per client by this process; the write itself is
+   * conditional, so several instances cost one real change.
+   */
+  async recordClientUse(clientId: string, now = new Date()): Promise<void> {
+    const last = this.usesWritten.get(clientId);
+    if (last !== undefined && now.getTime() - last < USE_RESOLUTION_MS) return;
+    if (this.usesWritten.size > 10_000) this.usesWritten.clear();
+    this.usesWritten.set(clientId, now.getTime());
+    await this.repo.recordClientUse(clientId, now.toISOString(), new Date(now.getTime() - USE_RESOLUTION_MS).toISOString());
   }
 
   /** Deletes a client; its tokens stop working at once. */
@@ -206,7 +241,7 @@ export class AccountsService {
     const bad = values.filter((v) => !isPermission(v));
     if (bad.length > 0 || values.length === 0) {
       throw new ServiceError('validation_failed', `unknown permissions: ${bad.join(', ') || '(none given)'}`, [
-        { field: 'permissions', message: 'must be one or more of write:events, read:events, read:phone-numbers, read:ip-addresses' },
+        { field: 'permissions', message: `must be one or more of ${PERMISSIONS.join(', ')}` },
       ]);
     }
     return [...new Set(values)] as Permission[];
@@ -231,5 +266,6 @@ function viewOf(client: Client): ClientView {
     name: client.name,
     permissions: client.permissions,
     created_at: client.created_at,
+    last_used_at: client.last_used_at ?? null,
   };
 }

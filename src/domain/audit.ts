@@ -19,13 +19,28 @@ export type AuditAction =
   /** A new signing key replaced the current one (`tollwatch keys rotate`). */
   | 'key.rotated'
   /** The operator imported a SentryPeer log or database into an account (`tollwatch import`). */
-  | 'events.imported';
+  | 'events.imported'
+  /** Dashboard users (docs/dashboard.md): invited, a password set through a link, a reset link issued, disabled or enabled, signed up. */
+  | 'user.invited'
+  | 'user.password_set'
+  | 'user.password_reset'
+  | 'user.disabled'
+  | 'user.enabled'
+  | 'user.signed_up'
+  | 'user.signed_in'
+  | 'user.sign_in_failed'
+  | 'user.signed_out_everywhere'
+  /** An account's alert integrations (docs/api.md §12): made, changed, deleted, an email address confirmed. */
+  | 'integration.created'
+  | 'integration.updated'
+  | 'integration.deleted'
+  | 'integration.confirmed';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from
  * as many addresses as they have, so they are capped in number as well as kept for a time.
  */
-export const FAILURE_ACTIONS: readonly AuditAction[] = ['token.refused', 'api.auth_failed', 'auth.throttled'];
+export const FAILURE_ACTIONS: readonly AuditAction[] = ['token.refused', 'api.auth_failed', 'auth.throttled', 'user.sign_in_failed'];
 
 /** How long audit rows are kept, and how many failure rows at most (docs/operations.md, Retention). */
 export interface AuditRetentionPolicy {
@@ -37,7 +52,7 @@ export interface AuditRetentionPolicy {
 
 export interface AuditEntry {
   action: AuditAction;
-  /** Who acted: `operator` (CLI), `client:<id>`, or `anonymous`. */
+  /** Who acted: `operator` (CLI), `client:<id>`, `user:<id>` (the dashboard), or `anonymous`. */
   actor: string;
   accountId?: string | null;
   clientId?: string | null;

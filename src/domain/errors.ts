@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'duplicate_event'
   | 'invalid_phone_number'
   | 'invalid_ip_address'
+  | 'invalid_range_prefix'
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
@@ -16,7 +17,9 @@ export type ErrorCode =
   | 'invalid_json'
   | 'limit_reached'
   | 'rate_limited'
-  | 'unavailable';
+  | 'unavailable'
+  | 'email_not_configured'
+  | 'mail_unavailable';
 
 /** An expected failure whose `detail` is safe to show the caller. */
 export class ServiceError extends Error {

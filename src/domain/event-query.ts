@@ -8,6 +8,7 @@ import { COLLECTED_METHODS, TRANSPORT_TYPES } from './event-fields.ts';
 import { sipMethodError } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
+import { queryText } from './query-text.ts';
 import type { ServerSecrets } from './server-secrets.ts';
 import { canonicalUuid } from './uuid.ts';
 
@@ -110,13 +111,7 @@ function parseQuery(
 ): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => void errors.push({ field, message });
-  /** A parameter's one value as text; undefined when absent or refused for its shape. */
-  const text = (name: QueryParameter): string | undefined => {
-    const value = input[name];
-    if (value === undefined || typeof value === 'string') return value;
-    refuse(name, Array.isArray(value) ? 'must be given once' : 'must be a string');
-    return undefined;
-  };
+  const text = (name: QueryParameter) => queryText(input, name, refuse);
   const filter: EventFilter = {};
 
   for (const field of ['since', 'until'] as const) {

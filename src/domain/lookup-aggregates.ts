@@ -21,6 +21,8 @@ export interface NumberAggregate {
   sipMethods: Record<string, number>;
   /** Written forms seen (e.g. `0046…`, `+46…`), most seen first. */
   forms: string[];
+  /** Distinct honeypot nodes that saw it (each scope keeps at most KEPT_NAMES). */
+  nodeCount: number;
 }
 
 /** Kept aggregates of one source address across the scopes a caller may read. */
@@ -31,10 +33,21 @@ export interface IpAggregate {
   calledNumberCount: number;
   userAgents: Array<{ user_agent: string; count: number }>;
   transports: Record<string, number>;
+  /** Distinct honeypot nodes that saw it (each scope keeps at most KEPT_NAMES). */
+  nodeCount: number;
+}
+
+/** A number whose key's hash begins with a range lookup's prefix (docs/api.md §13). */
+export interface HashedNumber {
+  /** SHA-256 of the number key, lower-case hex. */
+  hash: string;
+  aggregate: NumberAggregate;
 }
 
 /** Reads of the kept aggregates: a few index probes each, whatever the number of events. */
 export interface LookupsRepository {
   phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined>;
   ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined>;
+  /** Numbers whose key's hash begins with `prefix` (lower-case hex), at most `limit`, in hash order. */
+  numbersByHashPrefix(scopes: string[], prefix: string, limit: number): Promise<HashedNumber[]>;
 }

@@ -2,7 +2,10 @@ import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import type { LookupsRepository } from './lookup-aggregates.ts';
+import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
+import { LookupCache } from './lookup-cache.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
+import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { readScopesOf } from './visibility.ts';
 
 const TOP_USER_AGENTS = 10;
@@ -26,6 +29,8 @@ export type PhoneNumberAnswer =
       seen_count: number;
       first_seen: string;
       last_seen: string;
+      score: number;
+      reasons: string[];
       source_ip_count: number;
       sip_methods: Record<string, number>;
       matched_forms: string[];
@@ -44,6 +49,8 @@ export type IpAddressAnswer =
       seen_count: number;
       first_seen: string;
       last_seen: string;
+      score: number;
+      reasons: string[];
       called_number_count: number;
       user_agents: Array<{ user_agent: string; count: number }>;
       transports: Record<string, number>;
@@ -51,12 +58,43 @@ export type IpAddressAnswer =
     }
   | { ip_address: string; found: false; message: string };
 
+/**
+ * Told of every lookup that found something, with exactly what was answered (docs/api.md §12,
+ * `lookup.matched`). Called on the answer's path, so it must return at once and never throw.
+ */
+export interface LookupObserver {
+  matched(account: Account, match: { subject: string; lookup: 'phone_number' | 'ip_address'; answer: Record<string, unknown> }): void;
+}
+
+/** What a LookupService works with besides its repository. */
+export interface LookupOptions {
+  /** Lets a lookup wait for the fold that counts its own account's acknowledged events. */
+  ownWrites?: OwnWritesBarrier;
+  /** Told of every match (the `lookup.matched` alerts). */
+  observer?: LookupObserver;
+  scoring?: ScoringSettings;
+  now?: () => Date;
+  /** Recent answers kept in memory, dropped by key when the fold changes them. */
+  cache?: LookupCache;
+}
+
 /** Phone-number and source-address lookups over the data an account may see. */
 export class LookupService {
   private readonly repo: LookupsRepository;
+  private readonly ownWrites: OwnWritesBarrier;
+  private readonly observer: LookupObserver | undefined;
+  private readonly scoring: ScoringSettings;
+  private readonly now: () => Date;
+  private readonly cache: LookupCache;
 
-  constructor(repo: LookupsRepository) {
+  /** Without a cache, every lookup reads the store; without a barrier, it reads what is folded. */
+  constructor(repo: LookupsRepository, options: LookupOptions = {}) {
     this.repo = repo;
+    this.ownWrites = options.ownWrites ?? NO_BARRIER;
+    this.observer = options.observer;
+    this.scoring = options.scoring ?? DEFAULT_SCORING;
+    this.now = options.now ?? (() => new Date());
+    this.cache = options.cache ?? new LookupCache({ ttlMs: 0, maxEntries: 1 });
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -68,23 +106,28 @@ export class LookupService {
         'a phone number is up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)',
       );
     }
-    const seen = await this.repo.phoneNumber(readScopesOf(account), number.key);
+    await this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
+    const scopes = readScopesOf(account);
+    const seen = await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key));
     if (!seen) {
       return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
     }
     const facts = phoneNumberFacts(number.key);
-    return {
+    const answer: PhoneNumberAnswer = {
       phone_number: number.written,
       found: true,
       seen_count: seen.seenCount,
       first_seen: seen.firstSeen,
       last_seen: seen.lastSeen,
+      ...scoreOfNumber(seen, this.now(), this.scoring),
       source_ip_count: seen.sourceIpCount,
       sip_methods: seen.sipMethods,
       matched_forms: seen.forms,
       ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
       message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
     };
+    this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
+    return answer;
   }
 
   /** Looks up many numbers; each answer as the single lookup's, or the item's own error. */
@@ -123,19 +166,24 @@ export class LookupService {
   async ipAddress(account: Account, input: string): Promise<IpAddressAnswer> {
     const ip = canonicalIpAddress(input.trim());
     if (!ip) throw new ServiceError('invalid_ip_address', 'not an IPv4 or IPv6 address');
-    const seen = await this.repo.ipAddress(readScopesOf(account), ip, TOP_USER_AGENTS);
+    await this.ownWrites.ownWritesVisible(account.account_id, addressLookupKey(ip));
+    const scopes = readScopesOf(account);
+    const seen = await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS));
     if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
-    return {
+    const answer: IpAddressAnswer = {
       ip_address: ip,
       found: true,
       seen_count: seen.seenCount,
       first_seen: seen.firstSeen,
       last_seen: seen.lastSeen,
+      ...scoreOfAddress(seen, this.now(), this.scoring),
       called_number_count: seen.calledNumberCount,
       user_agents: seen.userAgents,
       transports: seen.transports,
       message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
     };
+    this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
+    return answer;
   }
 }
 

@@ -1,5 +1,5 @@
 /** Every permission a client may hold (docs/api.md §3). */
-export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'] as const;
+export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** Narrows a string to a known permission. */
@@ -7,7 +7,13 @@ export function isPermission(value: string): value is Permission {
   return (PERMISSIONS as readonly string[]).includes(value);
 }
 
+/**
+ * Permissions only given when named: managing integrations decides where the account's alerts
+ * (and the data in them) are sent, which a client made for lookups or a node should not do.
+ */
+const NAMED_ONLY: readonly Permission[] = ['manage:integrations'];
+
 /** Permissions a new client gets when none are named: submitting only where the plan allows it. */
 export function defaultPermissions(maySubmit: boolean): Permission[] {
-  return maySubmit ? [...PERMISSIONS] : PERMISSIONS.filter((p) => p !== 'write:events');
+  return PERMISSIONS.filter((p) => !NAMED_ONLY.includes(p) && (maySubmit || p !== 'write:events'));
 }

@@ -123,6 +123,15 @@ export class PlanCatalog {
     return findPlan(await this.all(), name);
   }
 
+  /**
+   * A plan by name when the kept table is still good, without a promise: what every request's
+   * allowance needs. Undefined when the table must be read again (then `find`), or has no such plan.
+   */
+  loaded(name: string): Plan | undefined {
+    if (!this.plans || Date.now() - this.loadedAt >= this.ttlMs || this.externalChangeCounter?.() !== this.lastCounter) return undefined;
+    return findPlan(this.plans, name);
+  }
+
   /** Forgets the loaded table, after a change made here or announced by another instance. */
   clear(): void {
     this.plans = undefined;

@@ -14,17 +14,23 @@ import { eventsQueryRoutes } from './routes/events-query.ts';
 import { eventsSubmitRoute } from './routes/events-submit.ts';
 import { lookupRoutes } from './routes/lookups.ts';
 import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
+import { feedRoutes } from './routes/feeds.ts';
+import { rangeLookupRoutes } from './routes/range-lookups.ts';
+import { IntegrationSchema, integrationRoutes } from './routes/integrations.ts';
 import { documentationOnly, HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
 
-/** Headers on every `/api` answer. Answers hold one account's private data: never stored by shared caches. */
+/** What an `/api` answer carries beyond every answer's security headers. Answers hold one account's private data: never stored by shared caches. */
+const API_ONLY_HEADERS = { 'api-version': '1', 'cache-control': 'no-store' };
+
+/** Headers on every `/api` answer, for an answer given without the hooks that set them. */
 export function apiHeaders(): Record<string, string> {
-  return { ...securityHeaders(), 'api-version': '1', 'cache-control': 'no-store' };
+  return { ...securityHeaders(), ...API_ONLY_HEADERS };
 }
 
 /**
  * What a scope answering as `/api` does (the `/api` scope and node ingest URLs alike): its
- * shared schemas, no request validation by Fastify (schemas.ts), the version, cache and
- * security headers first of all its onRequest hooks, every body read as JSON, problem
+ * shared schemas, no request validation by Fastify (schemas.ts), the version and cache headers
+ * first of all its onRequest hooks (the security headers come before, from the application's), every body read as JSON, problem
  * details for anything thrown, and the methods of its routes learnt as they register, for its
  * 405s. Call it before the scope adds any hook of its own.
  */
@@ -32,9 +38,10 @@ export function apiConventions(app: FastifyInstance): AllowedMethods {
   app.addSchema(Problem);
   app.addSchema(HoneypotEventSchema);
   app.setValidatorCompiler(documentationOnly);
-  const headers = apiHeaders();
-  app.addHook('onRequest', async (_request, reply) => {
-    reply.headers(headers);
+  // The security headers were set by the application's first hook (app.ts), for every answer.
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(API_ONLY_HEADERS);
+    done();
   });
   readBodiesAsJson(app);
   app.setErrorHandler(apiErrorHandler);
@@ -62,11 +69,13 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   const allowed = apiConventions(app);
   app.addSchema(StoredEventSchema);
   for (const schema of LOOKUP_SCHEMAS) app.addSchema(schema);
+  app.addSchema(IntegrationSchema);
   app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     // Permission before content (docs/api.md §5): 403 whatever the body, never a 400 or 422
     // about a body this account may not send at all. Without a principal, step 2 has answered.
-    if (request.routeOptions.config.submission && request.principal) await services.intake.assertMaySubmit(request.principal.account);
+    if (!request.principal || !request.routeOptions.config.submission) return done();
+    services.intake.assertMaySubmit(request.principal.account).then(() => done(), done);
   });
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics));
@@ -81,4 +90,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   await app.register(lookupRoutes, { services });
   await app.register(eventsBatchRoute, { services });
   await app.register(bulkLookupRoutes, { services });
+  await app.register(rangeLookupRoutes, { services });
+  await app.register(feedRoutes, { services });
+  await app.register(integrationRoutes, { services });
 }

@@ -10,6 +10,8 @@ const seen = {
   seen_count: Type.Integer({ minimum: 1, description: 'Events that name it, across the scopes the caller reads' }),
   first_seen: Type.String({ description: 'Earliest event time (UTC, RFC 3339)', example: '2026-11-20T10:00:01.123456789Z' }),
   last_seen: Type.String({ description: 'Latest event time (UTC, RFC 3339)', example: '2026-11-22T06:25:32.91870802Z' }),
+  score: Type.Integer({ minimum: 0, maximum: 100, description: 'How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)', example: 41 }),
+  reasons: Type.Array(Type.String(), { description: 'The facts behind the score, strongest evidence first', example: ['called from 2 distinct source addresses', 'last seen today'] }),
 };
 
 export const PhoneNumberFound = Type.Object(
@@ -34,6 +36,8 @@ export const PhoneNumberFound = Type.Object(
       seen_count: 4,
       first_seen: '2026-11-20T10:00:01.123456789Z',
       last_seen: '2026-11-22T06:25:32.91870802Z',
+      score: 41,
+      reasons: ['called from 2 distinct source addresses', 'seen by 1 honeypot node', '3 INVITE attempts, not only OPTIONS scans', 'seen 4 times', 'last seen today'],
       source_ip_count: 2,
       sip_methods: { INVITE: 3, OPTIONS: 1 },
       matched_forms: ['0046812118532', '+46812118532'],
@@ -73,6 +77,8 @@ export const IpAddressFound = Type.Object(
       seen_count: 4,
       first_seen: '2026-11-20T10:00:01.123456789Z',
       last_seen: '2026-11-22T06:25:32.91870802Z',
+      score: 28,
+      reasons: ['dialled 3 distinct numbers', 'seen by 1 honeypot node', 'sent 4 probes', 'last seen today'],
       called_number_count: 3,
       user_agents: [{ user_agent: 'friendly-scanner', count: 4 }],
       transports: { UDP: 4 },

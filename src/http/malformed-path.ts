@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 
 /** The longest path value a route takes (the router's maxParamLength), after URL decoding. */
@@ -27,6 +27,9 @@ export function routeMalformedApiPaths(req: IncomingMessage): string {
   // The common case, on every request, allocates nothing: no `%` to decode, nothing long.
   const percent = url.indexOf('%', pathStart);
   if ((percent < 0 || percent >= pathEnd) && pathEnd - pathStart <= MAX_PATH_VALUE_LENGTH) return url;
+  // The next most common (a `+` written %2B): a short path that decodes whole has no flaw, since
+  // no value decodes longer than it is written.
+  if (pathEnd - pathStart <= MAX_PATH_VALUE_LENGTH && decodes(url.slice(pathStart, pathEnd))) return url;
   let flaw: Flaw | undefined;
   const segments = url.slice(pathStart, pathEnd).split('/').map((segment) => {
     let value: string;
@@ -46,21 +49,33 @@ export function routeMalformedApiPaths(req: IncomingMessage): string {
   return url.slice(0, pathStart) + segments.join('/') + url.slice(pathEnd);
 }
 
+function decodes(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The `/api` preValidation hook answering a request `routeMalformedApiPaths` rewrote: it runs
  * after authentication, so only an authenticated caller with the route's permission learns
- * that the value is bad, and why.
+ * that the value is bad, and why. Callback style: it runs on every request, and an async hook
+ * costs a promise each time.
  */
-export async function malformedPathHook(request: FastifyRequest): Promise<void> {
+export function malformedPathHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
   const flaw = flaws.get(request.raw);
-  if (!flaw || request.is404) return;
+  if (!flaw || request.is404) return done();
   const { code, name } = request.routeOptions.config.pathValue ?? { code: 'not_found', name: 'resource' };
-  if (code === 'not_found') throw new ServiceError('not_found', `no such ${name}`);
-  throw new ServiceError(
-    code,
-    flaw === 'encoding'
-      ? `the ${name} in the path is not valid URL encoding`
-      : `the ${name} in the path is longer than ${MAX_PATH_VALUE_LENGTH} characters, too long to be one`,
+  if (code === 'not_found') return done(new ServiceError('not_found', `no such ${name}`));
+  done(
+    new ServiceError(
+      code,
+      flaw === 'encoding'
+        ? `the ${name} in the path is not valid URL encoding`
+        : `the ${name} in the path is longer than ${MAX_PATH_VALUE_LENGTH} characters, too long to be one`,
+    ),
   );
 }
 

@@ -9,6 +9,7 @@ const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
   'read:events': "Read the account's own events",
   'read:phone-numbers': 'Look up phone numbers',
   'read:ip-addresses': 'Look up source addresses',
+  'manage:integrations': "Manage where the account's alerts are sent (webhooks, Slack, email) and read their delivery log",
 };
 
 /**
@@ -35,6 +36,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
         { name: 'events', description: 'Submitting honeypot events and reading one’s own back' },
         { name: 'lookups', description: 'Have attackers tried this number or address?' },
         { name: 'oauth', description: 'Access tokens' },
+        { name: 'integrations', description: "Where the account's alerts go: signed webhooks, Slack, confirmed email addresses" },
       ],
       components: {
         securitySchemes: {

@@ -19,6 +19,11 @@ export const PROBLEMS: Record<ErrorCode | 'server_error', ProblemKind> = {
     meaning: 'The path value is no phone number: after dropping tel:/sip: forms and separators it must be an optional + and 1 to 64 digits, letters, * or #.',
   },
   invalid_ip_address: { status: 400, title: 'Invalid IP address', meaning: 'The path value is not an IPv4 or IPv6 address.' },
+  invalid_range_prefix: {
+    status: 400,
+    title: 'Invalid range prefix',
+    meaning: 'A range lookup takes the first 5 hexadecimal digits (any case) of the SHA-256 of a number key, nothing else (docs/api.md §13).',
+  },
   invalid_token: {
     status: 401,
     title: 'Invalid or missing access token',
@@ -42,6 +47,11 @@ export const PROBLEMS: Record<ErrorCode | 'server_error', ProblemKind> = {
     title: 'Duplicate event',
     meaning: 'This account already stored a different event under this event_uuid. An identical replay is no conflict: it answers 200.',
   },
+  email_not_configured: {
+    status: 409,
+    title: 'Email not configured',
+    meaning: 'This server has no SMTP server configured, so it sends no mail: an email integration cannot be created. Use a webhook or Slack integration, or ask the operator to set TOLLWATCH_SMTP_URL.',
+  },
   limit_reached: { status: 409, title: 'Plan limit reached', meaning: "A limit of the account's plan, such as the number of API clients, is reached." },
   payload_too_large: { status: 413, title: 'Payload too large', meaning: 'The body is larger than this route accepts: 128 KiB for an event, 16 MiB or 1,000 items for a batch or bulk lookup.' },
   unsupported_media_type: {
@@ -54,6 +64,11 @@ export const PROBLEMS: Record<ErrorCode | 'server_error', ProblemKind> = {
     status: 429,
     title: 'Too many requests',
     meaning: "The plan's allowance for this route group, or the tolerance for failed authentications, is spent. Retry after the seconds in Retry-After.",
+  },
+  mail_unavailable: {
+    status: 502,
+    title: 'Mail server unavailable',
+    meaning: 'The mail server did not take the confirmation mail of a new email integration, so the integration was not created. Try again later.',
   },
   unavailable: { status: 503, title: 'Service unavailable', meaning: 'The service cannot reach its store just now. Retry after the seconds in Retry-After; nothing was stored.' },
   server_error: { status: 500, title: 'Internal server error', meaning: 'The server failed to answer. The fault is logged; the answer says nothing more about it.' },

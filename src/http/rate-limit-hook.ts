@@ -2,8 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { serializeList } from 'structured-headers';
 import type { Account } from '../domain/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
-import type { PlanCatalog } from '../domain/plans.ts';
-import type { PlanLimiter } from '../limits/plan-limiter.ts';
+import type { PlanCatalog, RateWindow } from '../domain/plans.ts';
+import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 
 /**
@@ -19,20 +19,22 @@ export function rateLimitHook(
   metrics: Metrics,
   accountOf: (request: FastifyRequest) => Account | undefined = principalAccount,
 ) {
+  const policies = new PolicyFields();
   return async function limit(request: FastifyRequest, reply: FastifyReply) {
     const { rateGroup, rateCost } = request.routeOptions.config;
     const account = accountOf(request);
     if (!rateGroup || !account) return;
-    const plan = await plans.find(account.plan);
+    const plan = plans.loaded(account.plan) ?? (await plans.find(account.plan));
     const window = rateGroup === 'lookups' ? plan?.lookups : rateGroup === 'event_reads' ? plan?.eventReads : plan?.submissions;
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!window) return;
-    const state = await limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
+    const spent = limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
+    const state = spent instanceof Promise ? await spent : spent;
     // Structured fields naming the policy by its route group: the quota and window it grants,
-    // and what remains of it with the seconds until it resets.
-    reply
-      .header('ratelimit-policy', serializeList([[rateGroup, new Map([['q', window.limit], ['w', window.windowSeconds]])]]))
-      .header('ratelimit', serializeList([[rateGroup, new Map([['r', state.remaining], ['t', state.resetSeconds]])]]));
+    // and what remains of it with the seconds until it resets. A group name is a token and
+    // the values integers, so the fields are written as they serialize (structured-headers
+    // would build and walk a list per request for the same text).
+    reply.header('ratelimit-policy', policies.of(rateGroup, window)).header('ratelimit', `"${rateGroup}";r=${state.remaining};t=${state.resetSeconds}`);
     if (!state.allowed) {
       metrics.rateLimited(rateGroup);
       reply.header('retry-after', state.resetSeconds);
@@ -42,6 +44,22 @@ export function rateLimitHook(
       );
     }
   };
+}
+
+/** The RateLimit-Policy field of each (group, window), serialized once while the plan table is kept. */
+class PolicyFields {
+  private readonly byGroup = new Map<LimitGroup, WeakMap<RateWindow, string>>();
+
+  of(group: LimitGroup, window: RateWindow): string {
+    let known = this.byGroup.get(group);
+    if (!known) this.byGroup.set(group, (known = new WeakMap()));
+    let field = known.get(window);
+    if (field === undefined) {
+      field = serializeList([[group, new Map([['q', window.limit], ['w', window.windowSeconds]])]]);
+      known.set(window, field);
+    }
+    return field;
+  }
 }
 
 function principalAccount(request: FastifyRequest): Account | undefined {

@@ -33,6 +33,8 @@ export interface HealthSources {
   store: () => Promise<void>;
   /** Whether Redis is reachable; absent when no Redis is configured. */
   coordination?: () => boolean;
+  /** Events stored but not yet folded into the lookup aggregates, as this process knows. */
+  foldBacklog?: () => number;
 }
 
 /** The text a scrape receives, and its media type. */

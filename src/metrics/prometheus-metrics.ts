@@ -126,8 +126,19 @@ export class PrometheusMetrics implements Metrics {
     this.limited[limit].inc();
   }
 
-  watchHealth({ store, coordination }: HealthSources): void {
+  watchHealth({ store, coordination, foldBacklog }: HealthSources): void {
     const registers = [this.registry];
+    if (foldBacklog) {
+      new Gauge({
+        name: 'tollwatch_fold_backlog_events',
+        help: 'Events stored but not yet folded into the lookup aggregates (lookups count them once folded; intake waits beyond 10,000)',
+        aggregator: 'max',
+        registers,
+        collect() {
+          this.set(foldBacklog());
+        },
+      });
+    }
     const probe = new HealthProbe(store, STORE_PING_TIMEOUT_MS);
     new Gauge({
       name: 'tollwatch_store_up',

@@ -122,10 +122,7 @@ export class AccessTokens {
    * shape; revocation is the caller's check.
    */
   async verify(token: string): Promise<AccessClaims> {
-    // An instance that only verifies must still learn of a rotation, and so of when the old key
-    // retires: the keys are read again within their reload bound here too, in the background,
-    // so that no request waits on that read (nor on a store that does not answer it).
-    if (this.keys.stale) void this.keys.refreshIfStale();
+    this.refreshKeysInBackground();
     const known = this.verified.get(token);
     // Its key may have retired since (or been removed by re-keying): verified afresh, refused.
     if (known && this.keys.verifies(known.kid)) {
@@ -139,6 +136,30 @@ export class AccessTokens {
     if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.clear();
     this.verified.set(token, verified);
     return verified.claims;
+  }
+
+  /**
+   * Whether a token verified earlier, signed by `kid` and expiring at `expiresAt` (seconds), is
+   * still good without verifying it again: its key not retired, its time not up. False sends
+   * the caller to `verify`, which says why not.
+   */
+  stillValid(kid: string, expiresAt: number): boolean {
+    this.refreshKeysInBackground();
+    return expiresAt * 1000 > Date.now() && this.keys.verifies(kid);
+  }
+
+  /** The kid of a token `verify` accepted and still remembers. */
+  kidOf(token: string): string | undefined {
+    return this.verified.get(token)?.kid;
+  }
+
+  /**
+   * An instance that only verifies must still learn of a rotation, and so of when the old key
+   * retires: the keys are read again within their reload bound here too, in the background,
+   * so that no request waits on that read (nor on a store that does not answer it).
+   */
+  private refreshKeysInBackground(): void {
+    if (this.keys.stale) void this.keys.refreshIfStale();
   }
 
   private async verifyAfresh(token: string): Promise<{ claims: AccessClaims; kid: string }> {

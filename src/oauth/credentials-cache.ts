@@ -1,6 +1,7 @@
 import type { Account, AccountsRepository, Client } from '../domain/accounts.ts';
 
-interface Entry {
+/** What the cache holds of one client; a new object whenever it is read again. */
+export interface CredentialsEntry {
   found: { client: Client; account: Account } | undefined;
   loadedAt: number;
 }
@@ -16,7 +17,7 @@ export class CredentialsCache {
   private readonly repo: AccountsRepository;
   private readonly ttlMs: number;
   private readonly externalChangeCounter: (() => number) | undefined;
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, CredentialsEntry>();
   private lastCounter: number | undefined;
 
   constructor(repo: AccountsRepository, ttlMs: number, externalChangeCounter?: () => number) {
@@ -27,16 +28,32 @@ export class CredentialsCache {
 
   /** The client and its account, or undefined when the client does not exist. */
   async get(clientId: string): Promise<{ client: Client; account: Account } | undefined> {
+    return (await this.entry(clientId)).found;
+  }
+
+  /**
+   * The entry of a client while it is still good, without reading the store: the same object
+   * for as long as nothing about the client may have changed. Whoever checked what it holds
+   * may rely on that check while `fresh` returns the very entry it checked.
+   */
+  fresh(clientId: string): CredentialsEntry | undefined {
     this.dropIfChangedElsewhere();
-    const now = Date.now();
     const cached = this.entries.get(clientId);
-    if (cached && now - cached.loadedAt < this.ttlMs) return cached.found;
+    return cached && Date.now() - cached.loadedAt < this.ttlMs ? cached : undefined;
+  }
+
+  /** The entry of a client, read from the store when none is good. */
+  async entry(clientId: string): Promise<CredentialsEntry> {
+    const cached = this.fresh(clientId);
+    if (cached) return cached;
+    const now = Date.now();
     const client = await this.repo.findClient(clientId);
     const account = client && (await this.repo.findAccount(client.account_id));
     const found = client && account ? { client, account } : undefined;
     if (this.entries.size >= 10_000) this.entries.clear();
-    this.entries.set(clientId, { found, loadedAt: now });
-    return found;
+    const entry = { found, loadedAt: now };
+    this.entries.set(clientId, entry);
+    return entry;
   }
 
   /** Forgets everything: after this process changed access, or on a notice from another instance. */

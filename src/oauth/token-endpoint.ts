@@ -90,6 +90,8 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
         detail: { audience, scope: permissions.join(' ') },
       });
       services.metrics.tokenIssued();
+      // The owner's "last used" (docs/dashboard.md); never holds up or fails the answer.
+      services.accounts.recordClientUse(client.client_id).catch((err: unknown) => request.log.warn({ err }, 'client use not recorded'));
       return {
         access_token: accessToken,
         token_type: 'Bearer',

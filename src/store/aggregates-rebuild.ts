@@ -1,45 +1,95 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { KEPT_NAMES } from '../domain/kept-counts.ts';
 import { USER_AGENT_KEPT_CHARACTERS } from '../domain/lookup-aggregates.ts';
+import { numberHash } from '../domain/number-hash.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
+import { refoldAll } from './aggregate-fold.ts';
+import type { DialectCapabilities } from './dialect.ts';
+import { chunks } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
+
+/** Every table the lookup aggregates are kept in. */
+export const AGGREGATE_TABLES = ['number_aggregates', 'number_sources', 'ip_aggregates', 'ip_numbers', 'number_hashes'] as const;
 
 /**
  * Recomputes every lookup aggregate from the stored events, in one transaction. Needed after
  * events are removed in bulk (retention), after a bulk load, or to move an account's past
  * events into or out of the shared data set after its `trusted` flag changed: each event
- * counts in the scope its account has now.
+ * counts in the scope its account has now. The fold's position moves past every event counted;
+ * on PostgreSQL intake waits for the rebuild to commit.
+ *
+ * A map of named counts keeps its KEPT_NAMES most seen names here, exactly counted; the fold
+ * keeps them by the space-saving rule, which agrees whenever a key has at most that many names.
  */
-export async function rebuildAggregates(db: Kysely<Schema>): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    for (const table of ['number_stats', 'number_methods', 'number_forms', 'number_sources', 'ip_stats', 'ip_user_agents', 'ip_transports', 'ip_numbers'] as const) {
-      await trx.deleteFrom(table).execute();
-    }
-    const scoped = sql`(select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
-      from events e join accounts a on a.account_id = e.account_id)`;
-    // Inlined, not bound: PostgreSQL matches the select list to GROUP BY by expression text.
-    const kept = sql.lit(USER_AGENT_KEPT_CHARACTERS);
-    const statements = [
-      sql`insert into number_stats (scope, number_key, seen_count, first_seen, last_seen, source_ip_count)
-          select scope, number_key, count(*), min(event_time), max(event_time), count(distinct source_ip)
-          from ${scoped} s where number_key is not null group by scope, number_key`,
-      sql`insert into number_methods (scope, number_key, sip_method, count)
-          select scope, number_key, sip_method, count(*) from ${scoped} s where number_key is not null group by scope, number_key, sip_method`,
-      sql`insert into number_forms (scope, number_key, written, count)
-          select scope, number_key, coalesce(number_written, number_key), count(*) from ${scoped} s
-          where number_key is not null group by scope, number_key, coalesce(number_written, number_key)`,
-      sql`insert into number_sources (scope, number_key, source_ip)
-          select distinct scope, number_key, source_ip from ${scoped} s where number_key is not null`,
-      sql`insert into ip_stats (scope, source_ip, seen_count, first_seen, last_seen, called_number_count)
-          select scope, source_ip, count(*), min(event_time), max(event_time), count(distinct number_key)
-          from ${scoped} s group by scope, source_ip`,
-      sql`insert into ip_user_agents (scope, source_ip, user_agent, count)
-          select scope, source_ip, substr(sip_user_agent, 1, ${kept}), count(*) from ${scoped} s
-          group by scope, source_ip, substr(sip_user_agent, 1, ${kept})`,
-      sql`insert into ip_transports (scope, source_ip, transport, count)
-          select scope, source_ip, transport_type, count(*) from ${scoped} s group by scope, source_ip, transport_type`,
-      sql`insert into ip_numbers (scope, source_ip, number_key)
-          select distinct scope, source_ip, number_key from ${scoped} s where number_key is not null`,
-    ];
-    for (const statement of statements) await statement.execute(trx);
-  });
+export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabilities): Promise<void> {
+  await db.transaction().execute((trx) =>
+    refoldAll(trx, caps, async () => {
+      for (const table of AGGREGATE_TABLES) await trx.deleteFrom(table).execute();
+      const scoped = sql`(select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
+        from events e join accounts a on a.account_id = e.account_id)`;
+      // Inlined, not bound: PostgreSQL matches the select list to GROUP BY by expression text.
+      const agent = sql`substr(sip_user_agent, 1, ${sql.lit(USER_AGENT_KEPT_CHARACTERS)})`;
+      const numbered = sql`${scoped} s where number_key is not null`;
+      const statements = [
+        sql`insert into number_aggregates (scope, number_key, seen_count, first_seen, last_seen, source_ip_count, sip_methods, forms, nodes)
+            select t.scope, t.k, t.n, t.first_seen, t.last_seen, t.d, m.counts, f.counts, o.counts
+            from (select scope, number_key as k, count(*) as n, min(event_time) as first_seen, max(event_time) as last_seen, count(distinct source_ip) as d
+                  from ${numbered} group by scope, number_key) t
+            join ${namedCounts(caps, numbered, sql`number_key`, sql`sip_method`)} m on m.scope = t.scope and m.k = t.k
+            join ${namedCounts(caps, numbered, sql`number_key`, sql`coalesce(number_written, number_key)`)} f on f.scope = t.scope and f.k = t.k
+            join ${namedCounts(caps, numbered, sql`number_key`, sql`created_by_node_id`)} o on o.scope = t.scope and o.k = t.k`,
+        sql`insert into number_sources (scope, number_key, source_ip) select distinct scope, number_key, source_ip from ${numbered}`,
+        sql`insert into ip_aggregates (scope, source_ip, seen_count, first_seen, last_seen, called_number_count, user_agents, transports, nodes)
+            select t.scope, t.k, t.n, t.first_seen, t.last_seen, t.d, u.counts, r.counts, o.counts
+            from (select scope, source_ip as k, count(*) as n, min(event_time) as first_seen, max(event_time) as last_seen, count(distinct number_key) as d
+                  from ${scoped} s group by scope, source_ip) t
+            join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, agent)} u on u.scope = t.scope and u.k = t.k
+            join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, sql`transport_type`)} r on r.scope = t.scope and r.k = t.k
+            join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, sql`created_by_node_id`)} o on o.scope = t.scope and o.k = t.k`,
+        sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${numbered}`,
+      ];
+      for (const statement of statements) await statement.execute(trx);
+      await rebuildNumberHashes(trx);
+    }),
+  );
 }
+
+/**
+ * Per (scope, key): a JSON object of the KEPT_NAMES most seen values of `name` among `from`'s
+ * rows, with their counts, as text (`counts`), beside `scope` and `k`.
+ */
+function namedCounts(caps: DialectCapabilities, from: RawBuilder<unknown>, key: RawBuilder<unknown>, name: RawBuilder<unknown>) {
+  const agg = sql.raw(caps.jsonObjectAgg);
+  return sql`(select scope, k, cast(${agg}(name, n) as text) as counts from (
+      select scope, k, name, n, row_number() over (partition by scope, k order by n desc, name) as place
+      from (select scope, ${key} as k, ${name} as name, count(*) as n from ${from} group by scope, ${key}, ${name}) c
+    ) ranked where place <= ${sql.lit(KEPT_NAMES)} group by scope, k)`;
+}
+
+/**
+ * One hash row per number row (range lookups, docs/api.md §13). SHA-256 is computed here, not in
+ * SQL: SQLite has no SHA-256 of its own, and the fold computes it with the same function.
+ */
+async function rebuildNumberHashes(db: Kysely<Schema>): Promise<void> {
+  let after: [string, string] | undefined;
+  for (;;) {
+    let page = db.selectFrom('number_aggregates').select(['scope', 'number_key']).orderBy('scope').orderBy('number_key').limit(HASH_PAGE);
+    if (after) {
+      const [scope, key] = after;
+      page = page.where((eb) => eb.or([eb('scope', '>', scope), eb.and([eb('scope', '=', scope), eb('number_key', '>', key)])]));
+    }
+    const rows = await page.execute();
+    for (const chunk of chunks(rows)) {
+      await db
+        .insertInto('number_hashes')
+        .values(chunk.map((r) => ({ scope: r.scope, number_hash: numberHash(r.number_key), number_key: r.number_key })))
+        .execute();
+    }
+    if (rows.length < HASH_PAGE) return;
+    const last = rows.at(-1)!;
+    after = [last.scope, last.number_key];
+  }
+}
+
+/** Number rows read per step while their hashes are rebuilt: memory stays bounded on large stores. */
+const HASH_PAGE = 10_000;

@@ -13,6 +13,22 @@ export interface DialectCapabilities {
    * months are dropped whole and partitions must be created ahead of time.
    */
   partitionedEvents: boolean;
+  /**
+   * Several connections write events at once, each taking ids from a sequence before it
+   * commits, so ids commit out of order: the aggregate fold waits for them to settle
+   * (src/store/aggregate-fold.ts). SQLite has one writer at a time, and its ids commit in order.
+   */
+  concurrentWriters: boolean;
+  /** Tables keyed by a primary key alone may keep their rows in that key's B-tree (SQLite's WITHOUT ROWID). */
+  withoutRowid: boolean;
+  /** The aggregate function that makes a JSON object of name/value pairs, as text. */
+  jsonObjectAgg: 'json_group_object' | 'json_object_agg';
+  /**
+   * Claims may skip rows another transaction has locked (`FOR UPDATE SKIP LOCKED`), so several
+   * instances take disjoint rows of the outbox at once. Without it (SQLite) a claim is one
+   * UPDATE under the store's single writer lock, which is just as exclusive.
+   */
+  skipLockedClaims: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -20,6 +36,10 @@ export const SQLITE: DialectCapabilities = {
   counterType: 'integer',
   serialType: 'integer',
   partitionedEvents: false,
+  concurrentWriters: false,
+  withoutRowid: true,
+  jsonObjectAgg: 'json_group_object',
+  skipLockedClaims: false,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -27,4 +47,8 @@ export const POSTGRES: DialectCapabilities = {
   counterType: 'bigint',
   serialType: 'bigserial',
   partitionedEvents: true,
+  concurrentWriters: true,
+  withoutRowid: false,
+  jsonObjectAgg: 'json_object_agg',
+  skipLockedClaims: true,
 };

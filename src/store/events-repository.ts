@@ -2,8 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, eventFieldsOf } from '../domain/event-fields.ts';
 import type { HoneypotEvent } from '../domain/honeypot-event.ts';
-import { userAgentKey } from '../domain/lookup-aggregates.ts';
-import { chunks, type CountTable, type EventRow, type IngestWrites, type SetTable, type SpanTable } from './ingest-writes.ts';
+import { chunks, type EventRow, type IngestWrites } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** Events of one owner to store together. */
@@ -15,7 +14,10 @@ export interface IngestGroup {
 /** What an owner reads back: the 13 fields as stored, the normalised instant, the commit time. */
 const STORED_COLUMNS = [...EVENT_FIELDS, 'event_time', 'received_at'] as const;
 
-/** Events and their lookup aggregates in the SQL store. */
+/**
+ * Events in the SQL store. An ingest stores the events alone; their lookup aggregates are
+ * derived data, folded in after the commit (src/store/aggregate-fold.ts).
+ */
 export class SqlEventsRepository implements EventsRepository {
   private readonly db: Kysely<Schema>;
   private readonly writes: IngestWrites;
@@ -32,8 +34,7 @@ export class SqlEventsRepository implements EventsRepository {
 
   /**
    * Stores several owners' events in one transaction (one commit, one fsync), set-based: the
-   * identities first (to tell new events from replays), then the new events, then one delta
-   * per aggregate key with the counts summed here, whatever the number of events.
+   * identities first (to tell new events from replays), then the new events.
    */
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
     const receivedAt = new Date().toISOString();
@@ -61,13 +62,9 @@ export class SqlEventsRepository implements EventsRepository {
     candidates.sort((a, b) => compare(identity(a.accountId, a.event.event_uuid), identity(b.accountId, b.event.event_uuid)));
 
     return this.db.transaction().execute(async (trx) => {
-      const isNew = await this.writes.claimIds(
-        trx,
-        candidates.map(({ accountId, event }) => ({ account_id: accountId, event_uuid: event.event_uuid, content_hash: event.content_hash, event_time: event.event_time })),
-      );
-      const fresh = candidates.filter((_, i) => isNew[i]);
-      await this.writes.insertEvents(trx, fresh.map((item) => eventRow(item, receivedAt)));
-      const storedHash = await existingHashes(trx, candidates.filter((_, i) => !isNew[i]));
+      await this.writes.beginIngest(trx);
+      const isNew = await this.writes.storeNew(trx, candidates.map((item) => eventRow(item, receivedAt)));
+      const storedHash = await existingHashes(trx, this.writes, candidates.filter((_, i) => !isNew[i]));
       candidates.forEach((item, i) => {
         const key = identity(item.accountId, item.event.event_uuid);
         if (isNew[i]) {
@@ -81,7 +78,6 @@ export class SqlEventsRepository implements EventsRepository {
         const stored = storedHash.get(identity(of.accountId, of.event.event_uuid));
         outcomes[item.g]![item.e] = stored === item.event.content_hash ? 'replayed' : 'conflict';
       }
-      await addToAggregates(trx, this.writes, fresh);
       return outcomes;
     });
   }
@@ -138,11 +134,6 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** Keys of a map in the global order (see ingestGroups). */
-function sortedEntries<V>(map: Map<string, V>): Array<[string, V]> {
-  return [...map].sort(([a], [b]) => compare(a, b));
-}
-
 function eventRow(item: Item, receivedAt: string): EventRow {
   const { event } = item;
   return {
@@ -157,7 +148,7 @@ function eventRow(item: Item, receivedAt: string): EventRow {
 }
 
 /** Content hashes of already stored events, by identity. */
-async function existingHashes(trx: Transaction<Schema>, items: Item[]): Promise<Map<string, string>> {
+async function existingHashes(trx: Transaction<Schema>, writes: IngestWrites, items: Item[]): Promise<Map<string, string>> {
   const hashes = new Map<string, string>();
   const byAccount = new Map<string, string[]>();
   for (const item of items) {
@@ -168,116 +159,9 @@ async function existingHashes(trx: Transaction<Schema>, items: Item[]): Promise<
   }
   for (const [accountId, uuids] of byAccount) {
     for (const chunk of chunks(uuids)) {
-      const rows = await trx
-        .selectFrom('event_ids')
-        .select(['event_uuid', 'content_hash'])
-        .where('account_id', '=', accountId)
-        .where('event_uuid', 'in', chunk)
-        .execute();
+      const rows = await writes.storedHashes(trx, accountId, chunk);
       for (const row of rows) hashes.set(identity(accountId, row.event_uuid), row.content_hash);
     }
   }
   return hashes;
-}
-
-/** Per-key sums of a set of new events, ready to add to an aggregate row. */
-interface Span {
-  count: number;
-  first: string;
-  last: string;
-  /** Members of the key's distinct set (source addresses, numbers) that are new to the store. */
-  fresh: number;
-}
-
-function tally(counts: Map<string, number>, key: string) {
-  counts.set(key, (counts.get(key) ?? 0) + 1);
-}
-
-const SEP = '\u0000';
-
-/**
- * Folds new events into the scope's number and address aggregates: distinct sets first (to
- * learn which members are new), then one delta per key and table.
- */
-async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: Item[]): Promise<void> {
-  if (items.length === 0) return;
-  const numberSpans = new Map<string, Span>();
-  const ipSpans = new Map<string, Span>();
-  const methods = new Map<string, number>();
-  const forms = new Map<string, number>();
-  const agents = new Map<string, number>();
-  const transports = new Map<string, number>();
-  const numberSources = new Set<string>();
-  const ipNumbers = new Set<string>();
-
-  const widen = (spans: Map<string, Span>, key: string, time: string) => {
-    const span = spans.get(key);
-    if (!span) spans.set(key, { count: 1, first: time, last: time, fresh: 0 });
-    else {
-      span.count += 1;
-      if (time < span.first) span.first = time;
-      if (time > span.last) span.last = time;
-    }
-  };
-  for (const { scope, event } of items) {
-    const ipKey = `${scope}${SEP}${event.source_ip}`;
-    widen(ipSpans, ipKey, event.event_time);
-    tally(agents, `${ipKey}${SEP}${userAgentKey(event.sip_user_agent)}`);
-    tally(transports, `${ipKey}${SEP}${event.transport_type}`);
-    if (event.number_key === null) continue;
-    const numberKey = `${scope}${SEP}${event.number_key}`;
-    widen(numberSpans, numberKey, event.event_time);
-    tally(methods, `${numberKey}${SEP}${event.sip_method}`);
-    tally(forms, `${numberKey}${SEP}${event.number_written ?? event.number_key}`);
-    numberSources.add(`${numberKey}${SEP}${event.source_ip}`);
-    ipNumbers.add(`${ipKey}${SEP}${event.number_key}`);
-  }
-
-  await addMembers(trx, writes, 'number_sources', numberSources, numberSpans);
-  await addMembers(trx, writes, 'ip_numbers', ipNumbers, ipSpans);
-  await addSpans(trx, writes, 'number_stats', numberSpans);
-  await addSpans(trx, writes, 'ip_stats', ipSpans);
-  await addCounts(trx, writes, 'number_methods', methods);
-  await addCounts(trx, writes, 'number_forms', forms);
-  await addCounts(trx, writes, 'ip_user_agents', agents);
-  await addCounts(trx, writes, 'ip_transports', transports);
-}
-
-/** Adds (scope, key, member) triples to a distinct set; each new one widens its key's distinct count. */
-async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table: SetTable, members: Set<string>, spans: Map<string, Span>) {
-  const rows = [...members].sort().map(split3);
-  const added = await writes.addMembers(trx, table, rows);
-  rows.forEach(([scope, key], i) => {
-    if (added[i]) spans.get(`${scope}${SEP}${key}`)!.fresh += 1;
-  });
-}
-
-/**
- * Adds per-key spans to a stats table: counts add up, the first sighting is the earlier one and
- * the last the later one, and the distinct count grows by the members new to the store.
- */
-async function addSpans(trx: Transaction<Schema>, writes: IngestWrites, table: SpanTable, spans: Map<string, Span>) {
-  const rows = sortedEntries(spans).map(([key, s]) => {
-    const [scope, value] = split2(key);
-    return { scope, key: value, count: s.count, first: s.first, last: s.last, fresh: s.fresh };
-  });
-  await writes.addSpans(trx, table, rows);
-}
-
-/** Adds summed counts to a (scope, key, name) counting table. */
-async function addCounts(trx: Transaction<Schema>, writes: IngestWrites, table: CountTable, counts: Map<string, number>) {
-  const rows = sortedEntries(counts).map(([key, count]): [string, string, string, number] => [...split3(key), count]);
-  await writes.addCounts(trx, table, rows);
-}
-
-function split2(key: string): [string, string] {
-  const i = key.indexOf(SEP);
-  return [key.slice(0, i), key.slice(i + 1)];
-}
-
-/** Splits a three-part key; the last part may itself contain anything but the separator's first use. */
-function split3(key: string): [string, string, string] {
-  const i = key.indexOf(SEP);
-  const j = key.indexOf(SEP, i + 1);
-  return [key.slice(0, i), key.slice(i + 1, j), key.slice(j + 1)];
 }

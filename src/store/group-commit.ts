@@ -1,6 +1,7 @@
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import type { HoneypotEvent } from '../domain/honeypot-event.ts';
 import type { IngestGroup, SqlEventsRepository } from './events-repository.ts';
+import { lookupKeysOf } from '../domain/own-writes.ts';
 import { isStoreUnavailable } from './store-errors.ts';
 
 /** Stores several owners' events in one transaction; one outcome list per group. */
@@ -23,15 +24,25 @@ export class GroupCommit implements EventsRepository {
   private readonly reader: SqlEventsRepository;
   private readonly writer: GroupWriter;
   private readonly maxInFlight: number;
+  /** Told which accounts' events each acknowledged commit stored (the aggregate fold). */
+  private readonly onCommitted: ((keysByAccount: Map<string, Set<string>>, events: number) => void) | undefined;
+  /** Asked before each commit; a promise holds the commit back (the fold's backpressure). */
+  private readonly beforeCommit: (() => Promise<void> | undefined) | undefined;
   private waiting: Waiting[] = [];
   private scheduled = false;
   private inFlight = 0;
 
   /** `writer` stores the groups (by default `reader` itself); `reader` answers reads. */
-  constructor(reader: SqlEventsRepository, writer: GroupWriter = reader, maxInFlight = Number.POSITIVE_INFINITY) {
+  constructor(
+    reader: SqlEventsRepository,
+    writer: GroupWriter = reader,
+    { maxInFlight = Number.POSITIVE_INFINITY, onCommitted, beforeCommit }: { maxInFlight?: number; onCommitted?: (keysByAccount: Map<string, Set<string>>, events: number) => void; beforeCommit?: () => Promise<void> | undefined } = {},
+  ) {
     this.reader = reader;
     this.writer = writer;
     this.maxInFlight = maxInFlight;
+    this.onCommitted = onCommitted;
+    this.beforeCommit = beforeCommit;
   }
 
   ingest(owner: { accountId: string; scope: string }, events: HoneypotEvent[]): Promise<IngestOutcome[]> {
@@ -57,6 +68,7 @@ export class GroupCommit implements EventsRepository {
     for (const w of batch) {
       try {
         const [outcomes] = await this.writer.ingestGroups([w]);
+        this.onCommitted?.(lookupKeysByAccount([w]), w.events.length);
         w.resolve(outcomes ?? []);
       } catch (error) {
         w.reject(error);
@@ -76,7 +88,9 @@ export class GroupCommit implements EventsRepository {
     this.waiting = [];
     this.inFlight += 1;
     try {
+      await this.beforeCommit?.();
       const outcomes = await this.writer.ingestGroups(batch);
+      this.onCommitted?.(lookupKeysByAccount(batch), batch.reduce((sum, w) => sum + w.events.length, 0));
       batch.forEach((w, i) => w.resolve(outcomes[i] ?? []));
     } catch (error) {
       if (batch.length > 1 && !isStoreUnavailable(error)) await this.oneByOne(batch);
@@ -86,4 +100,15 @@ export class GroupCommit implements EventsRepository {
       this.schedule();
     }
   }
+}
+
+/** Per account, the lookup keys (numbers and addresses) its stored events name. */
+function lookupKeysByAccount(groups: IngestGroup[]): Map<string, Set<string>> {
+  const keys = new Map<string, Set<string>>();
+  for (const { owner, events } of groups) {
+    let account = keys.get(owner.accountId);
+    if (!account) keys.set(owner.accountId, (account = new Set()));
+    for (const event of events) for (const key of lookupKeysOf(event)) account.add(key);
+  }
+  return keys;
 }

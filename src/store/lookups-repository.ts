@@ -1,26 +1,25 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import type { HashedNumber, IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import { countsOf } from '../domain/kept-counts.ts';
 import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 
-/** One row of a lookup read: the per-scope totals, or one named count. */
-interface LookupRow {
-  kind: 'stats' | 'part';
-  /** For stats: the scope; for parts: the method, written form, user agent or transport. */
-  name: string;
-  /** For parts of an address: which part ('agent' or 'transport'). */
-  part: string | null;
-  n: number | string;
-  first_seen: string | null;
-  last_seen: string | null;
-  distinct_count: number | string | null;
+/** One kept row of a lookup read: one per scope that has seen the key. */
+export interface LookupRow {
+  scope: string;
+  seen_count: number | string;
+  first_seen: string;
+  last_seen: string;
+  distinct_count: number | string;
+  /** The three maps of named counts, as kept (JSON text); the third is the nodes'. */
+  first_counts: string;
+  second_counts: string;
+  third_counts: string;
 }
 
 /**
- * Reads of the kept aggregates. Each lookup is one statement of primary-key range reads over
- * the caller's scope and the shared one: its cost follows what is known about that one number
- * or address, never the number of stored events. Per-scope rows are merged here, since a
- * GROUP BY across two scopes would sort in a temporary B-tree on every lookup.
+ * Reads of the kept aggregates: one primary-key read per scope the caller may see (its own and
+ * the shared one), whatever the number of stored events. Rows of the two scopes are merged here.
  */
 export class SqlLookupsRepository implements LookupsRepository {
   private readonly db: Kysely<Schema>;
@@ -36,29 +35,34 @@ export class SqlLookupsRepository implements LookupsRepository {
 
   async phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined> {
     const rows = await this.query('number', scopes.length, numberStatement).execute(...scopes, numberKey);
-    const stats = rows.filter((r) => r.kind === 'stats');
-    if (stats.length === 0) return undefined;
-    return {
-      ...span(stats),
-      sourceIpCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('number_sources', scopes, numberKey, stats),
-      sipMethods: Object.fromEntries([...sumParts(rows, 'method')].sort(byName)),
-      forms: [...sumParts(rows, 'form')].sort(byCountThenName).map(([written]) => written),
-    };
+    if (rows.length === 0) return undefined;
+    return numberAggregateOf(rows, rows.length === 1 ? Number(rows[0]!.distinct_count) : await this.distinctUnion('number_sources', scopes, numberKey, rows));
+  }
+
+  async numbersByHashPrefix(scopes: string[], prefix: string, limit: number): Promise<HashedNumber[]> {
+    // Hex digits sort below 'g': [prefix, prefix + 'g') is every hash that begins with prefix.
+    const matches = await this.db
+      .selectFrom('number_hashes')
+      .select(['number_hash', 'number_key'])
+      .distinct()
+      .where('scope', 'in', scopes)
+      .where('number_hash', '>=', prefix)
+      .where('number_hash', '<', `${prefix}g`)
+      .orderBy('number_hash')
+      .limit(limit)
+      .execute();
+    const found: HashedNumber[] = [];
+    for (const { number_hash, number_key } of matches) {
+      const aggregate = await this.phoneNumber(scopes, number_key);
+      if (aggregate) found.push({ hash: number_hash, aggregate });
+    }
+    return found;
   }
 
   async ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined> {
     const rows = await this.query('ip', scopes.length, ipStatement).execute(...scopes, sourceIp);
-    const stats = rows.filter((r) => r.kind === 'stats');
-    if (stats.length === 0) return undefined;
-    return {
-      ...span(stats),
-      calledNumberCount: stats.length === 1 ? Number(stats[0]!.distinct_count) : await this.distinctUnion('ip_numbers', scopes, sourceIp, stats),
-      userAgents: [...sumParts(rows, 'agent')]
-        .sort(byCountThenName)
-        .slice(0, topUserAgents)
-        .map(([user_agent, count]) => ({ user_agent, count })),
-      transports: Object.fromEntries([...sumParts(rows, 'transport')].sort(byName)),
-    };
+    if (rows.length === 0) return undefined;
+    return ipAggregateOf(rows, rows.length === 1 ? Number(rows[0]!.distinct_count) : await this.distinctUnion('ip_numbers', scopes, sourceIp, rows), topUserAgents);
   }
 
   /** The statement reading `what` over `scopeCount` scopes, prepared on first use. */
@@ -76,36 +80,51 @@ export class SqlLookupsRepository implements LookupsRepository {
    * Distinct members across two scopes: the first scope's kept count plus the second scope's
    * members the first lacks. Only the second (the caller's own, small) set is walked.
    */
-  private async distinctUnion(table: 'number_sources' | 'ip_numbers', scopes: string[], key: string, stats: LookupRow[]): Promise<number> {
+  private async distinctUnion(table: 'number_sources' | 'ip_numbers', scopes: string[], key: string, rows: LookupRow[]): Promise<number> {
     const [first, second] = scopes as [string, string];
-    const firstCount = Number(stats.find((s) => s.name === first)?.distinct_count ?? 0);
+    const firstCount = Number(rows.find((r) => r.scope === first)?.distinct_count ?? 0);
     const [row] = await this.query(table, 2, (pair, k) => distinctStatement(table, pair, k)).execute(first, second, key);
-    return firstCount + Number(row?.n ?? 0);
+    return firstCount + Number((row as unknown as { n: number | string } | undefined)?.n ?? 0);
   }
 }
 
-/** Per-scope totals of a called number, then its methods and written forms. */
-function numberStatement(scopes: unknown[], numberKey: unknown) {
-  const inScopes = sql.join(scopes);
-  return sql<LookupRow>`
-    select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, source_ip_count as distinct_count
-      from number_stats where scope in (${inScopes}) and number_key = ${numberKey}
-    union all
-    select 'part', sip_method, 'method', count, null, null, null from number_methods where scope in (${inScopes}) and number_key = ${numberKey}
-    union all
-    select 'part', written, 'form', count, null, null, null from number_forms where scope in (${inScopes}) and number_key = ${numberKey}`;
+/** A number's aggregate from its kept rows (one per scope) and its distinct sources across them. */
+export function numberAggregateOf(rows: LookupRow[], sourceIpCount: number): NumberAggregate {
+  return {
+    ...span(rows),
+    sourceIpCount,
+    sipMethods: Object.fromEntries([...sumCounts(rows, 'first_counts')].sort(byName)),
+    forms: [...sumCounts(rows, 'second_counts')].sort(byCountThenName).map(([written]) => written),
+    nodeCount: sumCounts(rows, 'third_counts').size,
+  };
 }
 
-/** Per-scope totals of a source address, then its user agents and transports. */
-function ipStatement(scopes: unknown[], sourceIp: unknown) {
-  const inScopes = sql.join(scopes);
+/** An address's aggregate from its kept rows (one per scope) and its distinct numbers across them. */
+export function ipAggregateOf(rows: LookupRow[], calledNumberCount: number, topUserAgents: number): IpAggregate {
+  return {
+    ...span(rows),
+    calledNumberCount,
+    userAgents: [...sumCounts(rows, 'first_counts')]
+      .sort(byCountThenName)
+      .slice(0, topUserAgents)
+      .map(([user_agent, count]) => ({ user_agent, count })),
+    transports: Object.fromEntries([...sumCounts(rows, 'second_counts')].sort(byName)),
+    nodeCount: sumCounts(rows, 'third_counts').size,
+  };
+}
+
+/** The kept rows of a called number in the given scopes. */
+function numberStatement(scopes: unknown[], numberKey: unknown) {
   return sql<LookupRow>`
-    select 'stats' as kind, scope as name, null as part, seen_count as n, first_seen, last_seen, called_number_count as distinct_count
-      from ip_stats where scope in (${inScopes}) and source_ip = ${sourceIp}
-    union all
-    select 'part', user_agent, 'agent', count, null, null, null from ip_user_agents where scope in (${inScopes}) and source_ip = ${sourceIp}
-    union all
-    select 'part', transport, 'transport', count, null, null, null from ip_transports where scope in (${inScopes}) and source_ip = ${sourceIp}`;
+    select scope, seen_count, first_seen, last_seen, source_ip_count as distinct_count, sip_methods as first_counts, forms as second_counts, nodes as third_counts
+      from number_aggregates where scope in (${sql.join(scopes)}) and number_key = ${numberKey}`;
+}
+
+/** The kept rows of a source address in the given scopes. */
+function ipStatement(scopes: unknown[], sourceIp: unknown) {
+  return sql<LookupRow>`
+    select scope, seen_count, first_seen, last_seen, called_number_count as distinct_count, user_agents as first_counts, transports as second_counts, nodes as third_counts
+      from ip_aggregates where scope in (${sql.join(scopes)}) and source_ip = ${sourceIp}`;
 }
 
 /** How many members the second scope's set of `key` has that the first scope's set lacks. */
@@ -120,10 +139,10 @@ function distinctStatement(table: 'number_sources' | 'ip_numbers', [first, secon
       )`;
 }
 
-/** Sums the per-scope counts of one part by name. */
-function sumParts(rows: LookupRow[], part: string): Map<string, number> {
+/** Sums one map of named counts over the per-scope rows. */
+function sumCounts(rows: LookupRow[], which: 'first_counts' | 'second_counts' | 'third_counts'): Map<string, number> {
   const sums = new Map<string, number>();
-  for (const row of rows) if (row.part === part) sums.set(row.name, (sums.get(row.name) ?? 0) + Number(row.n));
+  for (const row of rows) for (const [name, n] of countsOf(row[which])) sums.set(name, (sums.get(name) ?? 0) + n);
   return sums;
 }
 
@@ -139,12 +158,12 @@ function byCountThenName(x: [string, number], y: [string, number]): number {
 /** Earliest first sighting, latest last sighting and total count over per-scope rows. */
 function span(rows: LookupRow[]) {
   let seenCount = 0;
-  let firstSeen = rows[0]!.first_seen!;
-  let lastSeen = rows[0]!.last_seen!;
+  let firstSeen = rows[0]!.first_seen;
+  let lastSeen = rows[0]!.last_seen;
   for (const row of rows) {
-    seenCount += Number(row.n);
-    if (row.first_seen! < firstSeen) firstSeen = row.first_seen!;
-    if (row.last_seen! > lastSeen) lastSeen = row.last_seen!;
+    seenCount += Number(row.seen_count);
+    if (row.first_seen < firstSeen) firstSeen = row.first_seen;
+    if (row.last_seen > lastSeen) lastSeen = row.last_seen;
   }
   return { seenCount, firstSeen, lastSeen };
 }

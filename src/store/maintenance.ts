@@ -75,10 +75,11 @@ export class StoreMaintenance {
       // What no whole partition held: the default partition on PostgreSQL, everything on SQLite.
       const removed = await trx.deleteFrom('events').where('event_time', '<', cutoff).executeTakeFirst();
       report.eventsRemoved = Number(removed.numDeletedRows);
-      await trx.deleteFrom('event_ids').where('event_time', '<', cutoff).execute();
+      // The identities of the events removed (kept apart only where events are partitioned).
+      if (caps.partitionedEvents) await trx.deleteFrom('event_ids').where('event_time', '<', cutoff).execute();
     });
     if (report.partitionsDropped.length > 0 || report.eventsRemoved > 0) {
-      await rebuildAggregates(db);
+      await rebuildAggregates(db, caps);
       report.aggregatesRebuilt = true;
       this.log?.info({ ...report, cutoff }, 'retention applied');
     }

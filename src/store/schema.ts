@@ -11,18 +11,29 @@ export interface Schema {
   signing_keys: SigningKeysTable;
   events: EventsTable;
   event_ids: EventIdsTable;
-  number_stats: NumberStatsTable;
-  number_methods: NumberMethodsTable;
-  number_forms: NumberFormsTable;
+  number_aggregates: NumberAggregatesTable;
   number_sources: NumberSourcesTable;
-  ip_stats: IpStatsTable;
-  ip_user_agents: IpUserAgentsTable;
-  ip_transports: IpTransportsTable;
+  ip_aggregates: IpAggregatesTable;
   ip_numbers: IpNumbersTable;
+  number_hashes: NumberHashesTable;
   plans: PlansTable;
   audit_log: AuditLogTable;
   server_secrets: ServerSecretsTable;
   ingest_urls: IngestUrlsTable;
+  users: UsersTable;
+  user_invitations: UserInvitationsTable;
+  user_sessions: UserSessionsTable;
+  fold_state: FoldStateTable;
+  integrations: IntegrationsTable;
+  alerts: AlertsTable;
+  alert_deliveries: AlertDeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+}
+
+/** How far a derived table has folded the events in: every event id up to `through` is counted. */
+export interface FoldStateTable {
+  name: string;
+  through: Counter;
 }
 
 type Counter = ColumnType<number | string, number, number>;
@@ -48,6 +59,8 @@ export interface ClientsTable {
   /** Bumped on every reset; tokens carry the version they were issued under. */
   secret_version: number;
   created_at: string;
+  /** When a token was last issued to the client, to the minute (migration 011); NULL if never. */
+  last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -92,57 +105,53 @@ export interface EventsTable {
   received_at: string;
 }
 
-/** Aggregates are kept per scope: an account id, or the shared data set (SHARED_SCOPE). */
-export interface NumberStatsTable {
+/**
+ * Aggregates are kept per scope: an account id, or the shared data set (SHARED_SCOPE). One row
+ * per scope and key, its named counts inside as JSON objects of at most KEPT_NAMES names
+ * (src/domain/kept-counts.ts).
+ */
+export interface NumberAggregatesTable {
   scope: string;
   number_key: string;
   seen_count: Counter;
   first_seen: string;
   last_seen: string;
   source_ip_count: Counter;
+  /** `{"INVITE":3,…}` */
+  sip_methods: string;
+  /** Written forms and how often each was seen: `{"0046…":2,"+46…":1}` */
+  forms: string;
+  /** Honeypot nodes (created_by_node_id) and their events (migration 013). */
+  nodes: ColumnType<string, string | undefined, string>;
 }
 
-export interface NumberMethodsTable {
-  scope: string;
-  number_key: string;
-  sip_method: string;
-  count: Counter;
-}
-
-export interface NumberFormsTable {
-  scope: string;
-  number_key: string;
-  written: string;
-  count: Counter;
-}
-
-export interface NumberSourcesTable {
-  scope: string;
-  number_key: string;
-  source_ip: string;
-}
-
-export interface IpStatsTable {
+export interface IpAggregatesTable {
   scope: string;
   source_ip: string;
   seen_count: Counter;
   first_seen: string;
   last_seen: string;
   called_number_count: Counter;
+  /** User agents (their first USER_AGENT_KEPT_CHARACTERS characters) and counts. */
+  user_agents: string;
+  /** `{"UDP":4,…}` */
+  transports: string;
+  /** Honeypot nodes (created_by_node_id) and their events (migration 013). */
+  nodes: ColumnType<string, string | undefined, string>;
 }
 
-export interface IpUserAgentsTable {
+/** The SHA-256 (lower-case hex) of each number key per scope, for range lookups (docs/api.md §13). */
+export interface NumberHashesTable {
   scope: string;
-  source_ip: string;
-  user_agent: string;
-  count: Counter;
+  number_hash: string;
+  number_key: string;
 }
 
-export interface IpTransportsTable {
+/** Distinct (scope, number, source address) triples, for exact distinct counts. */
+export interface NumberSourcesTable {
   scope: string;
+  number_key: string;
   source_ip: string;
-  transport: string;
-  count: Counter;
 }
 
 export interface IpNumbersTable {
@@ -150,9 +159,6 @@ export interface IpNumbersTable {
   source_ip: string;
   number_key: string;
 }
-
-
-
 
 export interface PlansTable {
   name: string;
@@ -178,7 +184,10 @@ export interface AuditLogTable {
   detail: string | null;
 }
 
-/** Every (account, uuid) stored, for replay and conflict detection across all partitions. */
+/**
+ * Every (account, uuid) stored, for replay and conflict detection across all partitions: on
+ * PostgreSQL only, whose partitioned events table cannot hold that unique key itself.
+ */
 export interface EventIdsTable {
   account_id: string;
   event_uuid: string;
@@ -203,4 +212,99 @@ export interface IngestUrlsTable {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+}
+
+/** Dashboard users (migration 011); operators have no account. */
+export interface UsersTable {
+  user_id: string;
+  account_id: string | null;
+  /** Lower-cased, unique. */
+  email: string;
+  role: string;
+  /** `scrypt$N$r$p$salt$key` (src/domain/passwords.ts); NULL until an invitation is used. */
+  password_hash: string | null;
+  disabled: Flag;
+  created_at: string;
+}
+
+/** One-time links to set a password; only the token's SHA-256 hash is stored. */
+export interface UserInvitationsTable {
+  token_hash: string;
+  user_id: string;
+  purpose: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Dashboard sessions by the SHA-256 hash of their id (src/domain/sessions.ts). */
+export interface UserSessionsTable {
+  id_hash: string;
+  user_id: string;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+/** Where an account's alerts go (docs/api.md §12). */
+export interface IntegrationsTable {
+  id: string;
+  account_id: string;
+  /** `webhook`, `slack` or `email`. */
+  kind: string;
+  name: string;
+  /** The URL, or the email address. */
+  target: string;
+  /** A webhook's signing secret, sealed with the key secret; NULL for other kinds. */
+  secret: string | null;
+  /** Space-separated alert types. */
+  alert_types: string;
+  created_at: string;
+  /** When the owner confirmed an email address; set at creation for the other kinds. */
+  confirmed_at: string | null;
+  /** SHA-256 (hex) of the confirmation token while one is outstanding. */
+  confirm_hash: string | null;
+  confirm_expires_at: string | null;
+}
+
+/** The outbox's first stage: one row per alert (src/store/alert-outbox.ts). */
+export interface AlertsTable {
+  id: string;
+  account_id: string;
+  type: string;
+  subject: string;
+  dedup_key: string;
+  /** JSON: the payload's `data`. */
+  data: string;
+  created_at: string;
+  integration_id: string | null;
+  state: string;
+  claimed_until: string | null;
+}
+
+/** The outbox's second stage: one alert to one integration. */
+export interface AlertDeliveriesTable {
+  id: string;
+  alert_id: string;
+  integration_id: string;
+  account_id: string;
+  /** `pending`, `delivered` or `failed` (given up). */
+  status: string;
+  attempts: number;
+  next_attempt_at: string;
+  claimed_until: string | null;
+  created_at: string;
+}
+
+/** One delivery attempt, as the owner's delivery log shows it. */
+export interface DeliveryAttemptsTable {
+  id: Generated<number>;
+  delivery_id: string;
+  integration_id: string;
+  attempt: number;
+  at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  outcome: string;
 }

@@ -1,19 +1,21 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase } from './database.ts';
+import { sql } from 'kysely';
+import { foldStep, type FoldResult } from './aggregate-fold.ts';
+import { openDatabase, type Database } from './database.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
  * ingest groups, so that the B-tree work, the WAL writes and the fsync of every commit happen
- * off the thread that answers HTTP. One request at a time, in arrival order.
+ * off the thread that answers HTTP; and folds stored events into the lookup aggregates
+ * (src/store/aggregate-fold.ts) between ingests, as the store's one writer. One request at a
+ * time, in arrival order: a fold asked for after an ingest was answered counts its events.
  */
-export interface IngestRequest {
-  id: number;
-  groups: IngestGroup[];
-}
+export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number };
 
-export type IngestReply =
+export type WriterReply =
   | { id: number; outcomes: Awaited<ReturnType<SqlEventsRepository['ingestGroups']>> }
+  | { id: number; folded: FoldResult }
   | { id: number; error: { message: string; code: string | undefined } };
 
 const { databaseUrl, sqliteCacheMiB } = workerData as { databaseUrl: string; sqliteCacheMiB: number };
@@ -24,15 +26,15 @@ try {
   const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
   let queue = Promise.resolve();
-  port.on('message', (message: IngestRequest | 'close') => {
+  port.on('message', (message: WriterRequest | 'close') => {
     if (message === 'close') {
       queue = queue.then(() => database.close()).then(() => port.close());
       return;
     }
     queue = queue.then(async () => {
-      let reply: IngestReply;
+      let reply: WriterReply;
       try {
-        reply = { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
+        reply = 'fold' in message ? { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold)) } : { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
       } catch (err) {
         reply = { id: message.id, error: describe(err) };
       }
@@ -42,6 +44,21 @@ try {
   port.postMessage('ready');
 } catch (err) {
   port.postMessage({ failed: describe(err) });
+}
+
+/**
+ * Runs a fold step without an fsync of its own: its commit holds derived data only, and a
+ * crash that loses it loses the fold's position with it, so the step is done again. The next
+ * intake commit (synchronous=FULL) makes it durable with its own fsync; WAL frames are written
+ * in order, so no later commit survives one lost before it.
+ */
+async function relaxed<T>(database: Database, fn: () => Promise<T>): Promise<T> {
+  await sql`PRAGMA synchronous = NORMAL`.execute(database.db);
+  try {
+    return await fn();
+  } finally {
+    await sql`PRAGMA synchronous = FULL`.execute(database.db);
+  }
 }
 
 /** What crosses to the main thread of an error: structured cloning keeps no `code`. */

@@ -3,11 +3,12 @@ import type { Logger } from 'pino';
 import type { IngestOutcome } from '../domain/events.ts';
 import type { IngestGroup } from './events-repository.ts';
 import type { GroupWriter } from './group-commit.ts';
-import type { IngestReply } from './writer-thread-worker.ts';
+import type { WriterReply, WriterRequest } from './writer-thread-worker.ts';
+import type { FoldResult } from './aggregate-fold.ts';
 import { WRITER_DOWN } from './store-errors.ts';
 
 interface Pending {
-  resolve(outcomes: IngestOutcome[][]): void;
+  resolve(reply: WriterReply): void;
   reject(error: Error): void;
 }
 
@@ -37,13 +38,25 @@ export class WriterThread implements GroupWriter {
   }
 
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
+    const reply = await this.request((id) => ({ id, groups: groups.map(({ owner, events }) => ({ owner, events })) }));
+    return 'outcomes' in reply ? reply.outcomes : [];
+  }
+
+  /** One step of the aggregate fold (at most `chunk` events), on the thread, after the ingests sent before it. */
+  async foldStep(chunk: number): Promise<FoldResult> {
+    const reply = await this.request((id) => ({ id, fold: chunk }));
+    if (!('folded' in reply)) throw new Error('the writer thread answered a fold with something else');
+    return reply.folded;
+  }
+
+  private async request(message: (id: number) => WriterRequest): Promise<WriterReply> {
     const worker = await this.worker();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // Only while it holds requests may the thread keep the process alive.
       worker.ref();
-      worker.postMessage({ id, groups: groups.map(({ owner, events }) => ({ owner, events })) });
+      worker.postMessage(message(id));
     });
   }
 
@@ -73,7 +86,7 @@ export class WriterThread implements GroupWriter {
       });
       worker.unref();
       let ready = false;
-      worker.on('message', (message: IngestReply | 'ready' | { failed: { message: string } }) => {
+      worker.on('message', (message: WriterReply | 'ready' | { failed: { message: string } }) => {
         if (message === 'ready') {
           ready = true;
           resolve(worker);
@@ -101,13 +114,13 @@ export class WriterThread implements GroupWriter {
     });
   }
 
-  private settle(worker: Worker, reply: IngestReply) {
+  private settle(worker: Worker, reply: WriterReply) {
     const pending = this.pending.get(reply.id);
     if (!pending) return;
     this.pending.delete(reply.id);
     if (this.pending.size === 0) worker.unref();
-    if ('outcomes' in reply) pending.resolve(reply.outcomes);
-    else pending.reject(storeError(reply.error.message, reply.error.code));
+    if ('error' in reply) pending.reject(storeError(reply.error.message, reply.error.code));
+    else pending.resolve(reply);
   }
 }
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,12 +5,12 @@ import SQLiteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sentryPeerLogLines } from '../../bench/sentrypeer-log.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { aggregateSnapshot } from '../support/aggregates.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { spawnCli, type CliRun } from '../support/server-process.ts';
 
-const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
 const FIXTURE = new URL('../fixtures/sentrypeer_json.log', import.meta.url).pathname;
 const FIXTURE_LINES = readFileSync(FIXTURE, 'utf8').trimEnd().split('\n');
-const AGGREGATE_TABLES = ['number_stats', 'number_methods', 'number_forms', 'number_sources', 'ip_stats', 'ip_user_agents', 'ip_transports', 'ip_numbers'] as const;
 
 /** SentryPeer's own table, as the node (4.0.6, and every version since the table was introduced) creates it, with the indexes it adds. */
 const HONEY_SCHEMA = `
@@ -47,27 +46,13 @@ function sentryPeerDatabase(path: string, events: Event[]): void {
   db.close();
 }
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 describe('tollwatch import: SentryPeer logs and databases straight into the store (docs/operations.md)', () => {
   let h: Harness;
   let dir: string;
 
   /** The real executable on the harness's store, as an operator runs it; asynchronously, so the harness keeps serving. */
-  function tollwatch(...args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: h.config.databaseUrl, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-      child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-      child.on('error', reject);
-      child.on('close', (status) => resolve({ status, stdout, stderr }));
-    });
+  function tollwatch(...args: string[]): Promise<CliRun> {
+    return spawnCli({ DATABASE_URL: h.config.databaseUrl }, ...args);
   }
 
   async function importJson(...args: string[]): Promise<Record<string, unknown>> {
@@ -220,17 +205,10 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
     const posted = await owner.api('/api/events', { method: 'POST', headers: { 'content-type': 'application/json' }, body: readFileSync(log, 'utf8').split('\n')[0]! });
     expect(posted.status).toBe(200);
 
-    const snapshot = async () => {
-      const out: Record<string, string[]> = {};
-      for (const table of AGGREGATE_TABLES) {
-        const rows = (await h.services.database.db.selectFrom(table).selectAll().execute()) as Array<Record<string, unknown>>;
-        out[table] = rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v])))).sort();
-      }
-      return out;
-    };
+    const snapshot = () => aggregateSnapshot(h.services.database.db);
     const kept = await snapshot();
-    expect(kept.number_stats!.length).toBeGreaterThan(0);
-    await rebuildAggregates(h.services.database.db);
+    expect(kept.number_aggregates!.length).toBeGreaterThan(0);
+    await rebuildAggregates(h.services.database.db, h.services.database.caps);
     expect(await snapshot()).toEqual(kept);
   });
 });

@@ -20,6 +20,8 @@ describe('lookups (docs/api.md §7)', () => {
       sampleEvent({ called_number: '+448712345678', source_ip: '203.0.113.9' }),
     ];
     for (const event of events) expect((await postEvent(fleet, event)).status).toBe(201);
+    // The caller reads what another account stored: once folded in (docs/api.md §7).
+    await h.settled();
   });
   afterAll(() => h.close());
 
@@ -110,7 +112,7 @@ describe('lookups (docs/api.md §7)', () => {
     const rebuild = h.services.database.db
       .transaction()
       .execute(async (trx) => {
-        await trx.deleteFrom('number_stats').execute();
+        await trx.deleteFrom('number_aggregates').execute();
         emptied();
         await held;
         throw new Error('rolled back on purpose');

@@ -127,6 +127,7 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_token_refusals_total: 'counter',
       tollwatch_rate_limited_total: 'counter',
       tollwatch_store_up: 'gauge',
+      tollwatch_fold_backlog_events: 'gauge',
     });
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds', 'nodejs_heap_size_used_bytes']) {
       expect(types.has(name), name).toBe(true);
@@ -274,6 +275,8 @@ describe('GET /metrics: what moves when requests are made', () => {
     const now = await scrape(h.url);
     expect(now.value('tollwatch_store_up')).toBe(1);
     expect(now.types.has('tollwatch_coordination_up')).toBe(false);
+    // An idle server has folded everything it stored.
+    expect(now.value('tollwatch_fold_backlog_events')).toBe(0);
   });
 });
 

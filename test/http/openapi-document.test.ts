@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnswerConformance } from '../support/openapi-conformance.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
+/** The dashboard's pages, served at / beside the API (src/web/). */
+const DASHBOARD_PAGES = /^\/($|static\/|sign-|invitations\/|overview|events|export\/|nodes|lookup|settings\/|operator\/)/;
+
 type Doc = { paths: Record<string, Record<string, any>>; components: Record<string, any>; info: Record<string, any> };
 
 describe('the OpenAPI document (docs/api.md §1)', () => {
@@ -26,13 +29,15 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
   it('describes every route the server registered, and nothing else', () => {
     const routes = new Set<string>();
     // The routes as Fastify keeps them: every method and URL; the undocumented ones by name.
-    const hidden = new Set(['/healthz', '/readyz', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api', '/problems', '/api/openapi.json', '/metrics']);
+    const hidden = new Set(['/healthz', '/readyz', '/.well-known/jwks.json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api', '/problems', '/api/openapi.json', '/metrics', '/integrations/confirm/:token']);
     for (const route of registeredRoutes(h.app)) {
-      if (route.method === 'HEAD' || hidden.has(route.url) || route.url.startsWith('/docs')) continue;
+      if (route.method === 'HEAD' || hidden.has(route.url) || route.url.startsWith('/docs') || DASHBOARD_PAGES.test(route.url)) continue;
       routes.add(`${route.method.toLowerCase()} ${route.url.replace(/:(\w+)/g, '{$1}')}`);
     }
     const documented = new Set(operations().map(({ path, method }) => `${method} ${path}`));
     expect([...documented].sort()).toEqual([...routes].sort());
+    // The dashboard's pages (docs/dashboard.md) are HTML, not API: none is in the document.
+    expect([...documented].filter((operation) => DASHBOARD_PAGES.test(operation.split(' ')[1]!))).toEqual([]);
   });
 
   it('names every operation, once, and gives each the security its permission asks for', () => {
@@ -42,7 +47,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     for (const { path, operation } of operations()) {
       // Client credentials, or an ingest URL's secret, are these operations' own authentication.
       if (path === '/oauth/token' || path === '/ingest/{secret}') expect(operation.security).toEqual([]);
-      else expect(operation.security).toEqual([{ oauth2: [expect.stringMatching(/^(read|write):/)] }, { bearer: [] }, { basic: [] }]);
+      else expect(operation.security).toEqual([{ oauth2: [expect.stringMatching(/^(read|write|manage):/)] }, { bearer: [] }, { basic: [] }]);
     }
   });
 
@@ -53,7 +58,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
       flows: {
         clientCredentials: {
           tokenUrl: 'http://tollwatch.test/oauth/token',
-          scopes: { 'write:events': expect.any(String), 'read:events': expect.any(String), 'read:phone-numbers': expect.any(String), 'read:ip-addresses': expect.any(String) },
+          scopes: { 'write:events': expect.any(String), 'read:events': expect.any(String), 'read:phone-numbers': expect.any(String), 'read:ip-addresses': expect.any(String), 'manage:integrations': expect.any(String) },
         },
       },
     });

@@ -63,6 +63,8 @@ describe('cross-account isolation, as a property', () => {
           expect(res.status).toBe(201);
           submitted.push({ by, uuid, number, ip: e.ip, method: e.method });
         }
+        // Accounts read each other's shared events once folded in (docs/api.md §7).
+        await h.settled();
 
         for (const [index, viewer] of accounts.entries()) {
           const visible = submitted.filter((s) => s.by === index || trusted[s.by]);

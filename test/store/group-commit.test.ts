@@ -42,7 +42,7 @@ describe('group commit', () => {
 
   it('with one commit in flight, gathers what arrives meanwhile into the next group', async () => {
     const writer = new RecordingWriter();
-    const commit = new GroupCommit(unusedReader, writer, 1);
+    const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1 });
     const first = commit.ingest(owner('a'), [event('1')]);
     await new Promise((resolve) => setImmediate(resolve));
     const later = [2, 3, 4].map((n) => commit.ingest(owner('a'), [event(String(n))]));

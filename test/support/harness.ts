@@ -16,6 +16,12 @@ export interface Harness {
   conformance: AnswerConformance;
   /** Creates an account and a client; `permissions` default as the CLI's. */
   account(options?: { plan?: string; trusted?: boolean; permissions?: string[] }): Promise<TestAccount>;
+  /**
+   * Folds every stored event into the lookup aggregates. Lookups see their own account's events
+   * at once; another account's within the fold's bound (docs/api.md §7): a test looking up what
+   * a different account stored waits here instead of racing the fold.
+   */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -55,6 +61,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
   const app = await buildApp(services);
   // PORT 0 (the default here) takes any free port; a test that must know it first passes one.
   await app.listen({ port: config.port, host: '127.0.0.1' });
+  services.aggregateFolder.start();
   // Every answer is held against the OpenAPI document the server publishes (docs/api.md §1).
   const conformance = AnswerConformance.attach(app, app.server);
   const address = app.server.address();
@@ -106,6 +113,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
       };
     },
     conformance,
+    settled: () => services.aggregateFolder.settle(),
     async close() {
       await app.close();
       await services.close();
@@ -117,6 +125,22 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
       }
     },
   };
+}
+
+/**
+ * How long after its 201 an event is counted by lookups on every instance (docs/api.md §7):
+ * the fold's turn, a fold, and a cached answer's life.
+ */
+export const LOOKUP_VISIBILITY_MS = 1000;
+
+/** Asks `probe` until it answers true or `ms` have passed; its last answer. */
+export async function within(ms: number, probe: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** A plan without practical limits, for tests that send thousands of requests. */

@@ -63,6 +63,29 @@ export function cli(databaseUrl: string, ...args: string[]): Record<string, any>
   return JSON.parse(run.stdout) as Record<string, any>;
 }
 
+/** What a CLI run left: its exit status and its two streams. */
+export interface CliRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the `tollwatch` executable with extra environment, asynchronously: for tests whose harness,
+ * serving in the test's own process, must keep answering while the CLI runs.
+ */
+export function spawnCli(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [`${ROOT}bin/tollwatch.js`, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** A contributor account and a fresh token on a running server. */
 export async function contributorToken(server: ServerProcess, databaseUrl: string): Promise<string> {
   const account = cli(databaseUrl, 'accounts', 'create', '--name', 'fault test', '--plan', 'contributor');

@@ -352,6 +352,391 @@ export interface Operations {
     };
   };
   /**
+   * GET /api/phone-numbers/range/{prefix}
+   */
+  lookupPhoneNumberRange: {
+    path: {
+      /**
+       * The first 5 hex digits of the SHA-256, any case
+       */
+      prefix: string;
+    };
+    responses: {
+      '200': {
+        /**
+         * The prefix asked, lower case
+         */
+        prefix: string;
+        /**
+         * Every number of the range the caller may see, padded with random suffixes to 32 entries (or the next power of two, at most 4096 real ones), in suffix order
+         */
+        entries: {
+          /**
+           * The last 59 hex digits of a SHA-256, lower case
+           */
+          suffix: string;
+          /**
+           * Events naming the number; 0 marks padding, which clients ignore
+           */
+          seen_count: number;
+          /**
+           * The number’s score (docs/scoring.md); 0 for padding
+           */
+          score: number;
+        }[];
+      };
+      '400': Problem;
+      '401': Problem;
+      '403': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/feeds/ip-addresses
+   */
+  ipAddressFeed: {
+    query: {
+      /**
+       * Only entries scoring at least this (docs/scoring.md)
+       */
+      min_score?: number;
+      /**
+       * Only entries last seen at or after this instant. `YYYY-MM-DD HH:MM:SS` (UTC) or RFC 3339, with 0-9 fractional digits; the date must exist, and be in 1970 or later in UTC
+       */
+      since?: string;
+      /**
+       * Overrides Accept: text, csv, json or stix (a STIX 2.1 bundle)
+       */
+      format?: 'text' | 'csv' | 'json' | 'stix';
+    };
+    responses: {
+      '200': {
+        kind: string;
+        /**
+         * The instant scores were computed at: the start of the hour
+         */
+        scored_at: string;
+        /**
+         * @maxItems 100000
+         */
+        entries: {
+          /**
+           * Canonical address
+           */
+          ip_address: string;
+          score: number;
+          seen_count: number;
+          first_seen: string;
+          last_seen: string;
+        }[];
+      };
+      /**
+       * Not modified: the If-None-Match tag is still this answer’s
+       */
+      '304': {
+        [k: string]: unknown | undefined;
+      };
+      '401': Problem;
+      '403': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/feeds/phone-numbers
+   */
+  phoneNumberFeed: {
+    query: {
+      /**
+       * Only entries scoring at least this (docs/scoring.md)
+       */
+      min_score?: number;
+      /**
+       * Only entries last seen at or after this instant. `YYYY-MM-DD HH:MM:SS` (UTC) or RFC 3339, with 0-9 fractional digits; the date must exist, and be in 1970 or later in UTC
+       */
+      since?: string;
+      /**
+       * Overrides Accept: text, csv, json or stix (a STIX 2.1 bundle)
+       */
+      format?: 'text' | 'csv' | 'json' | 'stix';
+    };
+    responses: {
+      '200': {
+        kind: string;
+        /**
+         * The instant scores were computed at: the start of the hour
+         */
+        scored_at: string;
+        /**
+         * @maxItems 100000
+         */
+        entries: {
+          /**
+           * The number key: E.164 `+…` for international forms
+           */
+          phone_number: string;
+          score: number;
+          seen_count: number;
+          first_seen: string;
+          last_seen: string;
+        }[];
+      };
+      /**
+       * Not modified: the If-None-Match tag is still this answer’s
+       */
+      '304': {
+        [k: string]: unknown | undefined;
+      };
+      '401': Problem;
+      '403': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * POST /api/integrations
+   */
+  createIntegration: {
+    requestBody: {
+      kind: 'webhook' | 'slack' | 'email';
+      /**
+       * A label; the kind when absent
+       */
+      name?: string;
+      /**
+       * For `webhook` and `slack` (required there): an https: URL whose host resolves only to public addresses
+       */
+      url?: string;
+      /**
+       * For `email` (required there)
+       */
+      email?: string;
+      /**
+       * The alert types it receives
+       *
+       * @minItems 1
+       */
+      alert_types?: [
+        'lookup.matched' | 'number.first_seen' | 'node.silent',
+        ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+      ];
+    };
+    responses: {
+      '201': {
+        id: string;
+        kind: 'webhook' | 'slack' | 'email';
+        name: string;
+        /**
+         * The webhook's URL; a Slack URL shortened to its origin, since its path is a credential
+         */
+        url?: string;
+        /**
+         * The address of an email integration
+         */
+        email?: string;
+        /**
+         * The alert types it receives
+         *
+         * @minItems 1
+         */
+        alert_types: [
+          'lookup.matched' | 'number.first_seen' | 'node.silent',
+          ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+        ];
+        /**
+         * An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before
+         */
+        status: 'active' | 'pending_confirmation';
+        created_at: string;
+        confirmed_at: string | null;
+        /**
+         * A webhook’s signing secret (Standard Webhooks); shown only here
+         */
+        secret?: string;
+      };
+      '400': Problem;
+      '401': Problem;
+      '403': Problem;
+      '409': Problem;
+      '415': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '502': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/integrations
+   */
+  listIntegrations: {
+    responses: {
+      '200': {
+        integrations: Integration[];
+      };
+      '401': Problem;
+      '403': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/integrations/{id}
+   */
+  getIntegration: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    responses: {
+      '200': Integration;
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * PATCH /api/integrations/{id}
+   */
+  updateIntegration: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    requestBody: {
+      name?: string;
+      /**
+       * The alert types it receives
+       *
+       * @minItems 1
+       */
+      alert_types?: [
+        'lookup.matched' | 'number.first_seen' | 'node.silent',
+        ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+      ];
+    };
+    responses: {
+      '200': Integration;
+      '400': Problem;
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '415': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * DELETE /api/integrations/{id}
+   */
+  deleteIntegration: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    responses: {
+      '204': null;
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * POST /api/integrations/{id}/test
+   */
+  testIntegration: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    responses: {
+      '202': {
+        alert_id: string;
+      };
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/integrations/{id}/deliveries
+   */
+  listIntegrationDeliveries: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    query: {
+      /**
+       * Attempts to list
+       */
+      limit?: number;
+    };
+    responses: {
+      '200': {
+        attempts: {
+          delivery_id: string;
+          /**
+           * The `webhook-id` of the alert: the same on every attempt
+           */
+          alert_id: string;
+          alert_type: string;
+          attempt: number;
+          at: string;
+          duration_ms: number;
+          /**
+           * The receiver's HTTP status; null for mail, or when no answer came
+           */
+          status_code: number | null;
+          /**
+           * Why the attempt failed; null when it succeeded
+           */
+          error: string | null;
+          /**
+           * `retrying`: another attempt is due; `failed`: given up
+           */
+          outcome: 'delivered' | 'retrying' | 'failed';
+        }[];
+      };
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
    * POST /ingest/{secret}
    */
   submitEventThroughIngestUrl: {
@@ -466,17 +851,20 @@ export interface Problem {
     | 'invalid_json'
     | 'invalid_phone_number'
     | 'invalid_ip_address'
+    | 'invalid_range_prefix'
     | 'invalid_token'
     | 'insufficient_scope'
     | 'plan_not_allowed'
     | 'not_found'
     | 'method_not_allowed'
     | 'duplicate_event'
+    | 'email_not_configured'
     | 'limit_reached'
     | 'payload_too_large'
     | 'unsupported_media_type'
     | 'validation_failed'
     | 'rate_limited'
+    | 'mail_unavailable'
     | 'unavailable'
     | 'server_error';
   /**
@@ -578,6 +966,14 @@ export interface PhoneNumberFound {
    */
   last_seen: string;
   /**
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   */
+  score: number;
+  /**
+   * The facts behind the score, strongest evidence first
+   */
+  reasons: string[];
+  /**
    * Distinct source addresses that dialled it
    */
   source_ip_count: number;
@@ -641,6 +1037,14 @@ export interface IpAddressFound {
    */
   last_seen: string;
   /**
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   */
+  score: number;
+  /**
+   * The facts behind the score, strongest evidence first
+   */
+  reasons: string[];
+  /**
    * Distinct numbers it dialled
    */
   called_number_count: number;
@@ -681,4 +1085,36 @@ export interface BulkItemError {
   input: string | number | boolean | null;
   error: 'invalid_phone_number' | 'invalid_ip_address';
   message: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "Integration".
+ */
+export interface Integration {
+  id: string;
+  kind: 'webhook' | 'slack' | 'email';
+  name: string;
+  /**
+   * The webhook's URL; a Slack URL shortened to its origin, since its path is a credential
+   */
+  url?: string;
+  /**
+   * The address of an email integration
+   */
+  email?: string;
+  /**
+   * The alert types it receives
+   *
+   * @minItems 1
+   */
+  alert_types: [
+    'lookup.matched' | 'number.first_seen' | 'node.silent',
+    ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+  ];
+  /**
+   * An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before
+   */
+  status: 'active' | 'pending_confirmation';
+  created_at: string;
+  confirmed_at: string | null;
 }

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import SQLiteDatabase from 'better-sqlite3';
+import { openDatabase } from '../src/store/database.ts';
+import { ROOT } from './support.ts';
+
+/**
+ * `npx node bench/store-ceiling.ts [--events 200000] [--per-commit 1000]`: what the store alone
+ * can take on this machine, the ceiling under intake and import. A minimal program, no HTTP, no
+ * validation, no aggregates: pre-built event rows of the benchmark's shape (random v4 uuids,
+ * 200,000 numbers, 250 addresses, a 60-byte SIP message) inserted with one prepared statement
+ * into a fresh store made by Tollwatch's own migrations, in transactions of `--per-commit`
+ * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run three ways:
+ * the events table with every index intake keeps; with only its unique (account, uuid) index;
+ * and the same rows into a table with no index at all. Prints rows/s for each.
+ */
+const { values } = parseArgs({ options: { events: { type: 'string', default: '200000' }, 'per-commit': { type: 'string', default: '1000' } } });
+const events = Number(values.events);
+const perCommit = Number(values['per-commit']);
+
+const dir = mkdtempSync(join(ROOT, 'bench/.data/ceiling-'));
+try {
+  const path = join(dir, 'store.db');
+  // The real schema, pragmas and page size, from the real migrations.
+  const database = await openDatabase(`sqlite:${path}`);
+  const accountId = randomUUID();
+  await database.db.insertInto('accounts').values({ account_id: accountId, name: 'ceiling', plan: 'contributor', trusted: 0, disabled: 0, created_at: new Date().toISOString() }).execute();
+  await database.close();
+
+  const rows = Array.from({ length: events }, (_, i) => {
+    const number = `+46${String(700_000_000 + ((i * 7919) % 200_000))}`;
+    return {
+      account_id: accountId,
+      event_uuid: randomUUID(),
+      app_name: 'sentrypeer',
+      app_version: '4.0.6',
+      event_timestamp: '2026-11-20 10:00:00.123456',
+      created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
+      collected_method: 'responsive',
+      transport_type: 'UDP',
+      source_ip: `198.51.100.${i % 250}`,
+      destination_ip: '192.0.2.1',
+      called_number: number,
+      sip_method: 'INVITE',
+      sip_user_agent: 'friendly-scanner',
+      sip_message: 'INVITE sip:100@192.0.2.1 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
+      event_time: `2026-11-20T10:00:00.${String(i % 1e9).padStart(9, '0')}Z`,
+      number_key: number,
+      number_written: number,
+      content_hash: randomUUID().replaceAll('-', ''),
+      received_at: new Date().toISOString(),
+    };
+  });
+  const columns = Object.keys(rows[0]!);
+
+  const native = new SQLiteDatabase(path);
+  native.pragma('journal_mode = WAL');
+  native.pragma('synchronous = FULL');
+  native.pragma('wal_autocheckpoint = 16384');
+  const run = (label: string, table: string) => {
+    const insert = native.prepare(`insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`);
+    const commit = native.transaction((batch: typeof rows) => {
+      for (const row of batch) insert.run(row);
+    });
+    const started = performance.now();
+    for (let i = 0; i < rows.length; i += perCommit) commit(rows.slice(i, i + perCommit));
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`${label.padEnd(52)} ${Math.round(rows.length / seconds).toLocaleString('en').padStart(9)} rows/s`);
+  };
+  run('events, every index intake keeps', 'events');
+  for (const { name } of native.prepare(`select name from sqlite_master where type = 'index' and tbl_name = 'events' and sql is not null`).all() as Array<{ name: string }>) {
+    native.exec(`drop index ${name}`);
+  }
+  native.exec('delete from events');
+  for (const row of rows) row.event_uuid = randomUUID();
+  run('events, only the unique (account, uuid) index', 'events');
+  native.exec(`create table bare as select * from events where 0`);
+  run('the same rows, a table with no index', 'bare');
+  native.close();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

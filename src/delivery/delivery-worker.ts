@@ -1,0 +1,172 @@
+import type { Logger } from 'pino';
+import { TEST_ALERT, type NewAlert } from '../domain/alerts.ts';
+import type { ClaimedAlert, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import { send, type Senders } from './senders.ts';
+
+/** How the outbox is worked (docs/operations.md, "Alerts"); tests shorten the times. */
+export interface DeliverySettings {
+  /** How often the worker looks for work. */
+  pollMs: number;
+  /** Alerts fanned out, and deliveries attempted, per look. */
+  batch: number;
+  /** How long a claim holds a row; a worker that died holding one lets it go after this. */
+  leaseMs: number;
+  /** Attempts before a delivery is given up (`failed`). */
+  maxAttempts: number;
+  /** The first retry's delay; each later one doubles it, up to `retryMaxMs`, with jitter. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** At most this many alerts per subject (a number, an address, a node) within `throttleWindowMs`; the rest are suppressed. */
+  throttlePerSubject: number;
+  throttleWindowMs: number;
+  /** At most this many alerts per account within an hour, whatever their subjects (an import of a year of events, say); the rest are suppressed. */
+  throttlePerAccountHour: number;
+  /** A node with no event for this long is silent. */
+  silentAfterMs: number;
+  /** How often silence is checked. */
+  silentCheckMs: number;
+  /** Nodes quiet for longer than this beyond `silentAfterMs` are forgotten, not alerted. */
+  silentLookbackMs: number;
+  /** Closed alerts and the delivery log are kept this long. */
+  retentionMs: number;
+}
+
+const PRUNE_EVERY_MS = 3600_000;
+
+/**
+ * Works the outbox (docs/guarantees.md, "Alerts"): fans new alerts out to the subscribed,
+ * confirmed integrations (suppressing a subject's alerts beyond its throttle), attempts due
+ * deliveries and records every attempt, retrying with exponential backoff and jitter until
+ * `maxAttempts`, and writes `node.silent` alerts. One per serving process; rows are leased,
+ * so several processes on one store never attempt the same delivery at once, and a lease
+ * left by a process that died runs out and the row is taken again: at least once.
+ */
+export class DeliveryWorker {
+  private readonly outbox: OutboxStore;
+  private readonly senders: Senders;
+  private readonly settings: DeliverySettings;
+  private readonly log: Logger | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private current: Promise<void> = Promise.resolve();
+  private lastSilentCheck = 0;
+  private lastPrune = 0;
+
+  constructor(outbox: OutboxStore, senders: Senders, settings: DeliverySettings, log?: Logger) {
+    this.outbox = outbox;
+    this.senders = senders;
+    this.settings = settings;
+    this.log = log;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops looking for work and waits for the attempt in progress, whose outcome is recorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.current;
+  }
+
+  /** One pass over the outbox; what the timer runs. */
+  async tick(now = new Date()): Promise<void> {
+    await this.fanOut(now);
+    await this.deliver(now);
+    if (now.getTime() - this.lastSilentCheck >= this.settings.silentCheckMs) {
+      this.lastSilentCheck = now.getTime();
+      await this.checkSilentNodes(now);
+    }
+    if (now.getTime() - this.lastPrune >= PRUNE_EVERY_MS) {
+      this.lastPrune = now.getTime();
+      await this.outbox.prune(new Date(now.getTime() - this.settings.retentionMs).toISOString());
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.current = this.tick()
+        .catch((err) => this.log?.warn({ err }, 'alert delivery pass failed'))
+        .finally(() => {
+          if (this.running) this.schedule(this.settings.pollMs);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async fanOut(now: Date): Promise<void> {
+    const alerts = await this.outbox.claimAlerts(this.settings.batch, now.toISOString(), this.leaseEnd(now));
+    for (const alert of alerts) {
+      const suppressed = alert.type !== TEST_ALERT && (await this.throttled(alert, now));
+      const recipients = suppressed ? [] : await this.outbox.recipients(alert);
+      await this.outbox.fanOut(alert.id, recipients, suppressed, now.toISOString());
+    }
+  }
+
+  private async throttled(alert: ClaimedAlert, now: Date): Promise<boolean> {
+    const since = new Date(now.getTime() - this.settings.throttleWindowMs).toISOString();
+    if ((await this.outbox.recentAlerts(alert.accountId, alert.subject, since)) >= this.settings.throttlePerSubject) return true;
+    const hourAgo = new Date(now.getTime() - 3600_000).toISOString();
+    return (await this.outbox.recentAlerts(alert.accountId, undefined, hourAgo)) >= this.settings.throttlePerAccountHour;
+  }
+
+  private async deliver(now: Date): Promise<void> {
+    const due = await this.outbox.claimDeliveries(this.settings.batch, now.toISOString(), this.leaseEnd(now));
+    await Promise.all(due.map((delivery) => this.attempt(delivery)));
+  }
+
+  private async attempt(delivery: DueDelivery): Promise<void> {
+    const at = new Date();
+    if (!delivery.integration) {
+      await this.outbox.recordAttempt(delivery, { at: at.toISOString(), durationMs: 0, statusCode: null, error: 'the integration was deleted', outcome: 'failed' });
+      return;
+    }
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      const result = await send(this.senders, delivery, at);
+      statusCode = result.statusCode;
+      if (!result.ok) error = `answered ${result.statusCode}`;
+    } catch (err) {
+      // The owner reads this in the delivery log: the cause, never a stack.
+      error = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 500);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const attempts = delivery.attempts + 1;
+    const outcome = error === null ? 'delivered' : attempts >= this.settings.maxAttempts ? 'failed' : 'retrying';
+    const nextAttemptAt = outcome === 'retrying' ? new Date(Date.now() + this.backoff(attempts)).toISOString() : undefined;
+    await this.outbox.recordAttempt(delivery, { at: at.toISOString(), durationMs, statusCode, error, outcome, ...(nextAttemptAt ? { nextAttemptAt } : {}) });
+    if (outcome !== 'delivered') this.log?.info({ delivery: delivery.id, attempts, statusCode, error, outcome }, 'alert delivery attempt failed');
+  }
+
+  /** Exponential, capped, with "equal jitter": half the delay fixed, half random, so retries of many deliveries spread out. */
+  private backoff(attempts: number): number {
+    const delay = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempts - 1));
+    return delay / 2 + Math.random() * (delay / 2);
+  }
+
+  private async checkSilentNodes(now: Date): Promise<void> {
+    const silentBefore = new Date(now.getTime() - this.settings.silentAfterMs);
+    const since = new Date(silentBefore.getTime() - this.settings.silentLookbackMs);
+    const silent = await this.outbox.silentNodes(since.toISOString(), silentBefore.toISOString());
+    const alerts: NewAlert[] = silent.map(({ accountId, nodeId, lastSeen }) => ({
+      id: `msg_${crypto.randomUUID()}`,
+      accountId,
+      type: 'node.silent',
+      subject: `node:${nodeId}`,
+      // One alert per silence: the same node, quiet since the same event, is the same news.
+      dedupKey: `node.silent|node:${nodeId}|${lastSeen}`,
+      data: { node_id: nodeId, last_seen: lastSeen, silent_after_minutes: Math.round(this.settings.silentAfterMs / 60_000) },
+      createdAt: now.toISOString(),
+    }));
+    await this.outbox.enqueueSubscribed(alerts);
+  }
+
+  private leaseEnd(now: Date): string {
+    return new Date(now.getTime() + this.settings.leaseMs).toISOString();
+  }
+}

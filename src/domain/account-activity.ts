@@ -1,0 +1,115 @@
+import type { Account } from './accounts.ts';
+import { phoneNumberFacts } from './phone-number.ts';
+
+/**
+ * What an account's own events add up to, for its dashboard (docs/dashboard.md): its nodes and
+ * the counts behind the overview's charts. Every figure is of the account's own events, never
+ * the shared data set's or another account's, so no top-N can reveal another account's number.
+ */
+
+/** The event columns a top-N may count by. */
+export type ActivityColumn = 'number_key' | 'source_ip' | 'sip_method' | 'transport_type' | 'sip_user_agent';
+
+export interface CountedValue {
+  value: string;
+  count: number;
+}
+
+export interface NodeTotals {
+  node_id: string;
+  first_event: string;
+  last_event: string;
+  events: number;
+}
+
+export interface NodeBreakdownRow {
+  node_id: string;
+  value: string;
+  count: number;
+}
+
+/** Reads over one account's events; every method is bounded to that account in its SQL. */
+export interface AccountActivityRepository {
+  nodeTotals(accountId: string): Promise<NodeTotals[]>;
+  nodeBreakdown(accountId: string, column: 'sip_method' | 'transport_type'): Promise<NodeBreakdownRow[]>;
+  /** Events per time bucket since an instant: `hour` buckets are `YYYY-MM-DDTHH`, `day` ones `YYYY-MM-DD`. */
+  eventsOverTime(accountId: string, since: string, bucket: 'hour' | 'day'): Promise<CountedValue[]>;
+  /** The most frequent values of a column since an instant, most first. */
+  top(accountId: string, since: string, column: ActivityColumn, limit: number): Promise<CountedValue[]>;
+}
+
+export interface NodeSummary extends NodeTotals {
+  methods: CountedValue[];
+  transports: CountedValue[];
+  /** Nothing received from it for longer than the configured silence. */
+  silent: boolean;
+}
+
+export interface Overview {
+  since: string;
+  bucket: 'hour' | 'day';
+  overTime: CountedValue[];
+  calledNumbers: CountedValue[];
+  sourceAddresses: CountedValue[];
+  methods: CountedValue[];
+  transports: CountedValue[];
+  userAgents: CountedValue[];
+  countries: CountedValue[];
+}
+
+/** The overview's periods, in days. */
+export const OVERVIEW_PERIODS = [1, 7, 30] as const;
+const TOP = 10;
+/** Numbers read to tell countries apart: enough for a chart of the top countries, bounded in cost. */
+const COUNTRY_SAMPLE = 2000;
+
+export class AccountActivity {
+  private readonly repo: AccountActivityRepository;
+  private readonly now: () => Date;
+
+  constructor(repo: AccountActivityRepository, now: () => Date = () => new Date()) {
+    this.repo = repo;
+    this.now = now;
+  }
+
+  /** One entry per node that submitted events, the most recently heard first. */
+  async nodes(account: Account, silentAfterSeconds: number): Promise<NodeSummary[]> {
+    const [totals, methods, transports] = await Promise.all([
+      this.repo.nodeTotals(account.account_id),
+      this.repo.nodeBreakdown(account.account_id, 'sip_method'),
+      this.repo.nodeBreakdown(account.account_id, 'transport_type'),
+    ]);
+    const silentBefore = new Date(this.now().getTime() - silentAfterSeconds * 1000).toISOString();
+    const of = (rows: NodeBreakdownRow[], node: string) => rows.filter((r) => r.node_id === node).map(({ value, count }) => ({ value, count }));
+    return totals
+      .map((t) => ({ ...t, methods: of(methods, t.node_id), transports: of(transports, t.node_id), silent: t.last_event < silentBefore }))
+      .sort((a, b) => (a.last_event < b.last_event ? 1 : -1));
+  }
+
+  /** The overview of the last `days` days: hourly buckets for a day, daily ones beyond. */
+  async overview(account: Account, days: number): Promise<Overview> {
+    const since = new Date(this.now().getTime() - days * 86_400_000).toISOString();
+    const bucket = days <= 1 ? 'hour' : 'day';
+    const id = account.account_id;
+    const [overTime, calledNumbers, sourceAddresses, methods, transports, userAgents, numbers] = await Promise.all([
+      this.repo.eventsOverTime(id, since, bucket),
+      this.repo.top(id, since, 'number_key', TOP),
+      this.repo.top(id, since, 'source_ip', TOP),
+      this.repo.top(id, since, 'sip_method', TOP),
+      this.repo.top(id, since, 'transport_type', TOP),
+      this.repo.top(id, since, 'sip_user_agent', TOP),
+      this.repo.top(id, since, 'number_key', COUNTRY_SAMPLE),
+    ]);
+    return { since, bucket, overTime, calledNumbers, sourceAddresses, methods, transports, userAgents, countries: countriesOf(numbers).slice(0, TOP) };
+  }
+}
+
+/** Events per country of the called number; numbers that name no country count as `unknown`. */
+export function countriesOf(numbers: CountedValue[]): CountedValue[] {
+  const counts = new Map<string, number>();
+  for (const { value, count } of numbers) {
+    const country = phoneNumberFacts(value)?.country ?? 'unknown';
+    counts.set(country, (counts.get(country) ?? 0) + count);
+  }
+  return [...counts].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
+}

@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import type { Account } from './accounts.ts';
+import { ServiceError } from './errors.ts';
+import { parseEventTimestamp } from './event-timestamp.ts';
+import type { FieldError } from './field-error.ts';
+import { queryText } from './query-text.ts';
+import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
+import { NO_BARRIER, type OwnWritesBarrier } from './own-writes.ts';
+import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type Score, type ScoringSettings } from './scores.ts';
+import { readScopesOf } from './visibility.ts';
+
+/** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
+export const MAX_FEED_ENTRIES = 100_000;
+
+/** The score an entry needs when `min_score` is not given. */
+export const DEFAULT_MIN_SCORE = 50;
+
+/** The formats a feed is written in (docs/api.md §14); the HTTP layer maps media types to them. */
+export const FEED_FORMATS = ['text', 'csv', 'json', 'stix'] as const;
+export type FeedFormat = (typeof FEED_FORMATS)[number];
+
+export type FeedKind = 'phone-numbers' | 'ip-addresses';
+
+/** A feed's query, read and checked. */
+export interface FeedQuery {
+  minScore: number;
+  /** Only entries last seen at or after this instant (`event_time` form). */
+  since: string | undefined;
+  format: FeedFormat;
+}
+
+/** One entry of a feed: a number key or an address, with its score and span of sightings. */
+export interface FeedEntry {
+  value: string;
+  score: number;
+  seen_count: number;
+  first_seen: string;
+  last_seen: string;
+}
+
+export interface Feed {
+  /** A strong validator of exactly this answer: same tag, same bytes. */
+  etag: string;
+  /** The instant scores were computed at: the start of the current hour. */
+  scoredAt: Date;
+  entries: AsyncIterable<FeedEntry>;
+}
+
+/** A kept key with its aggregate, merged across the scopes read. */
+export interface KeptAggregate<T> {
+  key: string;
+  aggregate: T;
+}
+
+/** Reads behind the feeds: the fold's position, and aggregates by recency. */
+export interface FeedsRepository {
+  /** How far the fold has counted events: any change to the aggregates moves it. */
+  foldPosition(): Promise<number>;
+  /** Numbers last seen at or after `since` in any of `scopes`, most recent first, each once. */
+  recentNumbers(scopes: string[], since: string): AsyncIterable<KeptAggregate<NumberAggregate>>;
+  /** Addresses likewise. */
+  recentAddresses(scopes: string[], since: string): AsyncIterable<KeptAggregate<IpAggregate>>;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const FAR_FUTURE = new Date(8.64e15);
+const EPOCH = '1970-01-01T00:00:00.000000000Z';
+
+/**
+ * Blocklist feeds (docs/api.md §14): the numbers or addresses the caller may see whose score
+ * reaches `min_score`. Scores are computed at the start of the current hour, so an answer is a
+ * function of the fold's position, that hour and the query, and its ETag can be strong.
+ */
+export class FeedService {
+  private readonly repo: FeedsRepository;
+  private readonly ownWrites: OwnWritesBarrier;
+  private readonly scoring: ScoringSettings;
+  private readonly now: () => Date;
+
+  constructor(repo: FeedsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date()) {
+    this.repo = repo;
+    this.ownWrites = ownWrites;
+    this.scoring = scoring;
+    this.now = now;
+  }
+
+  /** Reads a feed's query parameters; one 422 names every bad one. `format` may come from elsewhere (Accept). */
+  parseQuery(input: Readonly<Record<string, unknown>>, fallbackFormat: FeedFormat): FeedQuery {
+    const errors: FieldError[] = [];
+    const refuse = (field: string, message: string) => void errors.push({ field, message });
+    const text = (name: string) => queryText(input, name, refuse);
+    for (const name of Object.keys(input)) if (!['min_score', 'since', 'format'].includes(name)) refuse(name, 'is not a parameter of this route');
+    let minScore = DEFAULT_MIN_SCORE;
+    const min = text('min_score');
+    if (min !== undefined) {
+      if (/^\d{1,3}$/.test(min) && Number(min) <= 100) minScore = Number(min);
+      else refuse('min_score', 'must be an integer from 0 to 100');
+    }
+    let since: string | undefined;
+    const sinceText = text('since');
+    if (sinceText !== undefined) {
+      const parsed = parseEventTimestamp(sinceText, FAR_FUTURE);
+      if ('error' in parsed) refuse('since', parsed.error);
+      else since = parsed.iso;
+    }
+    let format = fallbackFormat;
+    const formatText = text('format');
+    if (formatText !== undefined) {
+      if ((FEED_FORMATS as readonly string[]).includes(formatText)) format = formatText as FeedFormat;
+      else refuse('format', `must be one of: ${FEED_FORMATS.join(', ')}`);
+    }
+    if (errors.length > 0) throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
+    return { minScore, since, format };
+  }
+
+  async feed(account: Account, kind: FeedKind, query: FeedQuery): Promise<Feed> {
+    await this.ownWrites.ownWritesVisible(account.account_id);
+    const scopes = readScopesOf(account);
+    const scoredAt = new Date(Math.floor(this.now().getTime() / HOUR_MS) * HOUR_MS);
+    const position = await this.repo.foldPosition();
+    const tag = createHash('sha256')
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format]))
+      .digest('base64url')
+      .slice(0, 32);
+    const since = laterOf(query.since, this.oldestThatCanReach(query.minScore, scoredAt));
+    const entries =
+      kind === 'phone-numbers'
+        ? this.scored(this.repo.recentNumbers(scopes, since), (a) => scoreOfNumber(a, scoredAt, this.scoring), query.minScore)
+        : this.scored(this.repo.recentAddresses(scopes, since), (a) => scoreOfAddress(a, scoredAt, this.scoring), query.minScore);
+    return { etag: `"${tag}"`, scoredAt, entries };
+  }
+
+  private async *scored<T extends NumberAggregate | IpAggregate>(kept: AsyncIterable<KeptAggregate<T>>, score: (a: T) => Score, minScore: number): AsyncIterable<FeedEntry> {
+    let count = 0;
+    for await (const { key, aggregate } of kept) {
+      const { score: value } = score(aggregate);
+      if (value < minScore) continue;
+      yield { value: key, score: value, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
+      count += 1;
+      if (count >= MAX_FEED_ENTRIES) return;
+    }
+  }
+
+  /**
+   * The oldest last sighting whose score can still reach `minScore`: fresh evidence scores under
+   * 100, so one last seen more than half-life × log2(100 / (minScore − ½)) days ago rounds below
+   * it. Bounds the rows a feed reads to the recent ones.
+   */
+  private oldestThatCanReach(minScore: number, at: Date): string {
+    if (minScore <= 0.5) return EPOCH;
+    const days = this.scoring.halfLifeDays * Math.log2(100 / (minScore - 0.5));
+    const ms = at.getTime() - days * DAY_MS;
+    return ms <= 0 ? EPOCH : nanoIso(new Date(ms));
+  }
+}
+
+/** An instant in `event_time`'s form (nine fraction digits), so text order is time order. */
+function nanoIso(date: Date): string {
+  return date.toISOString().replace('Z', '000000Z');
+}
+
+function laterOf(a: string | undefined, b: string): string {
+  return a !== undefined && a > b ? a : b;
+}

@@ -1,0 +1,36 @@
+/**
+ * Most distinct names an aggregate keeps counts of, per map: SIP methods and written forms of a
+ * number, user agents and transports of an address. The values are chosen by whoever sends
+ * probes, so without a bound one number or address could be made to carry millions of names.
+ */
+export const KEPT_NAMES = 32;
+
+/**
+ * Adds `n` sightings of `name` to counts that keep at most `cap` names, by the space-saving
+ * rule (Metwally, Agrawal and El Abbadi, 2005): a new name beyond the cap takes the place of
+ * the least counted one and inherits its count. Every name seen more often than that least
+ * count is kept, and a kept count is too high by at most the least count, so the most seen
+ * names, the ones answers show, stay right. Below the cap every count is exact.
+ */
+export function addCount(counts: Map<string, number>, name: string, n: number, cap = KEPT_NAMES): void {
+  const current = counts.get(name);
+  if (current !== undefined) counts.set(name, current + n);
+  else if (counts.size < cap) counts.set(name, n);
+  else {
+    let least: [string, number] | undefined;
+    // Ties go to the name last in order, so the outcome does not depend on insertion order.
+    for (const entry of counts) if (!least || entry[1] < least[1] || (entry[1] === least[1] && entry[0] > least[0])) least = entry;
+    counts.delete(least![0]);
+    counts.set(name, least![1] + n);
+  }
+}
+
+/** Counts kept as a JSON object (`{"INVITE":3}`) read into a map. */
+export function countsOf(json: string): Map<string, number> {
+  return new Map(Object.entries(JSON.parse(json) as Record<string, number>).map(([name, count]) => [name, Number(count)]));
+}
+
+/** A map of counts as the JSON object it is kept as. */
+export function countsJson(counts: Map<string, number>): string {
+  return JSON.stringify(Object.fromEntries(counts));
+}

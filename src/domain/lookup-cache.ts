@@ -1,0 +1,127 @@
+import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
+
+/** What a lookup reads by kind: a number's aggregate or an address's. */
+export interface LookupValues {
+  number: NumberAggregate;
+  ip: IpAggregate;
+}
+
+export type LookupKind = keyof LookupValues;
+
+/** One key whose aggregates changed: a `number_key`, or a canonical source address. */
+export interface LookupChange {
+  kind: LookupKind;
+  key: string;
+}
+
+/**
+ * What the store side calls once aggregates have changed, so that lookups of this process
+ * answer from the new rows at once instead of up to a cache lifetime later.
+ */
+export interface AggregateChanges {
+  /** These keys changed, in any scope. */
+  invalidate(changes: readonly LookupChange[]): void;
+  /** Anything may have changed (a rebuild, an import). */
+  clear(): void;
+}
+
+/** Tells nobody: for services without a cache, and for tests. */
+export const NO_AGGREGATE_CHANGES: AggregateChanges = { invalidate() {}, clear() {} };
+
+export interface LookupCacheOptions {
+  /**
+   * How long an entry is answered from memory, at most: the bound on how late a lookup sees a
+   * change this process was not told of (one made by another process or instance). 0 disables.
+   */
+  ttlMs: number;
+  /** Most entries kept; the key kept longest ago goes first. */
+  maxEntries: number;
+  now?: () => number;
+}
+
+interface Entry {
+  /** The scopes it was read in. */
+  scopeId: string;
+  /** Undefined is an answer too: nothing seen (a negative entry). */
+  value: NumberAggregate | IpAggregate | undefined;
+  expiresAt: number;
+}
+
+/**
+ * Aggregates recently read, per (kind, key, scopes read), so that repeated lookups of the same
+ * number skip the store. Entries of one key, whatever the scopes, sit together, so that a change
+ * to the key drops them all in one step.
+ */
+export class LookupCache implements AggregateChanges {
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+  /**
+   * By kind and key, oldest first: beyond maxEntries the oldest key goes, used or not. Its
+   * entries would expire within the TTL anyway, and moving a key on every hit cost more (a
+   * map deletion and insertion per lookup) than reading it again once in a while. Inside, one entry per set of scopes read (a
+   * key is read by few: the shared data set alone, or with the caller's own; an array is lighter than a map).
+   */
+  private readonly keys = new Map<string, Entry[]>();
+  private entries = 0;
+  /**
+   * Counts changes. A read that started before a change may have read the old rows: it is
+   * answered, but not kept.
+   */
+  private generation = 0;
+
+  constructor({ ttlMs, maxEntries, now = Date.now }: LookupCacheOptions) {
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+    this.now = now;
+  }
+
+  /** How many entries are kept. */
+  get size(): number {
+    return this.entries;
+  }
+
+  /** The aggregate of `key` as `scopes` see it: from memory while fresh, else from `load`, kept. */
+  async read<K extends LookupKind>(kind: K, key: string, scopes: readonly string[], load: () => Promise<LookupValues[K] | undefined>): Promise<LookupValues[K] | undefined> {
+    if (this.ttlMs <= 0) return load();
+    const id = `${kind}:${key}`;
+    const scopeId = scopes.length === 1 ? scopes[0]! : scopes.join(' ');
+    const now = this.now();
+    const byScope = this.keys.get(id);
+    const hit = byScope?.find((entry) => entry.scopeId === scopeId);
+    if (hit && hit.expiresAt > now) return hit.value as LookupValues[K] | undefined;
+    const generation = this.generation;
+    const value = await load();
+    if (generation === this.generation) this.keep(id, { scopeId, value, expiresAt: now + this.ttlMs });
+    return value;
+  }
+
+  invalidate(changes: readonly LookupChange[]): void {
+    this.generation++;
+    for (const { kind, key } of changes) this.drop(`${kind}:${key}`);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.keys.clear();
+    this.entries = 0;
+  }
+
+  private keep(id: string, entry: Entry): void {
+    let byScope = this.keys.get(id);
+    if (!byScope) this.keys.set(id, (byScope = []));
+    const at = byScope.findIndex((e) => e.scopeId === entry.scopeId);
+    if (at < 0) {
+      byScope.push(entry);
+      this.entries++;
+    } else byScope[at] = entry;
+    while (this.entries > this.maxEntries) this.drop(this.keys.keys().next().value!);
+  }
+
+  private drop(id: string): void {
+    const byScope = this.keys.get(id);
+    if (!byScope) return;
+    this.entries -= byScope.length;
+    this.keys.delete(id);
+  }
+}

@@ -1,0 +1,235 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Account, AccountsService } from './accounts.ts';
+import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
+import { ServiceError } from './errors.ts';
+import { checkPasswordRules, decoyHash, hashPassword, needsRehash, passwordMatches } from './passwords.ts';
+import { hashSecret } from './secrets.ts';
+
+/**
+ * The people who sign in to the dashboard (docs/dashboard.md). An account's users are its
+ * owners (who manage clients) and members (who read); operators belong to no account and run
+ * the service. Nobody chooses a password before an operator's one-time link: an invitation,
+ * or a reset, both stored only as the hash of their token and good once, until they expire.
+ */
+
+export const USER_ROLES = ['owner', 'member', 'operator'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+export interface User {
+  user_id: string;
+  /** null for operators, who belong to no account. */
+  account_id: string | null;
+  /** Lower-cased; unique across the service. */
+  email: string;
+  role: UserRole;
+  /** null until the first invitation is used. */
+  password_hash: string | null;
+  disabled: boolean;
+  created_at: string;
+}
+
+/** A user as listed: never the password hash. */
+export type UserView = Omit<User, 'password_hash'> & { password_set: boolean };
+
+export type InvitationPurpose = 'invite' | 'reset';
+
+export interface Invitation {
+  token_hash: string;
+  user_id: string;
+  purpose: InvitationPurpose;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Where users and their one-time links are kept. */
+export interface UsersRepository {
+  insertUser(user: User): Promise<void>;
+  findUser(userId: string): Promise<User | undefined>;
+  findUserByEmail(email: string): Promise<User | undefined>;
+  /** An account's users, or the operators when `accountId` is null; oldest first. */
+  listUsers(accountId: string | null): Promise<User[]>;
+  setDisabled(userId: string, disabled: boolean): Promise<boolean>;
+  setPasswordHash(userId: string, hash: string): Promise<void>;
+  insertInvitation(invitation: Invitation): Promise<void>;
+  findInvitation(tokenHash: string): Promise<Invitation | undefined>;
+  /** Marks an unused link used at `at`; false if it was used already (two tabs, a replay). */
+  useInvitation(tokenHash: string, at: string): Promise<boolean>;
+  /** Marks every unused link of a user used: a new link replaces the old ones. */
+  retireInvitations(userId: string, at: string): Promise<void>;
+}
+
+/** Ends a user's sessions; the sessions service, given here so that users.ts needs no session code. */
+export type EndSessions = (userId: string) => Promise<void>;
+
+/** A one-time link to set a password, shown once. */
+export interface IssuedLink {
+  user: UserView;
+  link: string;
+  expires_at: string;
+}
+
+/** How long an invitation or reset link works: 72 hours. */
+export const INVITATION_TTL_MS = 72 * 3600 * 1000;
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+const TOKEN = /^twu_[A-Za-z0-9_-]{43}$/;
+
+export interface UsersServiceOptions {
+  repo: UsersRepository;
+  accounts: AccountsService;
+  audit?: AuditTrail;
+  endSessions: EndSessions;
+  /** Links are `<publicUrl>/invitations/<token>`. */
+  publicUrl: string;
+  now?: () => Date;
+}
+
+export class UsersService {
+  private readonly repo: UsersRepository;
+  private readonly accounts: AccountsService;
+  private readonly audit: AuditTrail;
+  private readonly endSessions: EndSessions;
+  private readonly publicUrl: string;
+  private readonly now: () => Date;
+
+  constructor(options: UsersServiceOptions) {
+    this.repo = options.repo;
+    this.accounts = options.accounts;
+    this.audit = options.audit ?? NO_AUDIT;
+    this.endSessions = options.endSessions;
+    this.publicUrl = options.publicUrl;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Creates a user of an account (or an operator, with no account) and its invitation link. */
+  async invite(input: { accountId: string | null; email: string; role: UserRole }, actor = 'operator'): Promise<IssuedLink> {
+    const email = validEmail(input.email);
+    if (!USER_ROLES.includes(input.role)) throw new ServiceError('validation_failed', 'role must be owner, member or operator', [{ field: 'role', message: 'must be owner, member or operator' }]);
+    if ((input.role === 'operator') !== (input.accountId === null)) {
+      throw new ServiceError('validation_failed', 'an operator belongs to no account, and every other user to one', [{ field: 'role', message: 'operator exactly when no account is named' }]);
+    }
+    if (input.accountId !== null) await this.accounts.getAccount(input.accountId);
+    if (await this.repo.findUserByEmail(email)) throw new ServiceError('validation_failed', 'a user with this email exists', [{ field: 'email', message: 'is taken' }]);
+    const user: User = { user_id: randomUUID(), account_id: input.accountId, email, role: input.role, password_hash: null, disabled: false, created_at: this.now().toISOString() };
+    await this.repo.insertUser(user);
+    await this.record('user.invited', actor, user, { role: user.role });
+    return this.issueLink(user, 'invite');
+  }
+
+  /** A new one-time link for a user who lost their password; the old links stop working. */
+  async resetPassword(userId: string, actor = 'operator'): Promise<IssuedLink> {
+    const user = await this.getUser(userId);
+    await this.repo.retireInvitations(user.user_id, this.now().toISOString());
+    await this.record('user.password_reset', actor, user);
+    return this.issueLink(user, 'reset');
+  }
+
+  /** What a link is for, while it still works; `not_found` otherwise (never why). */
+  async openInvitation(token: string): Promise<{ invitation: Invitation; user: User }> {
+    const found = TOKEN.test(token) ? await this.repo.findInvitation(hashSecret(token)) : undefined;
+    const user = found && (await this.repo.findUser(found.user_id));
+    if (!found || !user || found.used_at !== null || found.expires_at <= this.now().toISOString() || user.disabled) {
+      throw new ServiceError('not_found', 'this link is unknown, used or expired; ask for a new one');
+    }
+    return { invitation: found, user };
+  }
+
+  /** Sets the password through a link, once; every session of the user ends (a reset means someone may know the old one). */
+  async acceptInvitation(token: string, password: string): Promise<UserView> {
+    checkPasswordRules(password);
+    const { invitation, user } = await this.openInvitation(token);
+    if (!(await this.repo.useInvitation(invitation.token_hash, this.now().toISOString()))) {
+      throw new ServiceError('not_found', 'this link is unknown, used or expired; ask for a new one');
+    }
+    await this.repo.setPasswordHash(user.user_id, await hashPassword(password));
+    await this.endSessions(user.user_id);
+    await this.record('user.password_set', `user:${user.user_id}`, user, { via: invitation.purpose });
+    return { ...viewOf(user), password_set: true };
+  }
+
+  /**
+   * The user these credentials name, or undefined: unknown email, wrong password, no password
+   * yet, disabled user or disabled account are one refusal, in about the same time.
+   */
+  async authenticate(email: string, password: string): Promise<User | undefined> {
+    const user = EMAIL.test(email.trim()) ? await this.repo.findUserByEmail(email.trim().toLowerCase()) : undefined;
+    const matches = await passwordMatches(password, user?.password_hash ?? (await decoyHash()));
+    if (!user || !user.password_hash || !matches || user.disabled) return undefined;
+    if (user.account_id !== null && (await this.accounts.getAccount(user.account_id)).disabled) return undefined;
+    // Raised parameters take effect at each user's next sign-in.
+    if (needsRehash(user.password_hash)) await this.repo.setPasswordHash(user.user_id, await hashPassword(password));
+    return user;
+  }
+
+  /** Self sign-up (TOLLWATCH_SIGNUP=on): a new account on the tester plan, its first user its owner. */
+  async signUp(input: { accountName: string; email: string; password: string }): Promise<User> {
+    const email = validEmail(input.email);
+    checkPasswordRules(input.password);
+    if (await this.repo.findUserByEmail(email)) throw new ServiceError('validation_failed', 'a user with this email exists', [{ field: 'email', message: 'is taken' }]);
+    // The account's creator is the user about to exist, so the trail names them from the first row.
+    const userId = randomUUID();
+    const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: 'tester' }, `user:${userId}`);
+    const user: User = {
+      user_id: userId,
+      account_id: account.account_id,
+      email,
+      role: 'owner',
+      password_hash: await hashPassword(input.password),
+      disabled: false,
+      created_at: this.now().toISOString(),
+    };
+    await this.repo.insertUser(user);
+    await this.record('user.signed_up', `user:${user.user_id}`, user);
+    return user;
+  }
+
+  async setDisabled(userId: string, disabled: boolean, actor = 'operator'): Promise<UserView> {
+    const user = await this.getUser(userId);
+    await this.repo.setDisabled(userId, disabled);
+    // At once, not at the sessions' expiry: a disabled user is signed out everywhere.
+    if (disabled) await this.endSessions(userId);
+    await this.record(disabled ? 'user.disabled' : 'user.enabled', actor, user);
+    return viewOf({ ...user, disabled });
+  }
+
+  async list(accountId: string | null): Promise<UserView[]> {
+    if (accountId !== null) await this.accounts.getAccount(accountId);
+    return (await this.repo.listUsers(accountId)).map(viewOf);
+  }
+
+  /** The user, or `not_found`. */
+  async getUser(userId: string): Promise<User> {
+    const user = await this.repo.findUser(userId);
+    if (!user) throw new ServiceError('not_found', 'no such user');
+    return user;
+  }
+
+  /** Records a user's own action (sign-in, sign-out everywhere) in the audit trail. */
+  recordOwnAction(action: 'user.signed_in' | 'user.signed_out_everywhere', user: User, ip: string | null): Promise<void> {
+    return this.audit.record({ action, actor: `user:${user.user_id}`, accountId: user.account_id, ip, detail: { user_id: user.user_id } });
+  }
+
+  private async issueLink(user: User, purpose: InvitationPurpose): Promise<IssuedLink> {
+    const token = `twu_${randomBytes(32).toString('base64url')}`;
+    const created = this.now();
+    const expires = new Date(created.getTime() + INVITATION_TTL_MS).toISOString();
+    await this.repo.insertInvitation({ token_hash: hashSecret(token), user_id: user.user_id, purpose, created_at: created.toISOString(), expires_at: expires, used_at: null });
+    return { user: viewOf(user), link: `${this.publicUrl}/invitations/${token}`, expires_at: expires };
+  }
+
+  private record(action: AuditAction, actor: string, user: User, detail: Record<string, unknown> = {}) {
+    return this.audit.record({ action, actor, accountId: user.account_id, detail: { user_id: user.user_id, email: user.email, ...detail } });
+  }
+}
+
+/** A trimmed, lower-cased email address of a plausible shape; the link proves it works. */
+export function validEmail(raw: string): string {
+  const email = raw.trim().toLowerCase();
+  if (!EMAIL.test(email) || email.length > 320) throw new ServiceError('validation_failed', 'not an email address', [{ field: 'email', message: 'must be an email address' }]);
+  return email;
+}
+
+export function viewOf(user: User): UserView {
+  const { password_hash, ...rest } = user;
+  return { ...rest, password_set: password_hash !== null };
+}

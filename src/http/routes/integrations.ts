@@ -1,0 +1,237 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ALERT_TYPES } from '../../domain/alerts.ts';
+import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
+import type { Services } from '../../services.ts';
+import { apiAnswers } from '../answers.ts';
+import { principalOf } from '../api-auth.ts';
+import { formatSchema } from '../schemas.ts';
+
+const AlertTypes = Type.Array(Type.Enum([...ALERT_TYPES], { type: 'string' }), { minItems: 1, uniqueItems: true, description: 'The alert types it receives' });
+
+/** An integration as its owner sees it (docs/api.md §12); the /api scope registers it (a schema added here would bring a validator compiler of its own). */
+const integrationProperties = {
+    id: Type.String({ format: 'uuid' }),
+    kind: Type.Enum([...INTEGRATION_KINDS], { type: 'string' }),
+    name: Type.String(),
+    url: Type.Optional(Type.String({ description: "The webhook's URL; a Slack URL shortened to its origin, since its path is a credential" })),
+    email: Type.Optional(Type.String({ description: 'The address of an email integration' })),
+    alert_types: AlertTypes,
+    status: Type.Enum(['active', 'pending_confirmation'], { type: 'string', description: 'An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before' }),
+    created_at: Type.String({ format: 'date-time' }),
+    confirmed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+};
+const EXAMPLE = {
+  id: '0b5e2c1a-6f1d-4a57-9a43-2f0c8d6f4b10',
+  kind: 'webhook',
+  name: 'PBX fraud desk',
+  url: 'https://pbx.example/hooks/tollwatch',
+  alert_types: ['lookup.matched', 'number.first_seen'],
+  status: 'active',
+  created_at: '2026-11-23T11:00:00.000Z',
+  confirmed_at: '2026-11-23T11:00:00.000Z',
+};
+export const IntegrationSchema = Type.Object(integrationProperties, { $id: 'Integration', additionalProperties: false, example: EXAMPLE });
+
+const CreatedIntegration = Type.Object(
+  { ...integrationProperties, secret: Type.Optional(Type.String({ description: 'A webhook’s signing secret (Standard Webhooks); shown only here', pattern: '^whsec_' })) },
+  { additionalProperties: false, example: { ...EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } },
+);
+
+const CreateIntegration = Type.Object(
+  {
+    kind: Type.Enum([...INTEGRATION_KINDS], { type: 'string' }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A label; the kind when absent' })),
+    url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'For `webhook` and `slack` (required there): an https: URL whose host resolves only to public addresses' })),
+    email: Type.Optional(Type.String({ minLength: 3, maxLength: 254, description: 'For `email` (required there)' })),
+    alert_types: Type.Optional(AlertTypes),
+  },
+  { example: { kind: 'webhook', name: 'PBX fraud desk', url: 'https://pbx.example/hooks/tollwatch', alert_types: ['lookup.matched', 'number.first_seen'] } },
+);
+
+const UpdateIntegration = Type.Object(
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), alert_types: Type.Optional(AlertTypes) },
+  { example: { alert_types: ['node.silent'] } },
+);
+
+const Params = Type.Object({
+  id: formatSchema('uuid', { description: "The integration's id. Any value naming none of the caller's answers 404" }),
+});
+
+const DeliveryAttempt = Type.Object(
+  {
+    delivery_id: Type.String({ format: 'uuid' }),
+    alert_id: Type.String({ description: 'The `webhook-id` of the alert: the same on every attempt' }),
+    alert_type: Type.String(),
+    attempt: Type.Integer({ minimum: 1 }),
+    at: Type.String({ format: 'date-time' }),
+    duration_ms: Type.Integer({ minimum: 0 }),
+    status_code: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's HTTP status; null for mail, or when no answer came" }),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why the attempt failed; null when it succeeded' }),
+    outcome: Type.Enum(['delivered', 'retrying', 'failed'], { type: 'string', description: '`retrying`: another attempt is due; `failed`: given up' }),
+  },
+  { additionalProperties: false },
+);
+
+const DeliveryLog = Type.Object(
+  { attempts: Type.Array(DeliveryAttempt) },
+  {
+    example: {
+      attempts: [
+        { delivery_id: '5d1f0d4e-9a0b-4c55-8f7e-3c2b1a0f9e88', alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', alert_type: 'number.first_seen', attempt: 2, at: '2026-11-23T11:00:12.000Z', duration_ms: 84, status_code: 200, error: null, outcome: 'delivered' },
+        { delivery_id: '5d1f0d4e-9a0b-4c55-8f7e-3c2b1a0f9e88', alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', alert_type: 'number.first_seen', attempt: 1, at: '2026-11-23T11:00:01.000Z', duration_ms: 112, status_code: 500, error: 'answered 500', outcome: 'retrying' },
+      ],
+    },
+  },
+);
+
+const notFound = { 404: "No such integration among the caller's (`not_found`): missing, malformed, or another account's" };
+const permission = 'manage:integrations' as const;
+const pathValue = { code: 'not_found' as const, name: 'integration' };
+
+/** /api/integrations: where the account's alerts go, and how their deliveries went (docs/api.md §12). */
+export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { integrations } = services;
+
+  app.post(
+    '/integrations',
+    {
+      config: { permission },
+      schema: {
+        summary: 'Send alerts to a webhook, Slack or an email address',
+        description:
+          "A webhook's answer carries its signing secret (`whsec_…`, Standard Webhooks), once. An email address gets a confirmation mail and receives nothing until its link is followed. A URL is refused (422) unless it is https: and its host resolves only to public addresses.",
+        operationId: 'createIntegration',
+        tags: ['integrations'],
+        body: CreateIntegration,
+        response: apiAnswers({
+          ok: {
+            201: {
+              description: 'Created',
+              schema: CreatedIntegration,
+            },
+          },
+          errors: [400, 409, 415, 422, 502],
+          describe: {
+            409: 'Email without an SMTP server (`email_not_configured`), or 20 integrations already (`limit_reached`)',
+            502: 'The mail server refused the confirmation mail (`mail_unavailable`); nothing was created',
+          },
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { account, client } = principalOf(request);
+      return reply.code(201).send(await integrations.create(account, request.body, `client:${client.client_id}`));
+    },
+  );
+
+  app.get(
+    '/integrations',
+    {
+      config: { permission },
+      schema: {
+        summary: "The account's integrations",
+        operationId: 'listIntegrations',
+        tags: ['integrations'],
+        response: apiAnswers({ ok: { 200: { description: 'Oldest first', schema: Type.Object({ integrations: Type.Array(Type.Ref('Integration')) }, { example: { integrations: [EXAMPLE] } }) } } }),
+      },
+    },
+    async (request) => ({ integrations: await integrations.list(principalOf(request).account.account_id) }),
+  );
+
+  app.get(
+    '/integrations/:id',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: 'One integration',
+        operationId: 'getIntegration',
+        tags: ['integrations'],
+        params: Params,
+        response: apiAnswers({ ok: { 200: { description: 'The integration', schema: Type.Ref('Integration') } }, errors: [404], describe: notFound }),
+      },
+    },
+    async (request) => integrations.get(principalOf(request).account.account_id, request.params.id),
+  );
+
+  app.patch(
+    '/integrations/:id',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: 'Rename an integration or change the alert types it receives',
+        operationId: 'updateIntegration',
+        tags: ['integrations'],
+        params: Params,
+        body: UpdateIntegration,
+        response: apiAnswers({ ok: { 200: { description: 'As changed', schema: Type.Ref('Integration') } }, errors: [400, 404, 415, 422], describe: notFound }),
+      },
+    },
+    async (request) => {
+      const { account, client } = principalOf(request);
+      return integrations.update(account.account_id, request.params.id, request.body, `client:${client.client_id}`);
+    },
+  );
+
+  app.delete(
+    '/integrations/:id',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: 'Delete an integration, its pending deliveries and its delivery log',
+        operationId: 'deleteIntegration',
+        tags: ['integrations'],
+        params: Params,
+        response: apiAnswers({ ok: { 204: { description: 'Deleted; no body', schema: Type.Null({ example: null }) } }, errors: [404], describe: notFound }),
+      },
+    },
+    async (request, reply) => {
+      const { account, client } = principalOf(request);
+      await integrations.delete(account.account_id, request.params.id, `client:${client.client_id}`);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/integrations/:id/test',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: 'Queue a test delivery to one integration',
+        description: 'An `integration.test` alert, delivered like any other (signed, retried, logged). An unconfirmed email address is refused (422).',
+        operationId: 'testIntegration',
+        tags: ['integrations'],
+        params: Params,
+        response: apiAnswers({
+          ok: { 202: { description: 'Queued; its attempts appear in the delivery log', schema: Type.Object({ alert_id: Type.String() }, { example: { alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W' } }) } },
+          errors: [404, 422],
+          describe: notFound,
+        }),
+      },
+    },
+    async (request, reply) => reply.code(202).send(await integrations.test(principalOf(request).account.account_id, request.params.id)),
+  );
+
+  app.get(
+    '/integrations/:id/deliveries',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: "An integration's delivery log: every attempt, newest first",
+        operationId: 'listIntegrationDeliveries',
+        tags: ['integrations'],
+        params: Params,
+        querystring: Type.Object(
+          { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LOG_PAGE, default: 100, description: 'Attempts to list' })) },
+          { additionalProperties: false },
+        ),
+        response: apiAnswers({
+          ok: { 200: { description: 'The newest attempts', schema: DeliveryLog } },
+          errors: [404, 422],
+          describe: notFound,
+        }),
+      },
+    },
+    async (request) => integrations.attempts(principalOf(request).account.account_id, request.params.id, request.query as Record<string, unknown>),
+  );
+};

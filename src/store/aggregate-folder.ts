@@ -1,0 +1,254 @@
+import type { Logger } from 'pino';
+import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/own-writes.ts';
+import { FOLD_CHUNK, type AggregateChanges, type FoldResult } from './aggregate-fold.ts';
+
+/** Runs one fold step of at most `chunk` events where this process's store writes (on its writer thread for a SQLite file). */
+export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;
+
+export interface FolderSettings {
+  /** How often a server looks for events that others stored (other instances, the CLI). */
+  intervalMs: number;
+  /** How soon after this process stored events it folds them in, gathering what comes meanwhile. */
+  delayMs: number;
+}
+
+/**
+ * A fold writes each aggregate page it changes once, however many events changed it: folding
+ * 200 ms of intake at a time rather than every commit writes the hot pages (busy numbers and
+ * addresses) once per fold instead of once per group commit. Lookups by the submitting account
+ * do not wait for it (they ask for a fold at once), and others see events well within 1 s.
+ */
+export const DEFAULT_FOLDER_SETTINGS: FolderSettings = { intervalMs: 250, delayMs: 200 };
+
+/**
+ * Events waiting to be folded beyond which intake waits for the fold (backpressure): a fold
+ * falls behind only when intake outruns it for long, and then lookups would count events ever
+ * later. Holding intake here keeps them within about a second of a 201 instead, at the fold's
+ * pace (measured: 8,000–20,000 events/s per step size on the machine of docs/performance.md).
+ */
+export const INTAKE_HOLD_BACKLOG = 10_000;
+
+const NUMBER_PREFIX = numberLookupKey('');
+const ADDRESS_PREFIX = addressLookupKey('');
+
+/** How long a lookup waits for its own account's events before answering with what is folded. */
+const OWN_WRITES_WAIT_MS = 1000;
+/**
+ * Events per step when settling a backlog (after an import): nothing waits behind such a step
+ * but the next one, and a larger step writes each busy page once for more events.
+ */
+const SETTLE_CHUNK = 20_000;
+/** How soon a fold is tried again while lookups wait and another instance held the turn. */
+const RETRY_MS = 10;
+
+interface Waiter {
+  commit: number;
+  resolve(): void;
+}
+
+/**
+ * Keeps the lookup aggregates folding in the events behind intake (src/store/aggregate-fold.ts):
+ * soon after this process stores events, and every `intervalMs` for events stored elsewhere.
+ * One fold at a time per process; a step that fails (store away) is tried again at the next turn,
+ * from the position the store kept.
+ *
+ * It also gives an account's lookups its own acknowledged events (read-your-writes on this
+ * instance): commits are numbered as they are acknowledged, and a lookup by an account with a
+ * commit not yet folded in waits for the fold that covers it, never more than OWN_WRITES_WAIT_MS.
+ */
+export class AggregateFolder implements OwnWritesBarrier {
+  private readonly step: FoldStepRunner;
+  private readonly settings: FolderSettings;
+  private readonly log: Logger | undefined;
+  private readonly listeners: Array<(changes: AggregateChanges) => void> = [];
+  /** Commits this process acknowledged, numbered from 1. */
+  private acknowledged = 0;
+  /** Every event of commits up to this number is folded in. */
+  private covered = 0;
+  /**
+   * Per account with a commit not yet covered: its latest such commit, and per lookup key
+   * (a number or an address its events named) the latest commit that named it.
+   */
+  private readonly pending = new Map<string, { latest: number; keys: Map<string, number> }>();
+  private waiters: Waiter[] = [];
+  /**
+   * Events waiting to be folded, as far as this process knows: what the last step left, plus
+   * what this process committed since that step began. What intake is held against.
+   */
+  private behind = 0;
+  /** Events this process committed, ever: to tell what came during a step. */
+  private committedEvents = 0;
+  /** Intake held back while the fold catches up, woken after each step. */
+  private held: Array<() => void> = [];
+  private running: Promise<boolean> | undefined;
+  private interval: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(step: FoldStepRunner, settings: FolderSettings = DEFAULT_FOLDER_SETTINGS, log?: Logger) {
+    this.step = step;
+    this.settings = settings;
+    this.log = log;
+  }
+
+  /** Events stored but not yet folded in, as this process knows (a gauge for operators). */
+  get backlog(): number {
+    return this.behind;
+  }
+
+  /** Starts the periodic turns (the server does; the CLI folds with `settle`). */
+  start(): void {
+    this.stopped = false;
+    this.interval ??= setInterval(() => this.kick(), this.settings.intervalMs).unref();
+  }
+
+  /** Stops the turns; events not yet folded in are folded by the next process on the store. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.behind = 0;
+    clearInterval(this.interval);
+    clearTimeout(this.soon);
+    this.interval = this.soon = undefined;
+    await this.running;
+    this.release();
+  }
+
+  /** Called with the keys every fold step changed (caches of lookups drop them). */
+  onChanges(listener: (changes: AggregateChanges) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** This process acknowledged a commit of `events` events, naming these lookup keys per account. */
+  committed(keysByAccount: ReadonlyMap<string, Iterable<string>>, events = 1): void {
+    this.acknowledged += 1;
+    this.committedEvents += events;
+    this.behind += events;
+    for (const [accountId, keys] of keysByAccount) {
+      let pending = this.pending.get(accountId);
+      if (!pending) this.pending.set(accountId, (pending = { latest: 0, keys: new Map() }));
+      pending.latest = this.acknowledged;
+      for (const key of keys) pending.keys.set(key, this.acknowledged);
+    }
+    if (this.soon || this.stopped) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.kick();
+    }, this.settings.delayMs);
+  }
+
+  ownWritesVisible(accountId: string, key?: string): Promise<void> | undefined {
+    const pending = this.pending.get(accountId);
+    // A lookup waits only for the account's events about what it asks: an account that submits
+    // all the time still looks up other numbers without waiting for a fold.
+    const commit = key === undefined ? pending?.latest : pending?.keys.get(key);
+    if (commit === undefined || commit <= this.covered || this.stopped) return undefined;
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, OWN_WRITES_WAIT_MS);
+      this.waiters.push({
+        commit,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+      this.kick();
+    });
+  }
+
+  /**
+   * Resolves once intake may commit: at once unless the fold is more than INTAKE_HOLD_BACKLOG
+   * events behind, then after the steps that bring it back under.
+   */
+  roomForIntake(): Promise<void> | undefined {
+    if (this.behind <= INTAKE_HOLD_BACKLOG || this.stopped) return undefined;
+    return new Promise<void>((resolve) => {
+      this.held.push(resolve);
+      this.kick();
+    }).then(() => this.roomForIntake());
+  }
+
+  /** Folds in every event stored so far, here or elsewhere: after an import, before a test reads. */
+  async settle(): Promise<void> {
+    for (;;) {
+      await this.running;
+      const run = this.runSteps(SETTLE_CHUNK);
+      this.running = run;
+      const complete = await run.finally(() => {
+        if (this.running === run) this.running = undefined;
+      });
+      if (complete) return;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
+  }
+
+  private kick(): void {
+    if (this.running || this.stopped) return;
+    const run = this.runSteps(FOLD_CHUNK);
+    this.running = run;
+    void run.then(() => {
+      this.running = undefined;
+      // Lookups or intake still wait: another instance held the turn, commits came in
+      // meanwhile, or the fold is still behind.
+      if ((this.waiters.length > 0 || this.held.length > 0) && !this.stopped) setTimeout(() => this.kick(), RETRY_MS).unref();
+    });
+  }
+
+  /** Steps until nothing is left; whether it got there (not when another instance had the turn or the store failed). */
+  private async runSteps(firstChunk: number): Promise<boolean> {
+    const upTo = this.acknowledged;
+    let chunk = firstChunk;
+    for (;;) {
+      let result: FoldResult;
+      const committedBefore = this.committedEvents;
+      try {
+        result = await this.step(chunk);
+      } catch (err) {
+        this.log?.warn({ err }, 'folding events into the lookup aggregates failed; trying again at the next turn');
+        // Lookups answer with what is folded, and intake goes on, rather than wait on a store that fails.
+        this.behind = 0;
+        this.release();
+        return false;
+      }
+      this.behind = result.behind + (this.committedEvents - committedBefore);
+      const held = this.held;
+      this.held = [];
+      for (const wake of held) wake();
+      // Another instance folds meanwhile: this one tries again soon (lookups wait on it).
+      if (result.skipped) return false;
+      if (result.changes.numbers.length > 0 || result.changes.addresses.length > 0) {
+        for (const listener of this.listeners) listener(result.changes);
+      }
+      if (!result.more) break;
+      // Behind intake: larger steps, whose fixed costs (statements, round trips, a commit) and
+      // busy rows are shared by more events, until the fold catches up.
+      chunk = Math.min(chunk * 2, SETTLE_CHUNK);
+    }
+    this.covered = Math.max(this.covered, upTo);
+    // Another instance may have folded this process's events in (it held the turn): lookups here
+    // were not told by a step of their own, so the keys those events named are dropped now.
+    const covered: AggregateChanges = { numbers: [], addresses: [] };
+    for (const [accountId, pending] of this.pending) {
+      for (const [key, commit] of pending.keys) {
+        if (commit > this.covered) continue;
+        pending.keys.delete(key);
+        if (key.startsWith(NUMBER_PREFIX)) covered.numbers.push(key.slice(NUMBER_PREFIX.length));
+        else covered.addresses.push(key.slice(ADDRESS_PREFIX.length));
+      }
+      if (pending.latest <= this.covered) this.pending.delete(accountId);
+    }
+    if (covered.numbers.length > 0 || covered.addresses.length > 0) for (const listener of this.listeners) listener(covered);
+    this.waiters = this.waiters.filter((w) => {
+      if (w.commit > this.covered) return true;
+      w.resolve();
+      return false;
+    });
+    return true;
+  }
+
+  private release(): void {
+    for (const waiter of this.waiters) waiter.resolve();
+    this.waiters = [];
+    for (const wake of this.held) wake();
+    this.held = [];
+  }
+}

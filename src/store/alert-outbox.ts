@@ -1,0 +1,294 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { numberSubject, TEST_ALERT, type AnyAlertType, type NewAlert } from '../domain/alerts.ts';
+import type { IntegrationKind } from '../domain/integrations.ts';
+import type { KeySealer } from '../domain/key-sealing.ts';
+import type { AttemptRecord, ClaimedAlert, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import { SHARED_SCOPE } from '../domain/visibility.ts';
+import type { DialectCapabilities } from './dialect.ts';
+import { chunks } from './ingest-writes.ts';
+import { integrationSecretContext } from './integrations-repository.ts';
+import type { Schema } from './schema.ts';
+
+/** A number counted in a scope's aggregates by an ingest (or, later, a fold) transaction. */
+export interface NumberSighting {
+  /** The aggregate scope: an account id, or the shared data set (never alerted: it is no one account's). */
+  scope: string;
+  numberKey: string;
+  /** The earliest event time of the number among the events being counted. */
+  firstSeen: string;
+}
+
+/**
+ * The table holding one row per scope and number: a number without a row in its account's
+ * scope is new to that account. The one name to change if that table is reshaped.
+ */
+const NUMBER_AGGREGATES = 'number_aggregates';
+
+/** Rows per first-seen statement: 7 parameters each, well inside both stores' limits. */
+const SIGHTINGS_PER_STATEMENT = 200;
+
+/**
+ * `number.first_seen` (docs/api.md §12): call it in the transaction that adds events to the
+ * aggregates, BEFORE the number rows are written, with every number those events carry (or
+ * only those known to be new: the existence test then drops nothing). It enqueues, in that
+ * same transaction, an alert for each number with no NUMBER_AGGREGATES row yet in its account's
+ * scope, for accounts with an integration subscribed to the type. One
+ * statement per 200 numbers whatever the number of accounts: the existence test, the
+ * subscription test and the write are one `INSERT … SELECT`. A concurrent transaction that
+ * sights the same new number collides on the outbox's unique key and writes nothing.
+ */
+export async function enqueueFirstSeen(trx: Transaction<Schema> | Kysely<Schema>, sightings: NumberSighting[]): Promise<void> {
+  const scopes = [...new Set(sightings.map((s) => s.scope).filter((scope) => scope !== SHARED_SCOPE))];
+  if (scopes.length === 0) return;
+  // Most folds carry numbers of accounts with no such integration: one indexed read tells,
+  // and spares them the statements below (measured: most of a fold step's SQL time).
+  const subscribed = new Set(
+    (
+      await trx
+        .selectFrom('integrations')
+        .select('account_id')
+        .where('account_id', 'in', scopes)
+        .where('confirmed_at', 'is not', null)
+        .where('alert_types', 'like', '%number.first_seen%')
+        .execute()
+    ).map((r) => r.account_id),
+  );
+  const own = sightings.filter((s) => subscribed.has(s.scope));
+  const createdAt = new Date().toISOString();
+  for (const chunk of chunks(own, SIGHTINGS_PER_STATEMENT)) {
+    const rows = chunk.map((s) => {
+      const subject = numberSubject(s.numberKey);
+      const data = JSON.stringify({ phone_number: s.numberKey, first_seen: s.firstSeen });
+      // Casts name the parameters' types: PostgreSQL cannot infer them in a bare SELECT list.
+      return sql`select cast(${`msg_${crypto.randomUUID()}`} as text) as id, cast(${s.scope} as text) as account_id, cast(${s.numberKey} as text) as number_key,
+        cast(${subject} as text) as subject, cast(${`number.first_seen|${subject}`} as text) as dedup_key, cast(${data} as text) as data, cast(${createdAt} as text) as created_at`;
+    });
+    await sql`insert into alerts (id, account_id, type, subject, dedup_key, data, created_at, state)
+      select v.id, v.account_id, 'number.first_seen', v.subject, v.dedup_key, v.data, v.created_at, 'new'
+      from (${sql.join(rows, sql` union all `)}) as v
+      where exists (select 1 from integrations i where i.account_id = v.account_id and i.confirmed_at is not null and i.alert_types like '%number.first_seen%')
+        and not exists (select 1 from ${sql.table(NUMBER_AGGREGATES)} s where s.scope = v.account_id and s.number_key = v.number_key)
+      on conflict (account_id, dedup_key) do nothing`.execute(trx);
+  }
+}
+
+/** Rows per outbox insert: 9 columns each. */
+const ALERTS_PER_STATEMENT = 300;
+
+/** The outbox in the SQL store (migration 012): alerts, their deliveries, and every attempt. */
+export class SqlAlertOutbox implements OutboxStore {
+  private readonly db: Kysely<Schema>;
+  private readonly caps: DialectCapabilities;
+  private readonly sealer: KeySealer;
+
+  constructor(db: Kysely<Schema>, caps: DialectCapabilities, sealer: KeySealer) {
+    this.db = db;
+    this.caps = caps;
+    this.sealer = sealer;
+  }
+
+  async enqueueSubscribed(alerts: NewAlert[]): Promise<void> {
+    if (alerts.length === 0) return;
+    const accounts = [...new Set(alerts.map((a) => a.accountId))];
+    const subscribed = new Set<string>();
+    for (const chunk of chunks(accounts)) {
+      const rows = await this.db
+        .selectFrom('integrations')
+        .select(['account_id', 'alert_types'])
+        .where('account_id', 'in', chunk)
+        .where('confirmed_at', 'is not', null)
+        .execute();
+      for (const row of rows) for (const type of row.alert_types.split(' ')) subscribed.add(`${row.account_id}|${type}`);
+    }
+    const wanted = alerts.filter((a) => a.type === TEST_ALERT || subscribed.has(`${a.accountId}|${a.type}`));
+    for (const chunk of chunks(wanted, ALERTS_PER_STATEMENT)) {
+      await this.db
+        .insertInto('alerts')
+        .values(
+          chunk.map((a) => ({
+            id: a.id,
+            account_id: a.accountId,
+            type: a.type,
+            subject: a.subject,
+            dedup_key: a.dedupKey,
+            data: JSON.stringify(a.data),
+            created_at: a.createdAt,
+            integration_id: a.integrationId ?? null,
+            state: 'new',
+          })),
+        )
+        .onConflict((oc) => oc.columns(['account_id', 'dedup_key']).doNothing())
+        .execute();
+    }
+  }
+
+  async claimAlerts(limit: number, now: string, leaseUntil: string): Promise<ClaimedAlert[]> {
+    const rows = await this.db
+      .updateTable('alerts')
+      .set({ claimed_until: leaseUntil })
+      .where('id', 'in', this.unleased('alerts', 'created_at', limit, now).where('state', '=', 'new'))
+      .returning(['id', 'account_id', 'type', 'subject', 'created_at', 'integration_id'])
+      .execute();
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, type: r.type as AnyAlertType, subject: r.subject, createdAt: r.created_at, integrationId: r.integration_id }));
+  }
+
+  async recipients(alert: ClaimedAlert): Promise<string[]> {
+    // A disabled account's alerts stop with its access (they stay suppressed after an enable).
+    let query = this.db
+      .selectFrom('integrations as i')
+      .innerJoin('accounts as a', 'a.account_id', 'i.account_id')
+      .select(['i.id', 'i.alert_types'])
+      .where('i.account_id', '=', alert.accountId)
+      .where('i.confirmed_at', 'is not', null)
+      .where('a.disabled', '=', 0);
+    if (alert.integrationId !== null) query = query.where('i.id', '=', alert.integrationId);
+    const rows = await query.orderBy('i.id').execute();
+    return rows.filter((r) => alert.type === TEST_ALERT || r.alert_types.split(' ').includes(alert.type)).map((r) => r.id);
+  }
+
+  async recentAlerts(accountId: string, subject: string | undefined, since: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('alerts')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('account_id', '=', accountId)
+      .$if(subject !== undefined, (q) => q.where('subject', '=', subject!))
+      .where('created_at', '>=', since)
+      .where('state', '=', 'fanned_out')
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const closed = await trx
+        .updateTable('alerts')
+        .set({ state: suppressed ? 'suppressed' : 'fanned_out', claimed_until: null })
+        .where('id', '=', alertId)
+        .where('state', '=', 'new')
+        .executeTakeFirst();
+      // Another worker took it after our lease ran out, and closed it: its deliveries stand.
+      if (closed.numUpdatedRows === 0n || suppressed || integrationIds.length === 0) return;
+      const row = await trx.selectFrom('alerts').select('account_id').where('id', '=', alertId).executeTakeFirstOrThrow();
+      await trx
+        .insertInto('alert_deliveries')
+        .values(
+          integrationIds.map((integrationId) => ({
+            id: crypto.randomUUID(),
+            alert_id: alertId,
+            integration_id: integrationId,
+            account_id: row.account_id,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: now,
+            claimed_until: null,
+            created_at: now,
+          })),
+        )
+        .execute();
+    });
+  }
+
+  async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
+    const due = this.unleased('alert_deliveries', 'next_attempt_at', limit, now).where('status', '=', 'pending').where('next_attempt_at', '<=', now);
+    const claimed = await this.db.updateTable('alert_deliveries').set({ claimed_until: leaseUntil }).where('id', 'in', due).returning(['id']).execute();
+    if (claimed.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('alert_deliveries as d')
+      .innerJoin('alerts as a', 'a.id', 'd.alert_id')
+      .leftJoin('integrations as i', 'i.id', 'd.integration_id')
+      .select(['d.id', 'd.attempts', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
+      .where('d.id', 'in', claimed.map((c) => c.id))
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      attempts: Number(r.attempts),
+      alert: { id: r.alert_id, type: r.type as AnyAlertType, createdAt: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> },
+      integration:
+        r.integration_id === null || r.kind === null || r.target === null
+          ? undefined
+          : {
+              id: r.integration_id,
+              kind: r.kind as IntegrationKind,
+              target: r.target,
+              secret: r.secret === null ? null : this.sealer.open(r.secret, integrationSecretContext(r.integration_id)),
+            },
+    }));
+  }
+
+  async recordAttempt(delivery: DueDelivery, attempt: AttemptRecord): Promise<void> {
+    const status = attempt.outcome === 'retrying' ? 'pending' : attempt.outcome;
+    await this.db.transaction().execute(async (trx) => {
+      if (delivery.integration) {
+        await trx
+          .insertInto('delivery_attempts')
+          .values({
+            delivery_id: delivery.id,
+            integration_id: delivery.integration.id,
+            attempt: delivery.attempts + 1,
+            at: attempt.at,
+            duration_ms: attempt.durationMs,
+            status_code: attempt.statusCode,
+            error: attempt.error,
+            outcome: attempt.outcome,
+          })
+          .execute();
+      }
+      await trx
+        .updateTable('alert_deliveries')
+        .set({ status, attempts: delivery.attempts + 1, next_attempt_at: attempt.nextAttemptAt ?? attempt.at, claimed_until: null })
+        .where('id', '=', delivery.id)
+        .execute();
+    });
+  }
+
+  /**
+   * The ids of up to `limit` rows no live lease holds, oldest first by `order`, for an UPDATE to
+   * lease; the caller adds what makes a row ready. Rows another transaction is claiming are
+   * skipped where the store can (PostgreSQL), instead of waited for.
+   */
+  private unleased(table: 'alerts' | 'alert_deliveries', order: 'created_at' | 'next_attempt_at', limit: number, now: string) {
+    return (this.db as Kysely<any>)
+      .selectFrom(table)
+      .select('id')
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
+      .orderBy(order)
+      .limit(limit)
+      .$if(this.caps.skipLockedClaims, (q) => q.forUpdate().skipLocked());
+  }
+
+  async silentNodes(since: string, silentBefore: string): Promise<Array<{ accountId: string; nodeId: string; lastSeen: string }>> {
+    const accounts = await this.db
+      .selectFrom('integrations')
+      .select('account_id')
+      .distinct()
+      .where('confirmed_at', 'is not', null)
+      .where('alert_types', 'like', '%node.silent%')
+      .execute();
+    const silent: Array<{ accountId: string; nodeId: string; lastSeen: string }> = [];
+    for (const { account_id } of accounts) {
+      // A range of one account's recent events, by events_by_time; nodes quiet for longer than
+      // the look-back are forgotten rather than alerted forever.
+      const rows = await this.db
+        .selectFrom('events')
+        .select(['created_by_node_id', (eb) => eb.fn.max('event_time').as('last_seen')])
+        .where('account_id', '=', account_id)
+        .where('event_time', '>=', since)
+        .groupBy('created_by_node_id')
+        .having((eb) => eb.fn.max('event_time'), '<', silentBefore)
+        .execute();
+      for (const row of rows) silent.push({ accountId: account_id, nodeId: row.created_by_node_id, lastSeen: String(row.last_seen) });
+    }
+    return silent;
+  }
+
+  async prune(before: string): Promise<void> {
+    await this.db.deleteFrom('delivery_attempts').where('at', '<', before).execute();
+    await this.db.deleteFrom('alert_deliveries').where('status', '<>', 'pending').where('created_at', '<', before).execute();
+    await this.db
+      .deleteFrom('alerts')
+      .where('state', '<>', 'new')
+      .where('created_at', '<', before)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_deliveries as d').select('d.id').whereRef('d.alert_id', '=', 'alerts.id'))))
+      .execute();
+  }
+}

@@ -1,0 +1,102 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { AlertType } from '../domain/alerts.ts';
+import type { DeliveryAttemptView, IntegrationKind, IntegrationsRepository, StoredIntegration } from '../domain/integrations.ts';
+import type { KeySealer } from '../domain/key-sealing.ts';
+import type { IntegrationsTable, Schema } from './schema.ts';
+
+/** Where a webhook's sealed secret belongs: sealed for this row, it opens nowhere else. */
+export const integrationSecretContext = (id: string) => `integrations/${id}`;
+
+/** Integrations in the SQL store; webhook secrets sealed with the key secret. */
+export class SqlIntegrationsRepository implements IntegrationsRepository {
+  private readonly db: Kysely<Schema>;
+  private readonly sealer: KeySealer;
+
+  constructor(db: Kysely<Schema>, sealer: KeySealer) {
+    this.db = db;
+    this.sealer = sealer;
+  }
+
+  async insert(i: StoredIntegration): Promise<void> {
+    await this.db
+      .insertInto('integrations')
+      .values({ ...i, alert_types: i.alert_types.join(' '), secret: i.secret === null ? null : this.sealer.seal(i.secret, integrationSecretContext(i.id)) })
+      .execute();
+  }
+
+  async find(accountId: string, id: string): Promise<StoredIntegration | undefined> {
+    const row = await this.db.selectFrom('integrations').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+    return row && this.integrationOf(row);
+  }
+
+  async list(accountId: string): Promise<StoredIntegration[]> {
+    const rows = await this.db.selectFrom('integrations').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    return rows.map((row) => this.integrationOf(row));
+  }
+
+  /** Its deliveries and their log go with it: the log is the owner's, and the owner is done with it. */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx.deleteFrom('integrations').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+      if (result.numDeletedRows === 0n) return false;
+      await trx.deleteFrom('delivery_attempts').where('integration_id', '=', id).execute();
+      await trx.deleteFrom('alert_deliveries').where('integration_id', '=', id).execute();
+      return true;
+    });
+  }
+
+  async update(accountId: string, id: string, patch: { name?: string; alert_types?: AlertType[] }): Promise<boolean> {
+    if (patch.name === undefined && patch.alert_types === undefined) return true;
+    const result = await this.db
+      .updateTable('integrations')
+      .set({
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.alert_types !== undefined ? { alert_types: patch.alert_types.join(' ') } : {}),
+      })
+      .where('account_id', '=', accountId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async confirm(confirmHash: string, at: string): Promise<StoredIntegration | undefined> {
+    const row = await this.db.selectFrom('integrations').selectAll().where('confirm_hash', '=', confirmHash).executeTakeFirst();
+    if (!row || row.confirm_expires_at === null || row.confirm_expires_at < at) return undefined;
+    // The hash is cleared with the confirmation: a link works once.
+    const result = await this.db
+      .updateTable('integrations')
+      .set({ confirmed_at: at, confirm_hash: null, confirm_expires_at: null })
+      .where('id', '=', row.id)
+      .where('confirm_hash', '=', confirmHash)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n ? this.integrationOf({ ...row, confirmed_at: at }) : undefined;
+  }
+
+  async attempts(integrationId: string, limit: number): Promise<DeliveryAttemptView[]> {
+    const rows = await this.db
+      .selectFrom('delivery_attempts as a')
+      .innerJoin('alert_deliveries as d', 'd.id', 'a.delivery_id')
+      .innerJoin('alerts as al', 'al.id', 'd.alert_id')
+      .select(['a.delivery_id', 'd.alert_id', 'al.type as alert_type', 'a.attempt', 'a.at', 'a.duration_ms', 'a.status_code', 'a.error', 'a.outcome'])
+      .where('a.integration_id', '=', integrationId)
+      .orderBy('a.id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({
+      ...r,
+      attempt: Number(r.attempt),
+      duration_ms: Number(r.duration_ms),
+      status_code: r.status_code === null ? null : Number(r.status_code),
+      outcome: r.outcome as DeliveryAttemptView['outcome'],
+    }));
+  }
+
+  private integrationOf(row: Selectable<IntegrationsTable>): StoredIntegration {
+    return {
+      ...row,
+      kind: row.kind as IntegrationKind,
+      alert_types: row.alert_types.split(' ').filter(Boolean) as AlertType[],
+      secret: row.secret === null ? null : this.sealer.open(row.secret, integrationSecretContext(row.id)),
+    };
+  }
+}

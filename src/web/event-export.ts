@@ -1,0 +1,41 @@
+import type { Account } from '../domain/accounts.ts';
+import { EVENT_FIELDS } from '../domain/event-fields.ts';
+import { MAX_PAGE, type EventQuery, type EventQueryInput } from '../domain/event-query.ts';
+import type { StoredEvent } from '../domain/events.ts';
+
+/** The columns of an export: the 13 fields as stored, then the two instants. */
+export const EXPORT_COLUMNS: readonly (keyof StoredEvent)[] = [...EVENT_FIELDS, 'event_time', 'received_at'];
+
+/**
+ * Every event the filters select, page after page through the same query and cursor as
+ * `GET /api/events` (docs/api.md §8), so an export holds one page in memory whatever its size.
+ */
+export async function* exportedEvents(query: EventQuery, account: Account, filters: EventQueryInput): AsyncGenerator<StoredEvent> {
+  let cursor: string | null = null;
+  do {
+    const page = await query.list(account, { ...filters, limit: MAX_PAGE, ...(cursor ? { cursor } : {}) });
+    yield* page.data;
+    cursor = page.next_cursor;
+  } while (cursor);
+}
+
+/** CSV (RFC 4180): a header line, then one line per event, CRLF-terminated. */
+export async function* csvLines(events: AsyncIterable<StoredEvent>): AsyncGenerator<string> {
+  yield `${EXPORT_COLUMNS.join(',')}\r\n`;
+  for await (const event of events) yield `${EXPORT_COLUMNS.map((c) => csvField(event[c])).join(',')}\r\n`;
+}
+
+/** NDJSON: one JSON object per event and line. */
+export async function* ndjsonLines(events: AsyncIterable<StoredEvent>): AsyncGenerator<string> {
+  for await (const event of events) yield `${JSON.stringify(event)}\n`;
+}
+
+/**
+ * One CSV field. Events are attacker-written, and a spreadsheet runs a cell starting with `=`,
+ * `@`, `+` or `-` as a formula (CSV injection): such a value gets a leading `'`, except a
+ * number written with a sign (`+4681…`, a called number), which no spreadsheet runs.
+ */
+export function csvField(value: string): string {
+  const guarded = /^[=@\t\r]/.test(value) || (/^[+-]/.test(value) && !/^[+-][\d\s().-]*$/.test(value)) ? `'${value}` : value;
+  return /[",\r\n]/.test(guarded) ? `"${guarded.replace(/"/g, '""')}"` : guarded;
+}

@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import type { Account } from '../../domain/accounts.ts';
+import { describeWindow } from '../../domain/plan-notation.ts';
+import type { Plan, RateWindow } from '../../domain/plans.ts';
+import type { LimitGroup } from '../../limits/plan-limiter.ts';
+import type { Services } from '../../services.ts';
+import { toMinute } from '../time-text.ts';
+import { html, type Html } from '../html.ts';
+import { sendPage } from '../layout.ts';
+import { accountOf } from '../web-session.ts';
+
+/** One allowance of a plan with what the account spent of it in the current window. */
+export interface Usage {
+  group: LimitGroup;
+  label: string;
+  window: RateWindow;
+  used: number;
+  resetSeconds: number;
+}
+
+/** The plan's allowances and this window's use of each, read from the same counters the API spends. */
+export async function usageOf(services: Services, account: Account, plan: Plan): Promise<Usage[]> {
+  const groups: Array<[LimitGroup, string, RateWindow | null]> = [
+    ['lookups', 'Lookups (phone numbers and addresses)', plan.lookups],
+    ['submissions', 'Event submissions', plan.submissions],
+    ['event_reads', 'Event reads through the API', plan.eventReads],
+  ];
+  const usage: Usage[] = [];
+  for (const [group, label, window] of groups) {
+    if (!window) continue;
+    usage.push({ group, label, window, ...(await services.limiter.usage(group, account.account_id, window)) });
+  }
+  return usage;
+}
+
+/** Settings → account (docs/dashboard.md): plan, limits and use, users, what a SentryPeer node needs. */
+export async function accountRoutes(app: FastifyInstance, { services }: { services: Services }) {
+  const { config } = services;
+  app.get('/settings/account', { config: { web: 'account' } }, async (request, reply) => {
+    const account = accountOf(request);
+    const [plan, users, clients, ingestUrls] = await Promise.all([
+      services.plans.find(account.plan),
+      services.users.list(account.account_id),
+      services.accounts.listClients(account.account_id),
+      services.ingestUrls.list(account.account_id),
+    ]);
+    const usage = plan ? await usageOf(services, account, plan) : [];
+    const usageRows = usage.map(
+      (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${u.resetSeconds} s</td></tr>`,
+    );
+    const userRows = users.map((u) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.disabled ? 'disabled' : u.password_set ? 'active' : 'invited'}</td></tr>`);
+    const content = html`<h2>Plan</h2>
+<p><strong>${account.plan}</strong>${plan?.maySubmit ? ': may submit events' : ': lookups only (no event submission)'}. Clients: ${clients.length} of ${plan?.maxClients ?? 'unlimited'}.</p>
+<div class="scroll"><table><thead><tr><th scope="col">Allowance</th><th scope="col">Limit</th><th scope="col">This window</th></tr></thead><tbody>${usageRows}</tbody></table></div>
+<h2>Users</h2>
+<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th></tr></thead><tbody>${userRows}</tbody></table></div>
+<p>The operator invites users and resets passwords.</p>
+<h2>Configuring a SentryPeer node</h2>
+${nodeSettings(config.publicUrl, config.audiences, plan?.maySubmit ?? false)}
+${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Their secrets were shown once, when the operator created them; here only their names.</p>
+<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
+      (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
+    )}</tbody></table></div>` : ''}`;
+    return sendPage(request, reply, 'Account', content);
+  });
+}
+
+function nodeSettings(publicUrl: string, audiences: string[], maySubmit: boolean): Html {
+  if (!maySubmit) return html`<p>This plan does not submit events; a node needs the contributor plan.</p>`;
+  const field = (id: string, label: string, value: string) =>
+    html`<dt>${label}</dt><dd><code id="${id}">${value}</code> <button type="button" class="copy" data-copy="${id}">Copy</button></dd>`;
+  return html`<p>With OAuth2 (a node built with this token URL): create a client with <code>write:events</code> under API clients, then:</p>
+<dl class="credentials">
+${field('token-url', 'Token URL', `${publicUrl}/oauth/token`)}
+${field('audience', 'Audience', audiences[0] ?? `${publicUrl}/api`)}
+${field('events-url', 'Webhook (events) URL', `${publicUrl}/api/events`)}
+</dl>
+<pre class="command"><code id="node-command">sentrypeer -w ${publicUrl}/api/events -i &lt;client_id&gt; -c &lt;client_secret&gt;</code></pre>
+<p>A stock node (its token URL fixed when built) posts to a node ingest URL instead, with no credentials but the URL; the operator creates one with <code>tollwatch ingest-urls create</code> and you start the node with <code>sentrypeer -w &lt;ingest url&gt;</code>. Treat that URL as a secret.</p>`;
+}

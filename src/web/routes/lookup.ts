@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../domain/errors.ts';
+import { canonicalIpAddress } from '../../domain/ip-address.ts';
+import type { Services } from '../../services.ts';
+import { formText } from '../form.ts';
+import { html, type Html } from '../html.ts';
+import { csrfField, sendPage } from '../layout.ts';
+import { WebRefusal } from '../web-refusal.ts';
+import { accountOf } from '../web-session.ts';
+
+/**
+ * Lookup (docs/dashboard.md): a number or an address, answered by the lookup service the API
+ * routes call (docs/api.md §7), with this account's scopes, and spending the plan's lookups
+ * allowance as an API lookup does. A POST with the CSRF token: it spends, so no other site may
+ * make a signed-in browser send one.
+ */
+export async function lookupRoute(app: FastifyInstance, { services }: { services: Services }) {
+  app.get('/lookup', { config: { web: 'account' } }, async (request, reply) => lookupPage(request, reply, ''));
+
+  app.post('/lookup', { config: { web: 'account' } }, async (request, reply) => {
+    const account = accountOf(request);
+    const value = formText(request, 'q').trim();
+    const plan = await services.plans.find(account.plan);
+    if (plan) {
+      const state = await services.limiter.consume('lookups', account.account_id, plan.lookups);
+      if (!state.allowed) throw new WebRefusal(429, `The ${plan.name} plan allows ${plan.lookups.limit} lookups per ${plan.lookups.windowSeconds} s; try again in ${state.resetSeconds} s.`, state.resetSeconds);
+    }
+    try {
+      const answer = canonicalIpAddress(value) ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
+      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>`;
+      return lookupPage(request, reply, value, html`${summary}<h2>The API’s answer</h2><pre class="answer">${JSON.stringify(answer, null, 2)}</pre>`);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'invalid_phone_number') {
+        return lookupPage(request, reply, value, html`<p class="error" role="alert">Neither an IPv4 or IPv6 address nor a phone number: ${err.message}.</p>`, 400);
+      }
+      throw err;
+    }
+  });
+}
+
+function lookupPage(request: FastifyRequest, reply: FastifyReply, value: string, answer?: Html, status = 200) {
+  return sendPage(
+    request,
+    reply,
+    'Lookup',
+    html`<form method="post" action="/lookup" class="inline">${csrfField(request)}
+<label for="q">Phone number or source address</label>
+<input id="q" name="q" value="${value}" required maxlength="512" placeholder="+46812118532 or 203.0.113.7">
+<button type="submit">Look up</button></form>
+<p>Answered exactly as the API answers this account, from its own events and the shared data set; each lookup counts against the plan.</p>
+${answer}`,
+    status,
+  );
+}

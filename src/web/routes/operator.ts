@@ -1,0 +1,112 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { describeWindow, parseCount, parseWindow } from '../../domain/plan-notation.ts';
+import type { Plan, PlanChanges } from '../../domain/plans.ts';
+import type { Services } from '../../services.ts';
+import { formText } from '../form.ts';
+import { toSecond } from '../time-text.ts';
+import { html, type Html } from '../html.ts';
+import { csrfField, sendPage } from '../layout.ts';
+import { userOf } from '../web-session.ts';
+
+const AUDIT_PAGE = 200;
+
+/**
+ * Operator pages (docs/dashboard.md): accounts (create, plan, trusted, disabled), plans and the
+ * audit trail, through the services the CLI's `accounts`, `plans` and `audit` commands call.
+ */
+export async function operatorRoutes(app: FastifyInstance, { services }: { services: Services }) {
+  const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
+
+  app.get('/operator/accounts', { config: { web: 'operator' } }, async (request, reply) => {
+    const [accounts, plans] = await Promise.all([services.accounts.listAccounts(), services.plans.all()]);
+    const planOptions = (selected: string) => plans.map((p) => html`<option${p.name === selected ? html` selected` : ''}>${p.name}</option>`);
+    const rows = accounts.map(
+      (a) => html`<tr><td>${a.name}<br><code>${a.account_id}</code></td><td>
+<form method="post" action="/operator/accounts/${a.account_id}" class="inline">${csrfField(request)}
+<label class="visually-hidden" for="plan-${a.account_id}">Plan of ${a.name}</label><select id="plan-${a.account_id}" name="plan">${planOptions(a.plan)}</select>
+<label class="check"><input type="checkbox" name="trusted" value="yes"${a.trusted ? html` checked` : ''}> trusted</label>
+<label class="check"><input type="checkbox" name="disabled" value="yes"${a.disabled ? html` checked` : ''}> disabled</label>
+<button type="submit">Save</button></form></td></tr>`,
+    );
+    const content = html`<div class="scroll"><table><thead><tr><th scope="col">Account</th><th scope="col">Settings</th></tr></thead><tbody>${rows}</tbody></table></div>
+<h2>New account</h2>
+<form method="post" action="/operator/accounts" class="stack">${csrfField(request)}
+<label for="name">Name</label><input id="name" name="name" required maxlength="200">
+<label for="plan">Plan</label><select id="plan" name="plan">${planOptions('tester')}</select>
+<label class="check"><input type="checkbox" name="trusted" value="yes"> trusted (its events join the shared data set)</label>
+<button type="submit">Create account</button></form>
+<p>Users are invited with <code>tollwatch users invite</code>.</p>`;
+    return sendPage(request, reply, 'Accounts', content);
+  });
+
+  app.post('/operator/accounts', { config: { web: 'operator' } }, async (request, reply) => {
+    await services.accounts.createAccount({ name: formText(request, 'name'), plan: formText(request, 'plan'), trusted: formText(request, 'trusted') === 'yes' }, actor(request));
+    return reply.redirect('/operator/accounts', 303);
+  });
+
+  app.post('/operator/accounts/:id', { config: { web: 'operator' } }, async (request, reply) => {
+    const id = (request.params as { id: string }).id;
+    const before = await services.accounts.getAccount(id);
+    const plan = formText(request, 'plan');
+    const trusted = formText(request, 'trusted') === 'yes';
+    const disabled = formText(request, 'disabled') === 'yes';
+    // Only what changed, so the audit trail records exactly the operator's changes.
+    if (plan && plan !== before.plan) await services.accounts.setPlan(id, plan, actor(request));
+    if (trusted !== before.trusted) await services.accounts.setTrusted(id, trusted, actor(request));
+    if (disabled !== before.disabled) await services.accounts.setDisabled(id, disabled, actor(request));
+    return reply.redirect('/operator/accounts', 303);
+  });
+
+  app.get('/operator/plans', { config: { web: 'operator' } }, async (request, reply) => {
+    const plans = await services.plans.all();
+    const forms = plans.map((p) => planForm(request, p));
+    return sendPage(
+      request,
+      reply,
+      'Plans',
+      html`<p>Limits are written as in <code>tollwatch plans set</code>: <code>N/second</code>, <code>N/minute</code>, <code>N/hour</code> or <code>N/day</code>; submissions may be <code>none</code>, clients <code>unlimited</code>. A change applies to every account on the plan from its next request.</p>
+${forms}<h2>New plan</h2>${planForm(request, undefined)}`,
+    );
+  });
+
+  app.post('/operator/plans', { config: { web: 'operator' } }, async (request, reply) => {
+    await services.plans.change(formText(request, 'name').trim(), planChanges(request), actor(request));
+    return reply.redirect('/operator/plans', 303);
+  });
+
+  app.get('/operator/audit', { config: { web: 'operator' } }, async (request, reply) => {
+    const accountId = (request.query as Record<string, unknown>).account;
+    const entries = await services.audit.list({ limit: AUDIT_PAGE, ...(typeof accountId === 'string' && accountId ? { accountId } : {}) });
+    const rows = entries.map((e) => html`<tr><td>${toSecond(e.at)}</td><td>${e.action}</td><td>${e.actor}</td><td>${e.account_id ?? ''}</td><td>${e.client_id ?? ''}</td><td>${e.ip ?? ''}</td><td><code>${e.detail ? JSON.stringify(e.detail) : ''}</code></td></tr>`);
+    return sendPage(request, reply, 'Audit trail', html`<form method="get" action="/operator/audit" class="inline"><label for="account">Account id</label><input id="account" name="account" value="${typeof accountId === 'string' ? accountId : ''}"><button type="submit">Filter</button></form>
+<p>The newest ${AUDIT_PAGE} entries.</p><div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Action</th><th scope="col">Actor</th><th scope="col">Account</th><th scope="col">Client</th><th scope="col">Address</th><th scope="col">Detail</th></tr></thead><tbody>${rows}</tbody></table></div>`);
+  });
+}
+
+/** One plan's form (or an empty one for a new plan), its fields written as `plans set` takes them. */
+function planForm(request: FastifyRequest, plan: Plan | undefined): Html {
+  const id = plan?.name ?? 'new';
+  const field = (name: string, label: string, value: string) =>
+    html`<div><label for="${name}-${id}">${label}</label><input id="${name}-${id}" name="${name}" value="${value}" required></div>`;
+  return html`<form method="post" action="/operator/plans" class="filters" aria-label="${plan ? `Plan ${plan.name}` : 'New plan'}">${csrfField(request)}
+${plan ? html`<input type="hidden" name="name" value="${plan.name}"><h3>${plan.name}</h3>` : field('name', 'Name', '')}
+<label class="check"><input type="checkbox" name="may_submit" value="yes"${plan?.maySubmit ? html` checked` : ''}> may submit events</label>
+${field('lookups', 'Lookups', plan ? describeWindow(plan.lookups) : '5/hour')}
+${field('submissions', 'Submissions', plan?.submissions ? describeWindow(plan.submissions) : 'none')}
+${field('event_reads', 'Event reads', plan ? describeWindow(plan.eventReads) : '60/hour')}
+${field('max_clients', 'Clients', plan ? String(plan.maxClients ?? 'unlimited') : '1')}
+<div class="buttons"><button type="submit">${plan ? 'Save' : 'Create plan'}</button></div></form>`;
+}
+
+/** Every limit of the form, read with the notation of `plans set` (the form always sends them all). */
+function planChanges(request: FastifyRequest): PlanChanges {
+  const submissions = formText(request, 'submissions').trim();
+  const maxClients = formText(request, 'max_clients').trim();
+  return {
+    maySubmit: formText(request, 'may_submit') === 'yes',
+    lookups: parseWindow(formText(request, 'lookups')),
+    submissions: submissions === 'none' ? null : parseWindow(submissions),
+    eventReads: parseWindow(formText(request, 'event_reads')),
+    maxClients: maxClients === 'unlimited' ? null : parseCount(maxClients),
+  };
+}

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { signedIn, type WebClient } from './web-client.ts';
+
+const HOSTILE_MESSAGE = 'OPTIONS sip:100@198.51.100.2 SIP/2.0\r\nSubject: <script>alert("sip")</script>\r\n\r\n';
+const HOSTILE_AGENT = '<img src=x onerror=alert(1)>';
+const NODE_OLD = '11111111-1111-4111-8111-111111111111';
+const NODE_NOW = '22222222-2222-4222-8222-222222222222';
+const NODE_OF_B = '33333333-3333-4333-8333-333333333333';
+const NUMBER_OF_A = '+442071838750';
+const ADDRESS_OF_A = '192.0.2.77';
+const NUMBER_OF_B = '+33155550002';
+
+const now = () => new Date().toISOString().replace('T', ' ').slice(0, 19);
+
+describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md)', () => {
+  let h: Harness;
+  let a: TestAccount;
+  let b: TestAccount;
+  let pageA: WebClient;
+  let pageB: WebClient;
+  let hostileUuid: string;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    a = await h.account();
+    b = await h.account();
+    ({ browser: pageA } = await signedIn(h, a.account.account_id));
+    ({ browser: pageB } = await signedIn(h, b.account.account_id));
+    const hostile = sampleEvent({ sip_method: 'OPTIONS', sip_message: HOSTILE_MESSAGE, sip_user_agent: HOSTILE_AGENT, created_by_node_id: NODE_NOW, event_timestamp: now() });
+    hostileUuid = hostile.event_uuid as string;
+    const batch = Array.from({ length: 60 }, () => sampleEvent({ created_by_node_id: NODE_OLD, called_number: NUMBER_OF_A, source_ip: ADDRESS_OF_A }));
+    const res = await a.api('/api/events/batch', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(batch) });
+    expect(res.status).toBe(200);
+    expect((await postEvent(a, hostile)).status).toBe(201);
+    expect((await postEvent(a, sampleEvent({ sip_user_agent: '=HYPERLINK("http://evil")', created_by_node_id: NODE_NOW, event_timestamp: now() }))).status).toBe(201);
+    expect((await postEvent(b, sampleEvent({ created_by_node_id: NODE_OF_B, called_number: NUMBER_OF_B, source_ip: '198.51.100.99' }))).status).toBe(201);
+  });
+  afterAll(() => h.close());
+
+  it('lists the account’s events newest first, pages by cursor, and escapes what attackers wrote', async () => {
+    const first = await pageA.get('/events');
+    expect(first.status).toBe(200);
+    expect(first.text).not.toContain(HOSTILE_AGENT);
+    expect(first.text).toContain('&#60;img src=x onerror=alert(1)&#62;');
+    expect(first.text).not.toContain(NUMBER_OF_B);
+    const next = /<a rel="next" href="([^"]+)"/.exec(first.text)?.[1];
+    expect(next).toBeDefined();
+    const second = await pageA.get(next!.replace(/&#38;/g, '&'));
+    expect(second.status).toBe(200);
+    expect((second.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(62 - 50);
+  });
+
+  it('filters as GET /api/events does, and names a bad filter', async () => {
+    const options = await pageA.get('/events?sip_method=OPTIONS');
+    expect((options.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
+    const bad = await pageA.get('/events?source_ip=not-an-address&since=yesterday');
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain('source_ip: must be an IPv4 or IPv6 address');
+    expect(bad.text).toContain('since:');
+  });
+
+  it('shows one event whole, its SIP message as escaped text, and another account’s as missing', async () => {
+    const detail = await pageA.get(`/events/${hostileUuid}`);
+    expect(detail.status).toBe(200);
+    expect(detail.text).toContain('<pre class="sip">OPTIONS sip:100@198.51.100.2 SIP/2.0\r\nSubject: &#60;script&#62;alert(&#34;sip&#34;)&#60;/script&#62;');
+    expect(detail.text).not.toContain('<script>alert');
+    expect((await pageB.get(`/events/${hostileUuid}`)).status).toBe(404);
+  });
+
+  it('exports the filtered set as CSV and NDJSON, streamed, and only the account’s own', async () => {
+    const csv = await pageA.get('/export/events.csv');
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(csv.headers.get('content-disposition')).toMatch(/^attachment; filename="tollwatch-events-.*\.csv"$/);
+    const lines = csv.text.trimEnd().split('\r\n');
+    expect(lines[0]).toBe('app_name,app_version,event_timestamp,event_uuid,created_by_node_id,collected_method,transport_type,source_ip,destination_ip,called_number,sip_method,sip_user_agent,sip_message,event_time,received_at');
+    expect(csv.text).toContain(`"'=HYPERLINK(""http://evil"")"`);
+    expect(csv.text).toContain(`,${NUMBER_OF_A},`);
+    expect(csv.text).not.toContain(NUMBER_OF_B);
+    const ndjson = await pageA.get(`/export/events.ndjson?node_id=${NODE_OLD}`);
+    const events = ndjson.text.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    expect(events).toHaveLength(60);
+    expect(new Set(events.map((e) => e.created_by_node_id))).toEqual(new Set([NODE_OLD]));
+    const theirs = await pageB.get('/export/events.ndjson');
+    expect(theirs.text.trimEnd().split('\n')).toHaveLength(1);
+    expect(theirs.text).not.toContain(NODE_OLD);
+    expect((await pageA.get('/export/events.csv?transport_type=SCTP')).status).toBe(422);
+  });
+
+  it('shows one row per node with its counts, marking the silent ones', async () => {
+    const nodes = await pageA.get('/nodes');
+    expect(nodes.status).toBe(200);
+    const old = nodes.text.split('<tr').find((row) => row.includes(NODE_OLD))!;
+    const recent = nodes.text.split('<tr').find((row) => row.includes(NODE_NOW))!;
+    expect(old).toContain('silent');
+    expect(old).toContain('<td>60</td>');
+    expect(old).toContain('INVITE 60');
+    expect(old).toContain('UDP 60');
+    expect(recent).not.toContain('badge');
+    expect(recent).toContain('OPTIONS 1');
+    expect(nodes.text).not.toContain(NODE_OF_B);
+    const theirs = await pageB.get('/nodes');
+    expect(theirs.text).toContain(NODE_OF_B);
+    expect(theirs.text).not.toContain(NODE_OLD);
+    expect(theirs.text).not.toContain(NODE_NOW);
+  });
+
+  it('draws the overview from the account’s own events only', async () => {
+    const mine = await pageA.get('/overview?days=30');
+    expect(mine.status).toBe(200);
+    expect(mine.text).toContain('<svg role="img"');
+    expect(mine.text).toContain(NUMBER_OF_A);
+    expect(mine.text).toContain(ADDRESS_OF_A);
+    expect(mine.text).toContain('&#60;img src=x onerror=alert(1)&#62;');
+    expect(mine.text).toMatch(/<title>GB: 60<\/title>/);
+    expect(mine.text).not.toContain(NUMBER_OF_B);
+    const theirs = await pageB.get('/overview?days=30');
+    expect(theirs.text).toContain(NUMBER_OF_B);
+    expect(theirs.text).not.toContain(NUMBER_OF_A);
+    expect(theirs.text).not.toContain(ADDRESS_OF_A);
+    expect(theirs.text).not.toContain('onerror');
+  });
+
+  it('looks up as the API answers this account, and counts against the plan', async () => {
+    await pageA.get('/lookup');
+    const seen = await pageA.post('/lookup', { q: NUMBER_OF_A });
+    expect(seen.status).toBe(200);
+    expect(seen.text).toContain('<strong>SEEN</strong>');
+    const api = (await (await a.api(`/api/phone-numbers/${encodeURIComponent(NUMBER_OF_A)}`)).json()) as Record<string, unknown>;
+    expect(seen.text).toContain(`&#34;seen_count&#34;: ${api.seen_count}`);
+    await pageB.get('/lookup');
+    const unseen = await pageB.post('/lookup', { q: NUMBER_OF_A });
+    expect(unseen.text).toContain('<strong>Not seen</strong>');
+    const address = await pageA.post('/lookup', { q: ADDRESS_OF_A });
+    expect(address.text).toContain('&#34;ip_address&#34;: &#34;192.0.2.77&#34;');
+    expect((await pageA.post('/lookup', { q: 'not a number!' })).status).toBe(400);
+    const plan = (await h.services.plans.find('contributor'))!;
+    const usage = await h.services.limiter.usage('lookups', a.account.account_id, plan.lookups);
+    expect(usage.used).toBe(4);
+  });
+});

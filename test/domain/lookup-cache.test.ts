@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import type { NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
+import { LookupCache } from '../../src/domain/lookup-cache.ts';
+
+const aggregate = (seenCount: number): NumberAggregate => ({
+  seenCount,
+  firstSeen: '2026-11-20T10:00:00Z',
+  lastSeen: '2026-11-20T10:00:00Z',
+  sourceIpCount: 1,
+  sipMethods: { INVITE: seenCount },
+  forms: ['+46812118532'],
+  nodeCount: 1,
+});
+
+/** A cache on a hand-moved clock, and a store that counts its reads. */
+function setUp(options: { ttlMs?: number; maxEntries?: number } = {}) {
+  let now = 1_000_000;
+  const cache = new LookupCache({ ttlMs: options.ttlMs ?? 500, maxEntries: options.maxEntries ?? 100, now: () => now });
+  const store = new Map<string, NumberAggregate>();
+  let reads = 0;
+  const lookup = (key: string, scopes: string[] = ['*shared*', 'a1']) =>
+    cache.read('number', key, scopes, async () => {
+      reads++;
+      return store.get(key);
+    });
+  return { cache, store, lookup, reads: () => reads, advance: (ms: number) => (now += ms) };
+}
+
+describe('LookupCache', () => {
+  it('answers from memory until the TTL, then reads again', async () => {
+    const t = setUp({ ttlMs: 500 });
+    t.store.set('4681', aggregate(1));
+    expect(await t.lookup('4681')).toEqual(aggregate(1));
+    t.store.set('4681', aggregate(2));
+    t.advance(499);
+    expect((await t.lookup('4681'))?.seenCount).toBe(1);
+    expect(t.reads()).toBe(1);
+    t.advance(1);
+    expect((await t.lookup('4681'))?.seenCount).toBe(2);
+    expect(t.reads()).toBe(2);
+  });
+
+  it('keeps negative entries: a number never seen is not read again within the TTL', async () => {
+    const t = setUp();
+    expect(await t.lookup('999')).toBeUndefined();
+    expect(await t.lookup('999')).toBeUndefined();
+    expect(t.reads()).toBe(1);
+  });
+
+  it('keeps each set of readable scopes apart', async () => {
+    const t = setUp();
+    t.store.set('4681', aggregate(1));
+    await t.lookup('4681', ['*shared*', 'a1']);
+    await t.lookup('4681', ['*shared*', 'a2']);
+    await t.lookup('4681', ['*shared*']);
+    expect(t.reads()).toBe(3);
+    expect(t.cache.size).toBe(3);
+  });
+
+  it('drops every scope of an invalidated key at once, and only that key', async () => {
+    const t = setUp();
+    t.store.set('4681', aggregate(1));
+    await t.lookup('4681', ['*shared*', 'a1']);
+    await t.lookup('4681', ['*shared*']);
+    await t.lookup('999');
+    t.store.set('4681', aggregate(2));
+    t.cache.invalidate([{ kind: 'number', key: '4681' }]);
+    expect((await t.lookup('4681', ['*shared*', 'a1']))?.seenCount).toBe(2);
+    expect((await t.lookup('4681', ['*shared*']))?.seenCount).toBe(2);
+    expect(t.reads()).toBe(5);
+    await t.lookup('999');
+    expect(t.reads()).toBe(5);
+  });
+
+  it('tells kinds apart: an address change leaves a number of the same text alone', async () => {
+    const t = setUp();
+    await t.lookup('1');
+    t.cache.invalidate([{ kind: 'ip', key: '1' }]);
+    await t.lookup('1');
+    expect(t.reads()).toBe(1);
+  });
+
+  it('does not keep a read that a change overtook', async () => {
+    const t = setUp();
+    t.store.set('4681', aggregate(1));
+    let release!: () => void;
+    const slow = t.cache.read('number', '4681', ['*shared*'], async () => {
+      const old = t.store.get('4681');
+      await new Promise<void>((resolve) => (release = resolve));
+      return old;
+    });
+    t.store.set('4681', aggregate(2));
+    t.cache.invalidate([{ kind: 'number', key: '4681' }]);
+    release();
+    expect((await slow)?.seenCount).toBe(1);
+    expect((await t.lookup('4681', ['*shared*']))?.seenCount).toBe(2);
+  });
+
+  it('holds at most maxEntries, evicting the key kept longest ago', async () => {
+    const t = setUp({ maxEntries: 3 });
+    for (const key of ['1', '2', '3']) await t.lookup(key);
+    await t.lookup('1');
+    await t.lookup('4');
+    expect(t.cache.size).toBe(3);
+    const before = t.reads();
+    await t.lookup('2');
+    await t.lookup('3');
+    await t.lookup('4');
+    expect(t.reads()).toBe(before);
+    await t.lookup('1');
+    expect(t.reads()).toBe(before + 1);
+  });
+
+  it('forgets everything on clear(), and caches nothing with a TTL of 0', async () => {
+    const t = setUp();
+    await t.lookup('1');
+    t.cache.clear();
+    expect(t.cache.size).toBe(0);
+    await t.lookup('1');
+    expect(t.reads()).toBe(2);
+    const off = setUp({ ttlMs: 0 });
+    await off.lookup('1');
+    await off.lookup('1');
+    expect(off.reads()).toBe(2);
+    expect(off.cache.size).toBe(0);
+  });
+});
