@@ -8,6 +8,7 @@ const ACCOUNT_NAV: ReadonlyArray<[string, string]> = [
   ['/nodes', 'Nodes'],
   ['/lookup', 'Lookup'],
   ['/settings/clients', 'API clients'],
+  ['/settings/integrations', 'Integrations'],
   ['/settings/account', 'Account'],
 ];
 const OPERATOR_NAV: ReadonlyArray<[string, string]> = [

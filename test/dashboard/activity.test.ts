@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signedIn, type WebClient } from './web-client.ts';
+import { escapeHtml } from '../../src/web/html.ts';
 
 const HOSTILE_MESSAGE = 'OPTIONS sip:100@198.51.100.2 SIP/2.0\r\nSubject: <script>alert("sip")</script>\r\n\r\n';
 const HOSTILE_AGENT = '<img src=x onerror=alert(1)>';
@@ -129,6 +130,9 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect(seen.text).toContain('<strong>SEEN</strong>');
     const api = (await (await a.api(`/api/phone-numbers/${encodeURIComponent(NUMBER_OF_A)}`)).json()) as Record<string, unknown>;
     expect(seen.text).toContain(`&#34;seen_count&#34;: ${api.seen_count}`);
+    // Why it is flagged, in words, above the JSON: the API's score and each of its reasons.
+    expect(seen.text).toContain(`${api.score as number} of 100</h2>`);
+    for (const reason of api.reasons as string[]) expect(seen.text).toContain(`<li>${escapeHtml(reason)}</li>`);
     await pageB.get('/lookup');
     const unseen = await pageB.post('/lookup', { q: NUMBER_OF_A });
     expect(unseen.text).toContain('<strong>Not seen</strong>');

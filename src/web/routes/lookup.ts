@@ -27,7 +27,7 @@ export async function lookupRoute(app: FastifyInstance, { services }: { services
     }
     try {
       const answer = canonicalIpAddress(value) ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
-      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>`;
+      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>${answer.found ? whyFlagged(answer.score, answer.reasons) : ''}`;
       return lookupPage(request, reply, value, html`${summary}<h2>The API’s answer</h2><pre class="answer">${JSON.stringify(answer, null, 2)}</pre>`);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'invalid_phone_number') {
@@ -36,6 +36,13 @@ export async function lookupRoute(app: FastifyInstance, { services }: { services
       throw err;
     }
   });
+}
+
+/** The score and the facts behind it (docs/scoring.md), before the JSON that carries them too. */
+function whyFlagged(score: number, reasons: readonly string[]): Html {
+  return html`<h2>Score <meter min="0" max="100" low="30" high="70" optimum="0" value="${score}">${score}</meter> ${score} of 100</h2>
+<ul class="reasons">${reasons.map((r) => html`<li>${r}</li>`)}</ul>
+<p>How the score is made: docs/scoring.md. Evidence counts less as it ages.</p>`;
 }
 
 function lookupPage(request: FastifyRequest, reply: FastifyReply, value: string, answer?: Html, status = 200) {

@@ -1,0 +1,193 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ALERT_TYPES } from '../../domain/alerts.ts';
+import { ServiceError } from '../../domain/errors.ts';
+import { INTEGRATION_KINDS, MAX_INTEGRATIONS, type CreatedIntegration, type IntegrationView } from '../../domain/integrations.ts';
+import type { Services } from '../../services.ts';
+import { formList, formText } from '../form.ts';
+import { html, type Html } from '../html.ts';
+import { csrfField, sendPage } from '../layout.ts';
+import { toMinute } from '../time-text.ts';
+import { accountOf, userOf } from '../web-session.ts';
+
+/** What each alert type means, in the words of docs/api.md §12. */
+const ALERT_TYPE_TEXT: Record<(typeof ALERT_TYPES)[number], string> = {
+  'lookup.matched': 'a lookup by this account found a match',
+  'number.first_seen': "this account's nodes saw a number for the first time",
+  'node.silent': 'one of this account’s nodes stopped sending',
+};
+/** Attempts shown on an integration's page: the newest, as the API's delivery log lists them. */
+const LOG_SHOWN = 50;
+/** Refusals a person can fix by changing the form: the page is shown again with the reason. */
+const FORM_REFUSALS = new Set(['validation_failed', 'limit_reached', 'email_not_configured', 'mail_unavailable']);
+
+/**
+ * Settings → Integrations (docs/dashboard.md): where the account's alerts go. Owners create,
+ * change, test and delete; members read, the delivery log included. Every change goes through
+ * the Integrations service the API's `/api/integrations` routes call (docs/api.md §12), so URL
+ * checks (SSRF), email confirmation, limits and the audit trail are the same.
+ */
+export async function integrationRoutes(app: FastifyInstance, { services }: { services: Services }) {
+  const { integrations } = services;
+  const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
+  const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
+
+  app.get('/settings/integrations', { config: { web: 'account' } }, async (request, reply) => listPage(services, request, reply));
+
+  app.post('/settings/integrations', { config: { web: 'owner' } }, async (request, reply) => {
+    const kind = formText(request, 'kind');
+    const name = formText(request, 'name').trim();
+    const body = {
+      kind,
+      ...(name ? { name } : {}),
+      ...(kind === 'email' ? { email: formText(request, 'email').trim() } : { url: formText(request, 'url').trim() }),
+      alert_types: formList(request, 'alert_types'),
+    };
+    let created: CreatedIntegration;
+    try {
+      created = await integrations.create(accountOf(request), body, actor(request));
+    } catch (err) {
+      if (err instanceof ServiceError && FORM_REFUSALS.has(err.code)) return listPage(services, request, reply, refusalOf(err), 422);
+      throw err;
+    }
+    return sendPage(request, reply, 'Integration created', createdPage(created));
+  });
+
+  app.get('/settings/integrations/:id', { config: { web: 'account' } }, async (request, reply) => detailPage(services, request, reply, idOf(request)));
+
+  app.post('/settings/integrations/:id', { config: { web: 'owner' } }, async (request, reply) => {
+    const name = formText(request, 'name').trim();
+    try {
+      await integrations.update(accountOf(request).account_id, idOf(request), { name, alert_types: formList(request, 'alert_types') }, actor(request));
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
+      throw err;
+    }
+    return reply.redirect(`/settings/integrations/${idOf(request)}`, 303);
+  });
+
+  app.post('/settings/integrations/:id/test', { config: { web: 'owner' } }, async (request, reply) => {
+    try {
+      const { alert_id } = await integrations.test(accountOf(request).account_id, idOf(request));
+      return detailPage(services, request, reply, idOf(request), undefined, 200, html`<p class="notice" role="status">A test alert (<code>${alert_id}</code>) is on its way; its attempts appear below within seconds.</p>`);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
+      throw err;
+    }
+  });
+
+  app.get('/settings/integrations/:id/delete', { config: { web: 'owner' } }, async (request, reply) => {
+    const integration = await integrations.get(accountOf(request).account_id, idOf(request));
+    return sendPage(
+      request,
+      reply,
+      `Delete ${integration.name}?`,
+      html`<p>Alerts stop going to ${targetOf(integration)} at once, retries of earlier alerts included. This cannot be undone.</p>
+<form method="post" action="/settings/integrations/${integration.id}/delete">${csrfField(request)}<button type="submit" class="danger">Delete integration</button> <a href="/settings/integrations/${integration.id}">Cancel</a></form>`,
+    );
+  });
+
+  app.post('/settings/integrations/:id/delete', { config: { web: 'owner' } }, async (request, reply) => {
+    await integrations.delete(accountOf(request).account_id, idOf(request), actor(request));
+    return reply.redirect('/settings/integrations', 303);
+  });
+}
+
+async function listPage(services: Services, request: FastifyRequest, reply: FastifyReply, error?: Html, status = 200) {
+  const account = accountOf(request);
+  const owner = userOf(request).role === 'owner';
+  const held = await services.integrations.list(account.account_id);
+  const rows = held.map(
+    (i) => html`<tr><td><a href="/settings/integrations/${i.id}">${i.name}</a></td><td>${i.kind}</td><td>${targetOf(i)}</td><td>${i.alert_types.join(' ')}</td><td>${statusOf(i)}</td><td><time datetime="${i.created_at}">${toMinute(i.created_at)}</time></td></tr>`,
+  );
+  const table = held.length === 0
+    ? html`<p>No integrations yet: this account’s alerts go nowhere.</p>`
+    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col">Alerts</th><th scope="col">State</th><th scope="col">Created (UTC)</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  const full = held.length >= MAX_INTEGRATIONS;
+  const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
+  const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}
+<p>Alerts are signed (webhooks), retried with backoff for a day, sent once per subject and type within the de-duplication window, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
+${limit}${table}${owner && !full ? createForm(request) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
+  return sendPage(request, reply, 'Integrations', content, status);
+}
+
+function createForm(request: FastifyRequest): Html {
+  const kinds = INTEGRATION_KINDS.map((k) => html`<option value="${k}">${KIND_TEXT[k]}</option>`);
+  return html`<h2>New integration</h2>
+<form method="post" action="/settings/integrations" class="stack">${csrfField(request)}
+<label for="kind">Kind</label><select id="kind" name="kind">${kinds}</select>
+<label for="name">Name <span class="hint">(optional)</span></label><input id="name" name="name" maxlength="200" placeholder="e.g. PBX fraud desk">
+<label for="url">URL <span class="hint">(webhook or Slack: https:, a public host)</span></label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://pbx.example/hooks/tollwatch">
+<label for="email">Email address <span class="hint">(email: confirmed by a mailed link before anything is sent)</span></label><input id="email" name="email" type="email" maxlength="254" placeholder="fraud-desk@example.com">
+${alertTypeBoxes([...ALERT_TYPES])}
+<button type="submit">Create integration</button>
+</form>`;
+}
+
+const KIND_TEXT: Record<(typeof INTEGRATION_KINDS)[number], string> = {
+  webhook: 'Webhook (signed JSON)',
+  slack: 'Slack incoming webhook',
+  email: 'Email',
+};
+
+function alertTypeBoxes(checked: readonly string[]): Html {
+  const boxes = ALERT_TYPES.map(
+    (t) => html`<label class="check"><input type="checkbox" name="alert_types" value="${t}"${checked.includes(t) ? html` checked` : ''}> <code>${t}</code>: ${ALERT_TYPE_TEXT[t]}</label>`,
+  );
+  return html`<fieldset><legend>Alerts</legend>${boxes}</fieldset>`;
+}
+
+/** A webhook's secret is shown here once, with a copy button; an email address waits for its link. */
+function createdPage(created: CreatedIntegration): Html {
+  const next = created.secret
+    ? html`<p class="notice" role="status">Copy the signing secret now: it is shown only this once. Your receiver checks each delivery’s <code>webhook-signature</code> with it (docs/api.md §12).</p>
+<dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${created.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`
+    : created.status === 'pending_confirmation'
+      ? html`<p class="notice" role="status">A confirmation mail went to <strong>${created.email ?? ''}</strong>. Nothing is sent to the address until its link is followed (within 24 hours).</p>`
+      : html`<p class="notice" role="status">Alerts go to ${targetOf(created)} from now on.</p>`;
+  return html`${next}<p><a href="/settings/integrations/${created.id}">Send a test alert</a> · <a href="/settings/integrations">Back to the integrations</a></p>`;
+}
+
+async function detailPage(services: Services, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200, notice?: Html) {
+  const accountId = accountOf(request).account_id;
+  const owner = userOf(request).role === 'owner';
+  const integration = await services.integrations.get(accountId, id);
+  const { attempts } = await services.integrations.attempts(accountId, integration.id, { limit: String(LOG_SHOWN) });
+  const rows = attempts.map(
+    (a) => html`<tr><td><time datetime="${a.at}">${a.at.slice(0, 19).replace('T', ' ')}</time></td><td>${a.alert_type}</td><td><code>${a.alert_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td>${a.duration_ms} ms</td><td class="outcome-${a.outcome}">${a.outcome}${a.error ? html`: ${a.error}` : ''}</td></tr>`,
+  );
+  const log = attempts.length === 0
+    ? html`<p>No deliveries yet.</p>`
+    : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  const changes = owner
+    ? html`<h2>Change</h2>
+<form method="post" action="/settings/integrations/${integration.id}" class="stack">${csrfField(request)}
+<label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${integration.name}">
+${alertTypeBoxes(integration.alert_types)}
+<button type="submit">Save</button>
+</form>
+<form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}<button type="submit"${integration.status === 'active' ? '' : html` disabled`}>Send a test alert</button></form>
+<p><a href="/settings/integrations/${integration.id}/delete">Delete…</a></p>`
+    : '';
+  const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}${notice ?? ''}
+<dl class="credentials"><dt>Kind</dt><dd>${integration.kind}</dd><dt>Target</dt><dd>${targetOf(integration)}</dd><dt>State</dt><dd>${statusOf(integration)}</dd><dt>Alerts</dt><dd>${integration.alert_types.join(' ')}</dd><dt>Created (UTC)</dt><dd>${toMinute(integration.created_at)}</dd></dl>
+${changes}
+<h2>Delivery log</h2>
+<p>The newest ${LOG_SHOWN} attempts, newest first; the same as <code>GET /api/integrations/${integration.id}/deliveries</code>.</p>
+${log}
+<p><a href="/settings/integrations">Back to the integrations</a></p>`;
+  return sendPage(request, reply, integration.name, content, status);
+}
+
+function targetOf(integration: IntegrationView): string {
+  return integration.email ?? integration.url ?? '';
+}
+
+function statusOf(integration: IntegrationView): string {
+  return integration.status === 'active' ? 'active' : 'awaiting confirmation';
+}
+
+/** The service's refusal, and each field it names, for the person at the form. */
+function refusalOf(err: ServiceError): Html {
+  const fields = err.errors ?? [];
+  return html`<p>${err.message}.</p>${fields.length > 0 ? html`<ul>${fields.map((f) => html`<li><code>${f.field}</code> ${f.message}</li>`)}</ul>` : ''}`;
+}
