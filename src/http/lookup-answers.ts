@@ -1,5 +1,6 @@
 import { Type, type TObject } from 'typebox';
 import { MAX_BULK } from '../domain/lookup-service.ts';
+import { nullable } from './schemas.ts';
 
 /**
  * The answers of the lookups (docs/api.md §7) as named schemas, shared by the single and the
@@ -23,8 +24,8 @@ export const PhoneNumberFound = Type.Object(
     sip_methods: Type.Record(Type.String(), Type.Integer(), { description: 'Events per SIP method', example: { INVITE: 3, OPTIONS: 1 } }),
     matched_forms: Type.Array(Type.String(), { description: 'Written forms seen, most seen first, e.g. 0046…, +46…' }),
     e164: Type.Optional(Type.String({ description: 'The E.164 form, where the number parses as one' })),
-    country: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'ISO 3166-1 alpha-2 country of an E.164 number' })),
-    number_type: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'premium-rate, toll-free, mobile…' })),
+    country: Type.Optional(nullable<string>(['string'], { description: 'ISO 3166-1 alpha-2 country of an E.164 number' })),
+    number_type: Type.Optional(nullable<string>(['string'], { description: 'premium-rate, toll-free, mobile…' })),
     message: Type.String(),
   },
   {
@@ -99,7 +100,7 @@ export const IpAddressNotFound = Type.Object(
 /** A bulk item that could not be looked up: the value as sent, and why. */
 export const BulkItemError = Type.Object(
   {
-    input: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()], { description: 'The value as sent; null for an array or object' }),
+    input: nullable<string | number | boolean>(['string', 'number', 'boolean'], { description: 'The value as sent; null for an array or object' }),
     error: Type.Union([Type.Literal('invalid_phone_number'), Type.Literal('invalid_ip_address')]),
     message: Type.String(),
   },

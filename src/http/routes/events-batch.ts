@@ -9,7 +9,7 @@ import { BatchParser } from '../batch-parser.ts';
 import { assertIdentityCoding, assertJsonLike } from '../json-body.ts';
 import { apiAnswers } from '../answers.ts';
 import { countBatch } from '../outcome-metrics.ts';
-import { jsonBodyContent, SAMPLE_EVENT } from '../schemas.ts';
+import { jsonBodyContent, nullable, SAMPLE_EVENT } from '../schemas.ts';
 
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
@@ -18,7 +18,7 @@ const BatchResult = Type.Object({
   results: Type.Array(
     Type.Object({
       index: Type.Integer(),
-      event_uuid: Type.Union([Type.String(), Type.Null()]),
+      event_uuid: nullable<string>(['string']),
       status: Type.Union([Type.Literal('created'), Type.Literal('replayed'), Type.Literal('conflict'), Type.Literal('invalid')]),
       errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
     }),

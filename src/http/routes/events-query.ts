@@ -5,7 +5,7 @@ import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../answers.ts';
-import { formatSchema, SAMPLE_EVENT } from '../schemas.ts';
+import { formatSchema, nullable, SAMPLE_EVENT } from '../schemas.ts';
 
 /**
  * The parameters, documented for OpenAPI. The domain reads them (one pass naming every bad or
@@ -51,7 +51,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }
               schema: Type.Object(
                 {
                   data: Type.Array(Type.Ref('StoredEvent')),
-                  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+                  next_cursor: nullable<string>(['string'], { description: 'Pass as `cursor` for the next page; null on the last page' }),
                 },
                 { example: { data: [{ ...SAMPLE_EVENT, event_time: '2022-02-22T11:19:15.848934346Z', received_at: '2022-02-22T11:19:16.002Z' }], next_cursor: null } },
               ),

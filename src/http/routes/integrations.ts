@@ -5,7 +5,7 @@ import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../answers.ts';
 import { principalOf } from '../api-auth.ts';
-import { formatSchema } from '../schemas.ts';
+import { formatSchema, nullable } from '../schemas.ts';
 
 const AlertTypes = Type.Array(Type.Enum([...ALERT_TYPES], { type: 'string' }), { minItems: 1, uniqueItems: true, description: 'The alert types it receives' });
 
@@ -19,7 +19,7 @@ const integrationProperties = {
     alert_types: AlertTypes,
     status: Type.Enum(['active', 'pending_confirmation'], { type: 'string', description: 'An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before' }),
     created_at: Type.String({ format: 'date-time' }),
-    confirmed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    confirmed_at: nullable<string>(['string'], { format: 'date-time' }),
 };
 const EXAMPLE = {
   id: '0b5e2c1a-6f1d-4a57-9a43-2f0c8d6f4b10',
@@ -66,8 +66,8 @@ const DeliveryAttempt = Type.Object(
     attempt: Type.Integer({ minimum: 1 }),
     at: Type.String({ format: 'date-time' }),
     duration_ms: Type.Integer({ minimum: 0 }),
-    status_code: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's HTTP status; null for mail, or when no answer came" }),
-    error: Type.Union([Type.String(), Type.Null()], { description: 'Why the attempt failed; null when it succeeded' }),
+    status_code: nullable<number>(['integer'], { description: "The receiver's HTTP status; null for mail, or when no answer came" }),
+    error: nullable<string>(['string'], { description: 'Why the attempt failed; null when it succeeded' }),
     outcome: Type.Enum(['delivered', 'retrying', 'failed'], { type: 'string', description: '`retrying`: another attempt is due; `failed`: given up' }),
   },
   { additionalProperties: false },
