@@ -250,19 +250,23 @@ async function servicesOver(database: Database, config: Config, options: Service
   const outbox = new SqlAlertOutbox(database.db, database.caps, keySecret.sealer);
   const guard = new TargetGuard(config.alerts.allowPrivateTargets);
   const mailer = new SmtpMailer(config.alerts.smtpUrl, config.alerts.mailFrom);
-  const integrations = new Integrations({
-    repo: new SqlIntegrationsRepository(database.db, keySecret.sealer),
-    targets: guard,
-    mailer,
-    enqueue: (alerts) => outbox.enqueueSubscribed(alerts),
-    publicUrl: config.publicUrl,
-    audit,
-  });
   const lookupAlerts = new LookupAlerts(
     outbox,
     { flushMs: alertSettings.lookupFlushMs, maxBuffered: 1000, dedupWindowMs: alertSettings.dedupWindowMs },
     (err) => log?.warn({ err }, 'lookup.matched alerts not written'),
   );
+  const integrations = new Integrations({
+    repo: new SqlIntegrationsRepository(database.db, keySecret.sealer),
+    targets: guard,
+    mailer,
+    enqueue: async (alerts) => {
+      await outbox.enqueueSubscribed(alerts);
+    },
+    // Lookups here learn at once that their account now has (or lost) a lookup.matched integration.
+    changed: (accountId) => lookupAlerts.forget(accountId),
+    publicUrl: config.publicUrl,
+    audit,
+  });
   const alertWorker = new DeliveryWorker(
     outbox,
     { guard, mailer, timeoutMs: alertSettings.timeoutMs },

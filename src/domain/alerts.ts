@@ -48,9 +48,10 @@ export function windowedDedupKey(type: AlertType, subject: string, at: Date, win
 export interface AlertOutbox {
   /**
    * Writes the alerts of accounts that have an integration subscribed to their type, skipping
-   * any whose de-duplication key is taken; one or two statements however many alerts.
+   * any whose de-duplication key is taken; one or two statements however many alerts. Resolves
+   * to the subscriptions found, as `account_id|type`, of the accounts the alerts named.
    */
-  enqueueSubscribed(alerts: NewAlert[]): Promise<void>;
+  enqueueSubscribed(alerts: NewAlert[]): Promise<ReadonlySet<string>>;
 }
 
 /** The subject of a number's alerts, by its normalised key. */

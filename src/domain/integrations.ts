@@ -107,6 +107,8 @@ export interface IntegrationsDependencies {
   /** Writes a test alert to the outbox. */
   enqueue(alerts: NewAlert[]): Promise<void>;
   publicUrl: string;
+  /** Told after every change to an account's integrations (created, changed, deleted, confirmed). */
+  changed?: (accountId: string) => void;
   audit?: AuditTrail;
   now?: () => Date;
 }
@@ -123,7 +125,7 @@ export class Integrations {
   private readonly deps: Required<IntegrationsDependencies>;
 
   constructor(deps: IntegrationsDependencies) {
-    this.deps = { audit: NO_AUDIT, now: () => new Date(), ...deps };
+    this.deps = { audit: NO_AUDIT, now: () => new Date(), changed: () => {}, ...deps };
   }
 
   /** Creates an integration from a request body; a webhook's secret is in the answer, once. */
@@ -292,6 +294,7 @@ export class Integrations {
   }
 
   private async record(action: AuditAction, actor: string, integration: Pick<StoredIntegration, 'id' | 'account_id'>, detail: Record<string, unknown>) {
+    this.deps.changed(integration.account_id);
     const clientId = actor.startsWith('client:') ? actor.slice('client:'.length) : null;
     await this.deps.audit.record({ action, actor, accountId: integration.account_id, clientId, detail: { integration_id: integration.id, ...detail } });
   }

@@ -5,6 +5,12 @@ import type { LookupObserver } from './lookup-service.ts';
 
 /** Buffers waiting for the store at most; matches beyond are dropped (and logged), lookups never wait. */
 const MAX_BUFFERS_IN_FLIGHT = 8;
+/**
+ * How long an account known to have no `lookup.matched` integration is taken not to have one:
+ * its lookups then cost nothing here. A change made on this instance is known at once
+ * (`forget`); one made on another instance counts here within this time (docs/api.md §12).
+ */
+export const SUBSCRIPTION_MEMORY_MS = 5000;
 
 export interface LookupAlertSettings {
   /** How long matches gather before they are written together. */
@@ -31,14 +37,32 @@ export class LookupAlerts implements LookupObserver {
   private writing: Promise<void> = Promise.resolve();
   /** Buffers handed to the store and not yet written: bounded, so a stalled store cannot fill memory. */
   private inFlight = 0;
+  /** Accounts found without a `lookup.matched` integration, until when that is taken as known. */
+  private readonly unsubscribedUntil = new Map<string, number>();
+  /** Counts `forget` calls: what a flush read before one may be out of date. */
+  private changes = 0;
+  private readonly now: () => number;
 
-  constructor(outbox: AlertOutbox, settings: LookupAlertSettings, onError: (err: unknown) => void) {
+  constructor(outbox: AlertOutbox, settings: LookupAlertSettings, onError: (err: unknown) => void, now: () => number = Date.now) {
     this.outbox = outbox;
     this.settings = settings;
     this.onError = onError;
+    this.now = now;
+  }
+
+  /** The account's integrations changed here: its next matches are gathered and checked again. */
+  forget(accountId: string): void {
+    this.changes += 1;
+    this.unsubscribedUntil.delete(accountId);
   }
 
   matched(account: Account, match: { subject: string; lookup: 'phone_number' | 'ip_address'; answer: Record<string, unknown> }): void {
+    // Most accounts have no such integration: their lookups stop here, with no alert built.
+    const until = this.unsubscribedUntil.get(account.account_id);
+    if (until !== undefined) {
+      if (until > this.now()) return;
+      this.unsubscribedUntil.delete(account.account_id);
+    }
     const now = new Date();
     const dedupKey = windowedDedupKey('lookup.matched', match.subject, now, this.settings.dedupWindowMs);
     const key = `${account.account_id}|${dedupKey}`;
@@ -72,7 +96,16 @@ export class LookupAlerts implements LookupObserver {
     }
     this.inFlight += 1;
     this.writing = this.writing
-      .then(() => this.outbox.enqueueSubscribed(alerts))
+      .then(async () => {
+        const changes = this.changes;
+        const subscribed = await this.outbox.enqueueSubscribed(alerts);
+        // An integration made while the store was asked may be missing from its answer.
+        if (changes !== this.changes) return;
+        const until = this.now() + SUBSCRIPTION_MEMORY_MS;
+        for (const { accountId } of alerts) {
+          if (!subscribed.has(`${accountId}|lookup.matched`)) this.unsubscribedUntil.set(accountId, until);
+        }
+      })
       .catch(this.onError)
       .finally(() => {
         this.inFlight -= 1;

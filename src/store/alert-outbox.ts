@@ -87,10 +87,10 @@ export class SqlAlertOutbox implements OutboxStore {
     this.sealer = sealer;
   }
 
-  async enqueueSubscribed(alerts: NewAlert[]): Promise<void> {
-    if (alerts.length === 0) return;
-    const accounts = [...new Set(alerts.map((a) => a.accountId))];
+  async enqueueSubscribed(alerts: NewAlert[]): Promise<ReadonlySet<string>> {
     const subscribed = new Set<string>();
+    if (alerts.length === 0) return subscribed;
+    const accounts = [...new Set(alerts.map((a) => a.accountId))];
     for (const chunk of chunks(accounts)) {
       const rows = await this.db
         .selectFrom('integrations')
@@ -120,6 +120,7 @@ export class SqlAlertOutbox implements OutboxStore {
         .onConflict((oc) => oc.columns(['account_id', 'dedup_key']).doNothing())
         .execute();
     }
+    return subscribed;
   }
 
   async claimAlerts(limit: number, now: string, leaseUntil: string): Promise<ClaimedAlert[]> {

@@ -77,6 +77,19 @@ describe('alert deliveries (docs/api.md §12)', () => {
     expect(JSON.stringify(payloads)).not.toContain('19995550000');
   });
 
+  it('alerts the first lookup after a lookup.matched integration is made, though earlier lookups found none', async () => {
+    const late = await h.account({ permissions: ['write:events', 'read:phone-numbers', 'manage:integrations'] });
+    expect((await postEvent(late, sampleEvent({ called_number: '+15550005555' }))).status).toBe(201);
+    // Looked up with no integration: the account is then known to have none…
+    expect((await late.api('/api/phone-numbers/%2B15550005555')).status).toBe(200);
+    await h.services.lookupAlerts.flush();
+    // …until it makes one, which this instance learns at once.
+    expect((await late.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/late`, alert_types: ['lookup.matched'] }))).status).toBe(201);
+    expect((await late.api('/api/phone-numbers/%2B15550005555')).status).toBe(200);
+    const [delivery] = await receiver.waitFor(1, '/late');
+    expect(JSON.parse(delivery!.body)).toMatchObject({ type: 'lookup.matched', data: { phone_number: '+15550005555' } });
+  });
+
   it("stops delivering a disabled account's alerts", async () => {
     const quiet = await h.account({ permissions: ['write:events', 'manage:integrations'] });
     expect((await quiet.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/disabled`, alert_types: ['number.first_seen'] }))).status).toBe(201);
