@@ -39,10 +39,12 @@ export default defineConfig(async () => {
       testTimeout: 30_000,
       hookTimeout: 60_000,
       projects: [
-        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**'], env: { TEST_STORE: 'sqlite' } } },
+        { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', 'test/e2e/**'], env: { TEST_STORE: 'sqlite' } } },
         ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: postgresEnv } }]),
         // Takes the machine's PostgreSQL and Redis away: run on its own (npm test does, last).
         // Without a reachable PostgreSQL it has nothing to run, and says so rather than failing.
+        // The dashboard in headless Chromium (`npm run test:e2e`), on SQLite: what it checks is the pages.
+        { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { TEST_STORE: 'sqlite' } } },
         { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: postgresEnv } },
       ],
     },

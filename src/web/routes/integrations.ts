@@ -105,7 +105,7 @@ async function listPage(services: Services, request: FastifyRequest, reply: Fast
   const full = held.length >= MAX_INTEGRATIONS;
   const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
   const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}
-<p>Alerts are signed (webhooks), retried with backoff for a day, sent once per subject and type within the de-duplication window, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
+<p>Alerts are signed (webhooks), retried with backoff when a receiver fails (8 attempts in all), sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
 ${limit}${table}${owner && !full ? createForm(request) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
   return sendPage(request, reply, 'Integrations', content, status);
 }
@@ -131,7 +131,7 @@ const KIND_TEXT: Record<(typeof INTEGRATION_KINDS)[number], string> = {
 
 function alertTypeBoxes(checked: readonly string[]): Html {
   const boxes = ALERT_TYPES.map(
-    (t) => html`<label class="check"><input type="checkbox" name="alert_types" value="${t}"${checked.includes(t) ? html` checked` : ''}> <code>${t}</code>: ${ALERT_TYPE_TEXT[t]}</label>`,
+    (t) => html`<label class="check option"><input type="checkbox" name="alert_types" value="${t}"${checked.includes(t) ? html` checked` : ''}> <span><code>${t}</code>: ${ALERT_TYPE_TEXT[t]}</span></label>`,
   );
   return html`<fieldset><legend>Alerts</legend>${boxes}</fieldset>`;
 }

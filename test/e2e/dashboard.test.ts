@@ -1,12 +1,15 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 
 /**
- * End to end in a real browser (docs/testing.md): Debian's Chromium, headless, driven by
- * playwright-core. Skipped with a notice when Chromium is absent, unless
- * TOLLWATCH_REQUIRE_BROWSER=1 (CI), where that is a failure.
+ * End to end in a real browser (docs/testing.md, `npm run test:e2e`): Debian's Chromium,
+ * headless, driven by playwright-core. Skipped with a notice when Chromium is absent, unless
+ * TOLLWATCH_REQUIRE_BROWSER=1 (CI), where that is a failure. Every page it visits is saved as
+ * a screenshot, wide and narrow (a phone), in test-artifacts/screenshots/ (ignored by git).
  */
 const CHROMIUM = '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
@@ -16,52 +19,83 @@ if (!present) {
   console.warn(`\n*** ${message}. ***\n`);
 }
 
+const SCREENSHOTS = join(import.meta.dirname, '../../test-artifacts/screenshots');
+const WIDE = { width: 1280, height: 800 };
+const NARROW = { width: 390, height: 844 };
 const NODE = '44444444-4444-4444-8444-444444444444';
 const NUMBER = '+46812118599';
 
 describe.skipIf(!present)('the dashboard in a browser, from invitation to revocation', () => {
   let h: Harness;
   let browser: Browser;
+  let receiver: AlertReceiver;
   const policyViolations: string[] = [];
+  const shots: string[] = [];
 
   beforeAll(async () => {
-    h = await startHarness();
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    receiver = await startAlertReceiver();
+    // The webhook the owner makes points at the local receiver: the operator's setting allows it.
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   });
   afterAll(async () => {
     await browser?.close();
     await h?.close();
+    await receiver?.close();
   });
 
+  /** The page as it is now, wide and narrow, whole: `<name>-wide.png` and `<name>-narrow.png`. */
+  async function shoot(page: Page, name: string) {
+    for (const [size, viewport] of [['wide', WIDE], ['narrow', NARROW]] as const) {
+      await page.setViewportSize(viewport);
+      const path = join(SCREENSHOTS, `${name}-${size}.png`);
+      await page.screenshot({ path, fullPage: true });
+      // Readable on a phone: nothing wider than the screen but what scrolls inside its own box (tables).
+      if (size === 'narrow') expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
+      shots.push(path);
+    }
+    await page.setViewportSize(WIDE);
+  }
+
   /** A new browser profile, signed in through the invitation an operator made for a new owner of the account. */
-  async function ownerOf(accountId: string, email: string): Promise<Page> {
-    const issued = await h.services.users.invite({ accountId, email, role: 'owner' });
-    const context = await browser.newContext({ acceptDownloads: true });
+  async function userOf(accountId: string | null, email: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+    const issued = await h.services.users.invite({ accountId, email, role: accountId === null ? 'operator' : 'owner' });
+    const context = await browser.newContext({ acceptDownloads: true, viewport: WIDE, colorScheme });
     const page = await context.newPage();
     page.on('console', (m) => {
       if (/Content[- ]Security[- ]Policy|Refused to/i.test(m.text())) policyViolations.push(m.text());
     });
     await page.goto(`${h.url}${new URL(issued.link).pathname}`);
+    await shoot(page, 'set-password');
     await page.getByLabel('New password').fill('a browser-made password');
     await page.getByLabel('The same again').fill('a browser-made password');
     await page.getByRole('button', { name: 'Set password' }).click();
     await page.waitForURL(/\/sign-in\?done=password$/);
+    await shoot(page, 'sign-in');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill('a browser-made password');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/overview$/);
+    await page.waitForURL(accountId === null ? /\/operator\/accounts$/ : /\/overview$/);
     return page;
   }
 
   it('invite, sign in, create a client, use it through the API, see and export its events, reset, delete; another account sees nothing', async () => {
     const mine = await h.services.accounts.createAccount({ name: 'Browser fleet', plan: 'contributor' });
-    const page = await ownerOf(mine.account_id, 'browser-owner@example.test');
+    const page = await userOf(mine.account_id, 'browser-owner@example.test');
     // The stylesheet applied (its body margin is 0): served from here, allowed by the policy.
     expect(await page.locator('body').evaluate((body) => body.ownerDocument.defaultView!.getComputedStyle(body).margin)).toBe('0px');
+    // Keyboard first: the first Tab reaches the skip link, which moves focus past the navigation.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(page.url()).toMatch(/#main$/);
 
     await page.getByRole('link', { name: 'API clients' }).click();
     await page.getByLabel('Name').fill('browser node');
+    await shoot(page, 'clients');
     await page.getByRole('button', { name: 'Create client' }).click();
+    await shoot(page, 'client-created');
     const clientId = (await page.locator('#client-id').textContent())!;
     const secret = (await page.locator('#client-secret').textContent())!;
     expect(clientId).toMatch(/^twc_/);
@@ -82,17 +116,40 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
 
     await page.getByRole('link', { name: 'Events' }).click();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
+    await shoot(page, 'events');
     await page.getByLabel('SIP method').fill('OPTIONS');
     await page.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
     await page.locator('tbody tr a').first().click();
     expect(await page.locator('pre.sip').textContent()).toContain('INVITE sip:0046812118532');
+    await shoot(page, 'event');
 
     await page.getByRole('link', { name: 'Nodes' }).click();
     expect(await page.locator('tbody').textContent()).toContain(NODE);
+    await shoot(page, 'nodes');
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('link', { name: 'last 30 days' }).click();
     expect(await page.locator('.charts').textContent()).toContain(NUMBER);
+    await shoot(page, 'overview');
+
+    await page.getByRole('link', { name: 'Lookup', exact: true }).click();
+    await page.getByLabel('Phone number or source address').fill(NUMBER);
+    await page.getByRole('button', { name: 'Look up' }).click();
+    expect(await page.getByRole('status').textContent()).toContain('SEEN');
+    expect(await page.locator('ul.reasons li').count()).toBeGreaterThan(0);
+    await shoot(page, 'lookup');
+
+    await page.getByRole('link', { name: 'Integrations', exact: true }).click();
+    await page.getByLabel('Name (optional)').fill('fraud desk');
+    await page.getByLabel(/^URL/).fill(`${receiver.url}/desk`);
+    await shoot(page, 'integrations');
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    expect(await page.locator('#webhook-secret').textContent()).toMatch(/^whsec_/);
+    await shoot(page, 'integration-created');
+    await page.getByRole('link', { name: 'Send a test alert' }).click();
+    await page.getByRole('button', { name: 'Send a test alert' }).click();
+    await receiver.waitFor(1, '/desk');
+    await shoot(page, 'integration');
 
     await page.getByRole('link', { name: 'Events' }).click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'CSV' }).click()]);
@@ -104,6 +161,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
 
     await page.getByRole('link', { name: 'API clients' }).click();
     await page.locator('tr', { hasText: 'browser node' }).getByRole('link', { name: 'Reset secret…' }).click();
+    await shoot(page, 'client-reset-confirm');
     await page.getByRole('button', { name: 'Reset secret' }).click();
     const newSecret = (await page.locator('#client-secret').textContent())!;
     expect(newSecret).not.toBe(secret);
@@ -117,7 +175,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await page.locator('main').textContent()).not.toContain(clientId);
 
     const theirs = await h.services.accounts.createAccount({ name: 'Someone else', plan: 'contributor' });
-    const other = await ownerOf(theirs.account_id, 'other-owner@example.test');
+    const other = await userOf(theirs.account_id, 'other-owner@example.test');
     await other.getByRole('link', { name: 'Events' }).click();
     expect(await other.locator('main').textContent()).toContain('No events match.');
     await other.getByRole('link', { name: 'Nodes' }).click();
@@ -126,6 +184,28 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await other.locator('main').textContent()).not.toContain(NUMBER);
     await other.goto(`${h.url}/events/${events[0]!.event_uuid as string}`);
     expect(await other.locator('h1').textContent()).toBe('Not found');
+    await shoot(other, 'not-found');
+
+    // The operator raises the contributor plan's lookups; the owner's account page shows the new limit.
+    const operator = await userOf(null, 'browser-operator@example.test');
+    await shoot(operator, 'operator-accounts');
+    await operator.getByRole('link', { name: 'Plans', exact: true }).click();
+    const contributor = operator.getByRole('form', { name: 'Plan contributor' });
+    await contributor.getByLabel('Lookups').fill('777/hour');
+    await contributor.getByRole('button', { name: 'Save' }).click();
+    await shoot(operator, 'operator-plans');
+    await operator.getByRole('link', { name: 'Audit trail', exact: true }).click();
+    await shoot(operator, 'operator-audit');
+    await page.getByRole('link', { name: 'Account', exact: true }).click();
+    expect(await page.locator('main').textContent()).toContain('777/hour');
+    await shoot(page, 'account');
+
+    // The same pages in the dark scheme look like one product too.
+    const dark = await userOf(mine.account_id, 'browser-dark@example.test', 'dark');
+    await shoot(dark, 'overview-dark');
+    expect(await dark.locator('body').evaluate((body) => getComputedStyle(body).backgroundColor)).toBe('rgb(13, 17, 23)');
+
+    for (const shot of shots) expect(statSync(shot).size).toBeGreaterThan(1000);
 
     expect(policyViolations).toEqual([]);
   });
