@@ -52,7 +52,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
       const path = join(SCREENSHOTS, `${name}-${size}.png`);
       await page.screenshot({ path, fullPage: true });
       // Readable on a phone: nothing wider than the screen but what scrolls inside its own box (tables).
-      if (size === 'narrow') expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
+      if (size === 'narrow') expect(await page.locator('html').evaluate((root) => root.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
       shots.push(path);
     }
     await page.setViewportSize(WIDE);
@@ -87,7 +87,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await page.locator('body').evaluate((body) => body.ownerDocument.defaultView!.getComputedStyle(body).margin)).toBe('0px');
     // Keyboard first: the first Tab reaches the skip link, which moves focus past the navigation.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await page.locator('body').evaluate((body) => body.ownerDocument.activeElement?.textContent)).toBe('Skip to content');
     await page.keyboard.press('Enter');
     expect(page.url()).toMatch(/#main$/);
 
@@ -203,7 +203,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     // The same pages in the dark scheme look like one product too.
     const dark = await userOf(mine.account_id, 'browser-dark@example.test', 'dark');
     await shoot(dark, 'overview-dark');
-    expect(await dark.locator('body').evaluate((body) => getComputedStyle(body).backgroundColor)).toBe('rgb(13, 17, 23)');
+    expect(await dark.locator('body').evaluate((body) => body.ownerDocument.defaultView!.getComputedStyle(body).backgroundColor)).toBe('rgb(13, 17, 23)');
 
     for (const shot of shots) expect(statSync(shot).size).toBeGreaterThan(1000);
 
