@@ -39,6 +39,8 @@ interface Row {
   p99: number;
   ratioToBare?: number;
   ratioToFastify?: number;
+  /** Against bench/minimal-lookup.ts: the same lookup's work with no framework around it. */
+  ratioToSameWork?: number;
   /** Server CPU (user + system) per answered request, from /proc across the run. */
   cpuMicrosPerRequest: number;
   /** Answers with another status than the phase expects. */
@@ -87,25 +89,34 @@ async function measure(phase: string, server: Server, script: string, connection
 /** The two baselines, measured with `script` right before the phase they are compared with. */
 let baselines: { bare: Server & { stop(): Promise<void> }; fastify: Server & { stop(): Promise<void> } };
 
-async function withBaselines(script: string, connections: number, phase: () => Promise<Row>): Promise<Row> {
+async function withBaselines(script: string, connections: number, phase: () => Promise<Row>, sameWork?: Server, expected = 200): Promise<Row> {
   const bare = await measure('  bare node:http', baselines.bare, script, connections);
   const fastify = await measure('  Fastify, one route', baselines.fastify, script, connections);
+  const minimal = sameWork && (await measure('  same work, no framework', sameWork, script, connections, { expected }));
   const row = await phase();
-  row.ratioToBare = Number((row.requestsPerSecond / Math.max(1, bare.requestsPerSecond)).toFixed(2));
-  row.ratioToFastify = Number((row.requestsPerSecond / Math.max(1, fastify.requestsPerSecond)).toFixed(2));
+  const ratio = (to: Row) => Number((row.requestsPerSecond / Math.max(1, to.requestsPerSecond)).toFixed(2));
+  row.ratioToBare = ratio(bare);
+  row.ratioToFastify = ratio(fastify);
+  if (minimal) {
+    minimal.ratioToBare = Number((minimal.requestsPerSecond / Math.max(1, bare.requestsPerSecond)).toFixed(2));
+    row.ratioToSameWork = ratio(minimal);
+  }
   return row;
 }
 
-/** Lookups that find (known numbers) and that do not (random numbers), each beside its baselines. */
-async function lookupPhases(label: string, service: Server, token: string, numbers: string[], connectionCounts: number[]): Promise<void> {
+/**
+ * Lookups that find (known numbers) and that do not (random numbers), each beside its baselines;
+ * on SQLite also beside `sameWork`, the lookup's own work on node:http alone (bench/minimal-lookup.ts).
+ */
+async function lookupPhases(label: string, service: Server, token: string, numbers: string[], connectionCounts: number[], sameWork?: Server): Promise<void> {
   const found = pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
   const missing = notFoundLoad(token);
   // Compiled code and warm page caches, as a server that has run a while has them.
   await runWrk(service.url, found, 16, 2);
   await runWrk(service.url, missing, 16, 2);
   for (const connections of connectionCounts) {
-    await withBaselines(found, connections, () => measure(`lookup found${label}`, service, found, connections));
-    await withBaselines(missing, connections, () => measure(`lookup not found${label}`, service, missing, connections, { expected: 404 }));
+    await withBaselines(found, connections, () => measure(`lookup found${label}`, service, found, connections), sameWork);
+    await withBaselines(missing, connections, () => measure(`lookup not found${label}`, service, missing, connections, { expected: 404 }), sameWork, 404);
   }
 }
 
@@ -168,7 +179,9 @@ async function main() {
   let { service, token } = await serviceOn(smallUrl);
   if (PHASES.has(1)) {
     log(`1. authenticated phone lookups, SQLite, ${(SIZES[0] ?? 10_000).toLocaleString('en')} events`);
-    await lookupPhases('', service, token, numbers, [16, 64]);
+    const sameWork = await startProcess('bench/minimal-lookup.ts', { DATABASE_URL: smallUrl }, '/healthz');
+    await lookupPhases('', service, token, numbers, [16, 64], sameWork);
+    await sameWork.stop();
   }
 
   if (PHASES.has(2)) {
@@ -260,6 +273,7 @@ function print(growthRatio: number | undefined): void {
     ['p99 ms', 7, (r) => r.p99],
     ['× bare', 6, (r) => r.ratioToBare],
     ['× Fastify', 9, (r) => r.ratioToFastify],
+    ['× same work', 11, (r) => r.ratioToSameWork],
     ['CPU µs/req', 10, (r) => r.cpuMicrosPerRequest],
     ['RSS MiB', 7, (r) => r.rssMiB],
     ['unexpected', 10, (r) => r.unexpected],
