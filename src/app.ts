@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
@@ -6,6 +7,7 @@ import { apiAuthOptions, apiGate } from './http/api-auth.ts';
 import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
+import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
 import { ingestGateOf, ingestScope } from './http/ingest.ts';
@@ -30,20 +32,31 @@ export interface AppOptions {
 /** Builds the HTTP application over a set of services; `server.ts` makes it listen. */
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const gate = ingestGateOf(services);
+  let closing = false;
+  const lane = directLaneOf(services, options, () => closing);
+  const timeoutMs = services.config.requestTimeoutMs;
   const app = Fastify({
+    // The server Fastify would make (Fastify applies no server setting to a factory's), with the
+    // lookups' direct lane in front of its handler.
+    serverFactory: (handler) => {
+      const server = createServer(
+        // Slow clients must not hold connections: headers must arrive within 10 s (or the
+        // request timeout, if shorter) and the whole request within the request timeout. Node
+        // enforces both only when it checks its connections, every 30 s by default, which held a
+        // request trickled at 1 byte/s for 53 s; checked every second, a slow request is cut off
+        // within a second of its bound.
+        { headersTimeout: Math.min(timeoutMs, 10_000), requestTimeout: timeoutMs, connectionsCheckingInterval: 1000 },
+        lane ? (request, response) => lane(request, response, handler) : handler,
+      );
+      // An idle kept-alive connection is closed after 72 s, not the request timeout: longer than
+      // the usual load-balancer idle timeout (60 s), so the balancer closes a pooled connection
+      // first and never sends a request down one we are closing.
+      server.keepAliveTimeout = 72_000;
+      // A new connection that sends nothing is closed after the request timeout too.
+      server.setTimeout(timeoutMs);
+      return server;
+    },
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
-    // Slow clients must not hold connections: headers must arrive within 10 s (or the request
-    // timeout, if shorter) and the whole request within the request timeout. Node enforces both
-    // only when it checks its connections, every 30 s by default, which held a request trickled
-    // at 1 byte/s for 53 s; checked every second, a slow request is cut off within a second of
-    // its bound. A new connection that sends nothing is closed after the request timeout too.
-    connectionTimeout: services.config.requestTimeoutMs,
-    requestTimeout: services.config.requestTimeoutMs,
-    // An idle kept-alive connection is closed after 72 s, not the request timeout: longer than
-    // the usual load-balancer idle timeout (60 s), so the balancer closes a pooled connection
-    // first and never sends a request down one we are closing.
-    keepAliveTimeout: 72_000,
-    http: { headersTimeout: Math.min(services.config.requestTimeoutMs, 10_000), connectionsCheckingInterval: 1000 },
     bodyLimit: 128 * 1024,
     routerOptions: { maxParamLength: MAX_PATH_VALUE_LENGTH },
     // Paths the router would refuse unauthenticated are sent on to their routes instead.
@@ -56,6 +69,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     frameworkErrors: badUrlAnswer(services, gate),
   });
 
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   // Alerts are delivered by the processes that serve, from the moment they do (the CLI never does).
   app.addHook('onListen', async () => services.alertWorker.start());
   app.addHook('onClose', async () => services.alertWorker.stop());
@@ -101,6 +118,24 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     app.log,
   );
   return app;
+}
+
+/**
+ * The lookups' direct lane (http/direct-lookups.ts), unless configured off or requests are
+ * logged: at `info`, Fastify writes two lines per request, which the lane would not.
+ */
+function directLaneOf(services: Services, options: AppOptions, closing: () => boolean) {
+  const level = options.loggerInstance?.level;
+  if (!services.config.directLookups || level === 'info' || level === 'debug' || level === 'trace') return undefined;
+  return directLookups({
+    authenticator: services.authenticator,
+    plans: services.plans,
+    limiter: services.limiter,
+    lookups: services.lookups,
+    metrics: services.metrics,
+    headers: apiHeaders(),
+    closing,
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_RETENTION_DAYS: Type.Optional(Type.Integer({ minimum: 1 })),
   TOLLWATCH_SQLITE_CACHE_MB: Type.Integer({ default: 64, minimum: 1, maximum: 65_536 }),
   TOLLWATCH_LOOKUP_CACHE_MS: Type.Integer({ default: 500, minimum: 0, maximum: 60_000 }),
+  TOLLWATCH_DIRECT_LOOKUPS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
@@ -69,6 +70,8 @@ export interface Config {
    * lookup may see an event stored by another process or instance. This process's own are seen at once.
    */
   lookupCacheMs: number;
+  /** Lookups answered ahead of Fastify when everything is in memory (http/direct-lookups.ts). */
+  directLookups: boolean;
   publicUrl: string;
   issuer: string;
   /** Accepted `audience` values at the token endpoint and in `aud`. */
@@ -158,6 +161,7 @@ function settleConfig(raw: RawConfig): Config {
     retentionDays: raw.TOLLWATCH_RETENTION_DAYS,
     sqliteCacheMiB: raw.TOLLWATCH_SQLITE_CACHE_MB,
     lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS,
+    directLookups: raw.TOLLWATCH_DIRECT_LOOKUPS === 'on',
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
     audiences,

@@ -1,10 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serializeList } from 'structured-headers';
 import type { Account } from '../domain/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
-import type { PlanCatalog, RateWindow } from '../domain/plans.ts';
+import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { SPENT_BY_LANE } from './direct-lookups.ts';
+import { PolicyFields, rateLimitField } from './ratelimit-fields.ts';
 
 /**
  * The `/api` preHandler that spends a request's cost from its account's plan allowance and
@@ -28,13 +29,10 @@ export function rateLimitHook(
     const window = rateGroup === 'lookups' ? plan?.lookups : rateGroup === 'event_reads' ? plan?.eventReads : plan?.submissions;
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!window) return;
-    const spent = limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
+    // A lookup the direct lane admitted and then handed over has spent its allowance there.
+    const spent = request.raw[SPENT_BY_LANE] ?? limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
     const state = spent instanceof Promise ? await spent : spent;
-    // Structured fields naming the policy by its route group: the quota and window it grants,
-    // and what remains of it with the seconds until it resets. A group name is a token and
-    // the values integers, so the fields are written as they serialize (structured-headers
-    // would build and walk a list per request for the same text).
-    reply.header('ratelimit-policy', policies.of(rateGroup, window)).header('ratelimit', `"${rateGroup}";r=${state.remaining};t=${state.resetSeconds}`);
+    reply.header('ratelimit-policy', policies.of(rateGroup, window)).header('ratelimit', rateLimitField(rateGroup, state));
     if (!state.allowed) {
       metrics.rateLimited(rateGroup);
       reply.header('retry-after', state.resetSeconds);
@@ -44,22 +42,6 @@ export function rateLimitHook(
       );
     }
   };
-}
-
-/** The RateLimit-Policy field of each (group, window), serialized once while the plan table is kept. */
-class PolicyFields {
-  private readonly byGroup = new Map<LimitGroup, WeakMap<RateWindow, string>>();
-
-  of(group: LimitGroup, window: RateWindow): string {
-    let known = this.byGroup.get(group);
-    if (!known) this.byGroup.set(group, (known = new WeakMap()));
-    let field = known.get(window);
-    if (field === undefined) {
-      field = serializeList([[group, new Map([['q', window.limit], ['w', window.windowSeconds]])]]);
-      known.set(window, field);
-    }
-    return field;
-  }
 }
 
 function principalAccount(request: FastifyRequest): Account | undefined {
