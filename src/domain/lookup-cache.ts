@@ -81,6 +81,19 @@ export class LookupCache implements AggregateChanges {
     return this.entries;
   }
 
+  /**
+   * The entry of `key` as `scopes` see it while it is fresh, without a promise: most lookups are
+   * answered so. Undefined when none is kept or it is out of date (then `read`).
+   */
+  fresh<K extends LookupKind>(kind: K, key: string, scopes: readonly string[]): { value: LookupValues[K] | undefined } | undefined {
+    if (this.ttlMs <= 0) return undefined;
+    const byScope = this.keys.get(`${kind}:${key}`);
+    if (!byScope) return undefined;
+    const scopeId = scopes.length === 1 ? scopes[0]! : scopes.join(' ');
+    const hit = byScope.find((entry) => entry.scopeId === scopeId);
+    return hit && hit.expiresAt > this.now() ? { value: hit.value as LookupValues[K] | undefined } : undefined;
+  }
+
   /** The aggregate of `key` as `scopes` see it: from memory while fresh, else from `load`, kept. */
   async read<K extends LookupKind>(kind: K, key: string, scopes: readonly string[], load: () => Promise<LookupValues[K] | undefined>): Promise<LookupValues[K] | undefined> {
     if (this.ttlMs <= 0) return load();

@@ -1,7 +1,7 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { canonicalIpAddress } from './ip-address.ts';
-import type { LookupsRepository } from './lookup-aggregates.ts';
+import type { IpAggregate, LookupsRepository, NumberAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
 import { LookupCache } from './lookup-cache.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
@@ -86,6 +86,14 @@ export class LookupService {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly cache: LookupCache;
+  /**
+   * The answer worked out for an aggregate the cache holds (all of it but the value as the
+   * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
+   * reasons and the number's facts are then as of the aggregate's read, at most the cache's
+   * lifetime ago. Kept as long as the cache keeps the aggregate, and no longer.
+   */
+  private readonly foundNumbers = new WeakMap<NumberAggregate, Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'>>();
+  private readonly foundAddresses = new WeakMap<IpAggregate, Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'>>();
 
   /** Without a cache, every lookup reads the store; without a barrier, it reads what is folded. */
   constructor(repo: LookupsRepository, options: LookupOptions = {}) {
@@ -106,26 +114,32 @@ export class LookupService {
         'a phone number is up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)',
       );
     }
-    await this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
+    const waiting = this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
+    if (waiting) await waiting;
     const scopes = readScopesOf(account);
-    const seen = await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key));
+    const kept = this.cache.fresh('number', number.key, scopes);
+    const seen = kept ? kept.value : await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key));
     if (!seen) {
       return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
     }
-    const facts = phoneNumberFacts(number.key);
-    const answer: PhoneNumberAnswer = {
-      phone_number: number.written,
-      found: true,
-      seen_count: seen.seenCount,
-      first_seen: seen.firstSeen,
-      last_seen: seen.lastSeen,
-      ...scoreOfNumber(seen, this.now(), this.scoring),
-      source_ip_count: seen.sourceIpCount,
-      sip_methods: seen.sipMethods,
-      matched_forms: seen.forms,
-      ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
-      message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
-    };
+    let found = this.foundNumbers.get(seen);
+    if (!found) {
+      const facts = phoneNumberFacts(number.key);
+      found = {
+        found: true,
+        seen_count: seen.seenCount,
+        first_seen: seen.firstSeen,
+        last_seen: seen.lastSeen,
+        ...scoreOfNumber(seen, this.now(), this.scoring),
+        source_ip_count: seen.sourceIpCount,
+        sip_methods: seen.sipMethods,
+        matched_forms: seen.forms,
+        ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
+        message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
+      };
+      this.foundNumbers.set(seen, found);
+    }
+    const answer: PhoneNumberAnswer = { phone_number: number.written, ...found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
   }
@@ -166,22 +180,28 @@ export class LookupService {
   async ipAddress(account: Account, input: string): Promise<IpAddressAnswer> {
     const ip = canonicalIpAddress(input.trim());
     if (!ip) throw new ServiceError('invalid_ip_address', 'not an IPv4 or IPv6 address');
-    await this.ownWrites.ownWritesVisible(account.account_id, addressLookupKey(ip));
+    const waiting = this.ownWrites.ownWritesVisible(account.account_id, addressLookupKey(ip));
+    if (waiting) await waiting;
     const scopes = readScopesOf(account);
-    const seen = await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS));
+    const kept = this.cache.fresh('ip', ip, scopes);
+    const seen = kept ? kept.value : await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS));
     if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
-    const answer: IpAddressAnswer = {
-      ip_address: ip,
-      found: true,
-      seen_count: seen.seenCount,
-      first_seen: seen.firstSeen,
-      last_seen: seen.lastSeen,
-      ...scoreOfAddress(seen, this.now(), this.scoring),
-      called_number_count: seen.calledNumberCount,
-      user_agents: seen.userAgents,
-      transports: seen.transports,
-      message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
-    };
+    let found = this.foundAddresses.get(seen);
+    if (!found) {
+      found = {
+        found: true,
+        seen_count: seen.seenCount,
+        first_seen: seen.firstSeen,
+        last_seen: seen.lastSeen,
+        ...scoreOfAddress(seen, this.now(), this.scoring),
+        called_number_count: seen.calledNumberCount,
+        user_agents: seen.userAgents,
+        transports: seen.transports,
+        message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
+      };
+      this.foundAddresses.set(seen, found);
+    }
+    const answer: IpAddressAnswer = { ip_address: ip, ...found };
     this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
     return answer;
   }
