@@ -100,8 +100,35 @@ export class AccountActivity {
       this.repo.top(id, since, 'sip_user_agent', TOP),
       this.repo.top(id, since, 'number_key', COUNTRY_SAMPLE),
     ]);
-    return { since, bucket, overTime, calledNumbers, sourceAddresses, methods, transports, userAgents, countries: countriesOf(numbers).slice(0, TOP) };
+    return {
+      since,
+      bucket,
+      overTime: everyBucket(overTime, since, this.now(), bucket),
+      calledNumbers,
+      sourceAddresses,
+      methods,
+      transports,
+      userAgents,
+      countries: countriesOf(numbers).slice(0, TOP),
+    };
   }
+}
+
+/**
+ * One entry per hour or day from `since` to `until`, 0 where no event fell, so that a chart's
+ * bars stand evenly in time (the store names only the buckets that hold events). Buckets
+ * outside the period (events timed in the future by a node's clock) are kept, in order.
+ */
+export function everyBucket(counted: CountedValue[], since: string, until: Date, bucket: 'hour' | 'day'): CountedValue[] {
+  const length = bucket === 'hour' ? 13 : 10;
+  const step = bucket === 'hour' ? 3_600_000 : 86_400_000;
+  const counts = new Map(counted.map(({ value, count }) => [value, count]));
+  const slots: string[] = [];
+  for (let at = Date.parse(since.slice(0, length) + (bucket === 'hour' ? ':00:00Z' : 'T00:00:00Z')); at <= until.getTime(); at += step) {
+    slots.push(new Date(at).toISOString().slice(0, length));
+  }
+  const all = new Set([...slots, ...counts.keys()]);
+  return [...all].sort().map((value) => ({ value, count: counts.get(value) ?? 0 }));
 }
 
 /** Events per country of the called number; numbers that name no country count as `unknown`. */

@@ -26,13 +26,14 @@ export function barChart(title: string, rows: CountedValue[]): Html {
 
 /** Vertical bars over time, one per bucket, oldest left. */
 export function timeChart(title: string, rows: CountedValue[]): Html {
-  if (rows.length === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">No events in this period.</p></figure>`;
-  const max = Math.max(...rows.map((r) => r.count));
+  const max = Math.max(0, ...rows.map((r) => r.count));
+  if (max === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">No events in this period.</p></figure>`;
   const width = 600;
   const height = 160;
   const step = width / rows.length;
   const bars = rows.map((r, i) => {
-    const h = Math.max(1, Math.round((r.count / max) * (height - 20)));
+    // An empty bucket is a gap; any event at all shows.
+    const h = r.count === 0 ? 0 : Math.max(1, Math.round((r.count / max) * (height - 20)));
     return html`<rect x="${(i * step + 1).toFixed(1)}" y="${height - h}" width="${Math.max(1, step - 2).toFixed(1)}" height="${h}" class="bar"><title>${r.value}: ${r.count}</title></rect>`;
   });
   const first = rows[0]!.value;

@@ -158,6 +158,9 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     // One record per event; their SIP messages hold quoted line breaks of their own.
     expect(csv.match(/^sentrypeer,/gm)).toHaveLength(2);
     for (const event of events) expect(csv).toContain(event.event_uuid as string);
+    const [ndjsonDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'NDJSON' }).click()]);
+    const lines = readFileSync((await ndjsonDownload.path())!, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { event_uuid: string });
+    expect(lines.map((e) => e.event_uuid).sort()).toEqual(events.map((e) => e.event_uuid as string).sort());
 
     await page.getByRole('link', { name: 'API clients' }).click();
     await page.locator('tr', { hasText: 'browser node' }).getByRole('link', { name: 'Reset secret…' }).click();
@@ -170,6 +173,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
 
     await page.getByRole('link', { name: 'Back to the clients' }).click();
     await page.locator('tr', { hasText: 'browser node' }).getByRole('link', { name: 'Delete…' }).click();
+    await shoot(page, 'client-delete-confirm');
     await page.getByRole('button', { name: 'Delete client' }).click();
     await page.waitForURL(/\/settings\/clients$/);
     expect(await page.locator('main').textContent()).not.toContain(clientId);
@@ -185,6 +189,21 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await other.goto(`${h.url}/events/${events[0]!.event_uuid as string}`);
     expect(await other.locator('h1').textContent()).toBe('Not found');
     await shoot(other, 'not-found');
+    // Its exports hold a header line and nothing of the first account's.
+    await other.getByRole('link', { name: 'Events' }).click();
+    for (const format of ['CSV', 'NDJSON']) {
+      const [theirExport] = await Promise.all([other.waitForEvent('download'), other.getByRole('link', { name: format }).click()]);
+      const text = readFileSync((await theirExport.path())!, 'utf8');
+      expect(text, format).not.toContain(NODE);
+      expect(text.trim().split(/\r?\n/).filter(Boolean), format).toHaveLength(format === 'CSV' ? 1 : 0);
+    }
+    // Its lookup of the first account's private number: never seen (it is in no shared data set).
+    await other.getByRole('link', { name: 'Lookup', exact: true }).click();
+    await other.getByLabel('Phone number or source address').fill(NUMBER);
+    await other.getByRole('button', { name: 'Look up' }).click();
+    expect(await other.getByRole('status').textContent()).toContain('Not seen');
+    await other.getByRole('link', { name: 'API clients' }).click();
+    expect(await other.locator('main').textContent()).not.toContain(clientId);
 
     // The operator raises the contributor plan's lookups; the owner's account page shows the new limit.
     const operator = await userOf(null, 'browser-operator@example.test');
