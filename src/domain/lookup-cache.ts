@@ -105,7 +105,7 @@ export class LookupCache implements AggregateChanges {
     if (hit && hit.expiresAt > now) return hit.value as LookupValues[K] | undefined;
     const generation = this.generation;
     const value = await load();
-    if (generation === this.generation) this.keep(id, { scopeId, value, expiresAt: now + this.ttlMs });
+    if (generation === this.generation) this.keep(id, { scopeId, value, expiresAt: now + this.ttlMs }, now);
     return value;
   }
 
@@ -120,7 +120,8 @@ export class LookupCache implements AggregateChanges {
     this.entries = 0;
   }
 
-  private keep(id: string, entry: Entry): void {
+  private keep(id: string, entry: Entry, now: number): void {
+    this.dropExpired(now);
     let byScope = this.keys.get(id);
     if (!byScope) this.keys.set(id, (byScope = []));
     const at = byScope.findIndex((e) => e.scopeId === entry.scopeId);
@@ -129,6 +130,21 @@ export class LookupCache implements AggregateChanges {
       this.entries++;
     } else byScope[at] = entry;
     while (this.entries > this.maxEntries) this.drop(this.keys.keys().next().value!);
+  }
+
+  /**
+   * Drops the oldest keys while every entry they hold has expired. Keys are kept in the order
+   * they were first read, so expired ones gather at the front: the cache then holds about what
+   * a TTL of lookups asked, not maxEntries of answers long out of date (for a stream of numbers
+   * never seen, that was 100,000 entries kept only to be evicted, each surviving into V8's old
+   * generation first).
+   */
+  private dropExpired(now: number): void {
+    for (const [id, byScope] of this.keys) {
+      if (byScope.some((entry) => entry.expiresAt > now)) return;
+      this.keys.delete(id);
+      this.entries -= byScope.length;
+    }
   }
 
   private drop(id: string): void {

@@ -111,6 +111,25 @@ describe('LookupCache', () => {
     expect(t.reads()).toBe(before + 1);
   });
 
+  it('lets go of expired keys as new ones are read, keeping about a TTL of lookups', async () => {
+    const t = setUp({ ttlMs: 500, maxEntries: 100 });
+    for (let i = 0; i < 50; i++) await t.lookup(`old${i}`);
+    t.advance(300);
+    // Answered from memory: not read again, so it expires with the others.
+    await t.lookup('old0');
+    for (let i = 0; i < 10; i++) await t.lookup(`mid${i}`);
+    expect(t.cache.size).toBe(60);
+    expect(t.reads()).toBe(60);
+    t.advance(250);
+    // Every old key has expired and goes; the mid keys (read at 300) have not.
+    await t.lookup('new');
+    expect(t.cache.size).toBe(11);
+    t.advance(300);
+    // Everything but the last key expired: the scan stops at the first fresh key, which is that one.
+    await t.lookup('newer');
+    expect(t.cache.size).toBe(2);
+  });
+
   it('forgets everything on clear(), and caches nothing with a TTL of 0', async () => {
     const t = setUp();
     await t.lookup('1');
