@@ -46,7 +46,7 @@ interface Route {
 }
 
 /**
- * The lookups' direct lane (docs/architecture.md, "The lookup's read path"): `GET
+ * The lookups' direct lane (docs/architecture.md, "The direct lane"): `GET
  * /api/phone-numbers/{n}` and `GET /api/ip-addresses/{a}` answered on the node:http request,
  * ahead of Fastify, by the same services the `/api` pipeline calls, when everything that
  * pipeline would decide is already in memory: a bearer token this process admitted before and
@@ -139,9 +139,11 @@ export function directLookups(options: DirectLookupsOptions): (request: Incoming
           request[SPENT_BY_LANE] = state;
           fallback(request, response);
         },
-      );
+      )
+        // Nothing above should throw; if it did, the connection is cut rather than left hanging.
+        .catch(() => response.destroy());
     };
-    if (spent instanceof Promise) spent.then(answer, () => fallback(request, response));
+    if (spent instanceof Promise) spent.then(answer, () => fallback(request, response)).catch(() => response.destroy());
     else answer(spent);
   };
 }

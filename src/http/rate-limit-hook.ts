@@ -30,7 +30,7 @@ export function rateLimitHook(
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!window) return;
     // A lookup the direct lane admitted and then handed over has spent its allowance there.
-    const spent = request.raw[SPENT_BY_LANE] ?? limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
+    const spent = (rateGroup === 'lookups' && request.raw[SPENT_BY_LANE]) || limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
     const state = spent instanceof Promise ? await spent : spent;
     reply.header('ratelimit-policy', policies.of(rateGroup, window)).header('ratelimit', rateLimitField(rateGroup, state));
     if (!state.allowed) {

@@ -18,6 +18,13 @@ export class CredentialsCache {
   private readonly ttlMs: number;
   private readonly externalChangeCounter: (() => number) | undefined;
   private readonly entries = new Map<string, CredentialsEntry>();
+  /**
+   * Reads in flight, by client: the requests that find an entry out of date together (every
+   * request in flight when a busy client's entry reaches its bound) wait for one read.
+   */
+  private readonly loading = new Map<string, Promise<CredentialsEntry>>();
+  /** Counts clears: a read that started before one is answered, but neither kept nor joined. */
+  private generation = 0;
   private lastCounter: number | undefined;
 
   constructor(repo: AccountsRepository, ttlMs: number, externalChangeCounter?: () => number) {
@@ -46,26 +53,45 @@ export class CredentialsCache {
   async entry(clientId: string): Promise<CredentialsEntry> {
     const cached = this.fresh(clientId);
     if (cached) return cached;
+    let pending = this.loading.get(clientId);
+    if (!pending) {
+      const loading = this.load(clientId);
+      this.loading.set(clientId, loading);
+      const forget = () => {
+        if (this.loading.get(clientId) === loading) this.loading.delete(clientId);
+      };
+      loading.then(forget, forget);
+      pending = loading;
+    }
+    return pending;
+  }
+
+  private async load(clientId: string): Promise<CredentialsEntry> {
+    const generation = this.generation;
     const now = Date.now();
     const client = await this.repo.findClient(clientId);
     const account = client && (await this.repo.findAccount(client.account_id));
     const found = client && account ? { client, account } : undefined;
-    if (this.entries.size >= 10_000) this.entries.clear();
     const entry = { found, loadedAt: now };
-    this.entries.set(clientId, entry);
+    if (generation === this.generation) {
+      if (this.entries.size >= 10_000) this.entries.clear();
+      this.entries.set(clientId, entry);
+    }
     return entry;
   }
 
   /** Forgets everything: after this process changed access, or on a notice from another instance. */
   clear(): void {
+    this.generation++;
     this.entries.clear();
+    this.loading.clear();
   }
 
   private dropIfChangedElsewhere(): void {
     if (!this.externalChangeCounter) return;
     const counter = this.externalChangeCounter();
     if (counter !== this.lastCounter) {
-      this.entries.clear();
+      this.clear();
       this.lastCounter = counter;
     }
   }
