@@ -64,8 +64,14 @@ interface Server {
  * 10–15% fewer lookups over the next 10 s, with a p99 of 30–90 ms at 64 connections instead of
  * 11 (docs/performance.md, "After an idle spell").
  */
-async function measure(phase: string, server: Server, script: string, connections: number, { expected = 200, eventsPerRequest = 0, warm = eventsPerRequest === 0 } = {}): Promise<Row> {
-  if (warm) await runWrk(server.url, script, connections, 2);
+async function measure(
+  phase: string,
+  server: Server,
+  script: string,
+  connections: number,
+  { expected = 200, eventsPerRequest = 0, warm }: { expected?: number; eventsPerRequest?: number; warm?: boolean } = {},
+): Promise<Row> {
+  if (warm ?? eventsPerRequest === 0) await runWrk(server.url, script, connections, 2);
   const pid = server.child.pid;
   let peak = rssMiB(pid) ?? 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid) ?? 0)), 250);
