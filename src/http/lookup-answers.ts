@@ -44,7 +44,7 @@ export const PhoneNumberFound = Type.Object(
       matched_forms: ['0046812118532', '+46812118532'],
       e164: '+46812118532',
       country: 'SE',
-      number_type: 'FIXED_LINE',
+      number_type: 'fixed-line',
       message: 'Attackers have tried to call this number 4 times.',
     },
   },
