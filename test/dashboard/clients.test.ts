@@ -108,5 +108,17 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
     expect(page.text).toContain('http://tollwatch.test/api');
     expect(page.text).toMatch(/Event submissions<\/th><td>100000\/hour<\/td><td><meter min="0" max="100000" value="\d+">/);
     expect(page.text).toContain('@example.test');
+    expect(page.text).toContain('sentrypeer -w http://tollwatch.test/api/events');
+  });
+
+  it('gives an account that only looks up what its programs need, and no node settings', async () => {
+    const lookups = await h.account({ plan: 'tester' });
+    const { browser: theirs } = await signedIn(h, lookups.account.account_id);
+    const page = await theirs.get('/settings/account');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<code id="token-url">http://tollwatch.test/oauth/token</code>');
+    expect(page.text).toContain('<code id="audience">http://tollwatch.test/api</code>');
+    expect(page.text).toContain('This plan does not submit events');
+    expect(page.text).not.toContain('sentrypeer -w');
   });
 });

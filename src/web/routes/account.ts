@@ -55,8 +55,10 @@ export async function accountRoutes(app: FastifyInstance, { services }: { servic
 <h2>Users</h2>
 <div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th></tr></thead><tbody>${userRows}</tbody></table></div>
 <p>The operator invites users and resets passwords.</p>
+<h2>Connecting to the API</h2>
+${apiSettings(config.publicUrl, config.audiences)}
 <h2>Configuring a SentryPeer node</h2>
-${nodeSettings(config.publicUrl, config.audiences, plan?.maySubmit ?? false)}
+${nodeSettings(config.publicUrl, plan?.maySubmit ?? false)}
 ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Their secrets were shown once, when the operator created them; here only their names.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
       (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
@@ -65,16 +67,27 @@ ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Thei
   });
 }
 
-function nodeSettings(publicUrl: string, audiences: string[], maySubmit: boolean): Html {
-  if (!maySubmit) return html`<p>This plan does not submit events; a node needs the contributor plan.</p>`;
-  const field = (id: string, label: string, value: string) =>
-    html`<dt>${label}</dt><dd><code id="${id}">${value}</code> <button type="button" class="copy" data-copy="${id}">Copy</button></dd>`;
-  return html`<p>With OAuth2 (a node built with this token URL): create a client with <code>write:events</code> under API clients, then:</p>
+/** What any client of the API is configured with: every plan's clients get tokens the same way. */
+function apiSettings(publicUrl: string, audiences: string[]): Html {
+  return html`<p>Create a client under API clients, then give its id and secret to your program with these:</p>
 <dl class="credentials">
-${field('token-url', 'Token URL', `${publicUrl}/oauth/token`)}
-${field('audience', 'Audience', audiences[0] ?? `${publicUrl}/api`)}
-${field('events-url', 'Webhook (events) URL', `${publicUrl}/api/events`)}
+${copyable('token-url', 'Token URL', `${publicUrl}/oauth/token`)}
+${copyable('audience', 'Audience', audiences[0] ?? `${publicUrl}/api`)}
+${copyable('api-url', 'API', `${publicUrl}/api`)}
+</dl>
+<p>The command-line client and the SDK read <code>TOLLWATCH_URL</code> (<code>${publicUrl}</code>), <code>TOLLWATCH_CLIENT_ID</code> and <code>TOLLWATCH_CLIENT_SECRET</code>; the whole API is described at <a href="/docs">/docs</a>.</p>`;
+}
+
+function nodeSettings(publicUrl: string, maySubmit: boolean): Html {
+  if (!maySubmit) return html`<p>This plan does not submit events; a node needs the contributor plan.</p>`;
+  return html`<p>With OAuth2 (a node built with the token URL above): create a client with <code>write:events</code> under API clients, then:</p>
+<dl class="credentials">
+${copyable('events-url', 'Webhook (events) URL', `${publicUrl}/api/events`)}
 </dl>
 <pre class="command"><code id="node-command">sentrypeer -w ${publicUrl}/api/events -i &lt;client_id&gt; -c &lt;client_secret&gt;</code></pre>
 <p>A stock node (its token URL fixed when built) posts to a node ingest URL instead, with no credentials but the URL; the operator creates one with <code>tollwatch ingest-urls create</code> and you start the node with <code>sentrypeer -w &lt;ingest url&gt;</code>. Treat that URL as a secret.</p>`;
+}
+
+function copyable(id: string, label: string, value: string): Html {
+  return html`<dt>${label}</dt><dd><code id="${id}">${value}</code> <button type="button" class="copy" data-copy="${id}">Copy</button></dd>`;
 }
