@@ -23,6 +23,8 @@ function slowStore() {
     repo,
     reads: () => reads,
     release: () => waiting.splice(0).forEach((resolve) => resolve()),
+    /** Newest read first: an older read then finishes last, as a slow one may. */
+    releaseNewestFirst: () => waiting.splice(0).reverse().forEach((resolve) => resolve()),
     reset: () => version++,
   };
 }
@@ -50,7 +52,7 @@ describe('CredentialsCache', () => {
     cache.clear();
     const after = cache.entry('c1');
     await new Promise((resolve) => setImmediate(resolve));
-    store.release();
+    store.releaseNewestFirst();
     expect((await before).found?.client.secret_version).toBe(1);
     expect((await after).found?.client.secret_version).toBe(2);
     expect(store.reads()).toBe(2);
