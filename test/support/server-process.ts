@@ -26,9 +26,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, `${ROOT}src/server.ts`], {
-    env: { ...process.env, LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // Errors only: a server that shuts down after an uncaught error says why in the test's output.
+    env: { ...process.env, LOG_LEVEL: 'error', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
+  child.stdout!.setEncoding('utf8').on('data', (lines: string) => process.stderr.write(lines.replace(/^(?=.)/gm, `[server ${port}] `)));
   // A test that times out never calls stop(): the server must not outlive the test run.
   const reap = () => child.kill('SIGKILL');
   process.once('exit', reap);
