@@ -87,25 +87,20 @@ export class LookupCache implements AggregateChanges {
    */
   fresh<K extends LookupKind>(kind: K, key: string, scopes: readonly string[]): { value: LookupValues[K] | undefined } | undefined {
     if (this.ttlMs <= 0) return undefined;
-    const byScope = this.keys.get(`${kind}:${key}`);
-    if (!byScope) return undefined;
-    const scopeId = scopes.length === 1 ? scopes[0]! : scopes.join(' ');
-    const hit = byScope.find((entry) => entry.scopeId === scopeId);
+    const scopeId = scopeIdOf(scopes);
+    const hit = this.keys.get(`${kind}:${key}`)?.find((entry) => entry.scopeId === scopeId);
     return hit && hit.expiresAt > this.now() ? { value: hit.value as LookupValues[K] | undefined } : undefined;
   }
 
   /** The aggregate of `key` as `scopes` see it: from memory while fresh, else from `load`, kept. */
   async read<K extends LookupKind>(kind: K, key: string, scopes: readonly string[], load: () => Promise<LookupValues[K] | undefined>): Promise<LookupValues[K] | undefined> {
     if (this.ttlMs <= 0) return load();
-    const id = `${kind}:${key}`;
-    const scopeId = scopes.length === 1 ? scopes[0]! : scopes.join(' ');
+    const kept = this.fresh(kind, key, scopes);
+    if (kept) return kept.value;
     const now = this.now();
-    const byScope = this.keys.get(id);
-    const hit = byScope?.find((entry) => entry.scopeId === scopeId);
-    if (hit && hit.expiresAt > now) return hit.value as LookupValues[K] | undefined;
     const generation = this.generation;
     const value = await load();
-    if (generation === this.generation) this.keep(id, { scopeId, value, expiresAt: now + this.ttlMs }, now);
+    if (generation === this.generation) this.keep(`${kind}:${key}`, { scopeId: scopeIdOf(scopes), value, expiresAt: now + this.ttlMs }, now);
     return value;
   }
 
@@ -153,4 +148,9 @@ export class LookupCache implements AggregateChanges {
     this.entries -= byScope.length;
     this.keys.delete(id);
   }
+}
+
+/** The scopes a read was made in, as one key: most reads are of one scope, kept as it is. */
+function scopeIdOf(scopes: readonly string[]): string {
+  return scopes.length === 1 ? scopes[0]! : scopes.join(' ');
 }
