@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { listenAsBaseline } from './baseline-listen.ts';
 import { apiHeaders } from '../src/http/api.ts';
 import { PhoneNumberFound } from '../src/http/lookup-answers.ts';
 
@@ -23,9 +24,4 @@ const server = createServer((_request, response) => {
   response.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(body) });
   response.end(body);
 });
-server.keepAliveTimeout = 72_000;
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`listening ${typeof address === 'object' && address ? address.port : ''}\n`);
-});
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+listenAsBaseline(server);

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { listenAsBaseline } from './baseline-listen.ts';
 import Database from 'better-sqlite3';
 import { decodeJwt } from 'jose';
 import { normalisePhoneNumber, phoneNumberFacts } from '../src/domain/phone-number.ts';
@@ -71,9 +72,4 @@ const server = createServer((request, response) => {
     message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
   });
 });
-server.keepAliveTimeout = 72_000;
-server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
-  const address = server.address();
-  process.stdout.write(`listening ${typeof address === 'object' && address ? address.port : ''}\n`);
-});
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+listenAsBaseline(server);
