@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -10,11 +10,14 @@ import { ROOT } from './support.ts';
  * `npx node bench/store-ceiling.ts [--events 200000] [--per-commit 1000]`: what the store alone
  * can take on this machine, the ceiling under intake and import. A minimal program, no HTTP, no
  * validation, no aggregates: pre-built event rows of the benchmark's shape (random v4 uuids,
- * 200,000 numbers, 250 addresses, a 60-byte SIP message) inserted with one prepared statement
+ * 200,000 numbers, 50,000 addresses as in bench/import.ts, a 60-byte SIP message) inserted with one prepared statement
  * into a fresh store made by Tollwatch's own migrations, in transactions of `--per-commit`
- * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run three ways:
- * the events table with every index intake keeps; with only its unique (account, uuid) index;
- * and the same rows into a table with no index at all. Prints rows/s for each.
+ * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run four ways:
+ * the events table with every index intake keeps, and in the same transactions the lookup
+ * aggregates' writes for those rows (what an import must do in all, with less work than the
+ * fold: each key's counts added in SQL, no JSON maps merged); the events table alone; with only
+ * its unique (account, uuid) index; and the same rows into a table with no index at all.
+ * Prints rows/s for each. `--per-commit 10000` is an import's transaction.
  */
 const { values } = parseArgs({ options: { events: { type: 'string', default: '200000' }, 'per-commit': { type: 'string', default: '1000' } } });
 const events = Number(values.events);
@@ -40,7 +43,7 @@ try {
       created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
       collected_method: 'responsive',
       transport_type: 'UDP',
-      source_ip: `198.51.100.${i % 250}`,
+      source_ip: `10.0.${((i * 104_729) % 50_000) >> 8}.${((i * 104_729) % 50_000) & 255}`,
       destination_ip: '192.0.2.1',
       called_number: number,
       sip_method: 'INVITE',
@@ -59,16 +62,53 @@ try {
   native.pragma('journal_mode = WAL');
   native.pragma('synchronous = FULL');
   native.pragma('wal_autocheckpoint = 16384');
-  const run = (label: string, table: string) => {
+  // The fold's writes, keyed as the fold keys them: the distinct sets, each number's hash, and
+  // one upsert per (scope, key) of the transaction, its counts coalesced in memory.
+  const addSourceOfNumber = native.prepare('insert into number_sources (scope, number_key, source_ip) values (?, ?, ?) on conflict do nothing');
+  const addNumberOfSource = native.prepare('insert into ip_numbers (scope, source_ip, number_key) values (?, ?, ?) on conflict do nothing');
+  const addHash = native.prepare('insert into number_hashes (scope, number_hash, number_key) values (?, ?, ?) on conflict do nothing');
+  const upsert = (table: string, key: string, distinct: string, counts: string[]) =>
+    native.prepare(
+      `insert into ${table} (scope, ${key}, seen_count, first_seen, last_seen, ${distinct}, ${counts.join(', ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       on conflict (scope, ${key}) do update set seen_count = seen_count + excluded.seen_count, last_seen = max(last_seen, excluded.last_seen), ${distinct} = ${distinct} + excluded.${distinct}`,
+    );
+  const upsertNumber = upsert('number_aggregates', 'number_key', 'source_ip_count', ['sip_methods', 'forms', 'nodes']);
+  const upsertAddress = upsert('ip_aggregates', 'source_ip', 'called_number_count', ['user_agents', 'transports', 'nodes']);
+  const fold = (batch: typeof rows) => {
+    const numbers = new Map<string, { count: number; fresh: number; last: string }>();
+    const addresses = new Map<string, { count: number; fresh: number; last: string }>();
+    for (const row of batch) {
+      const fresh = addSourceOfNumber.run(accountId, row.number_key, row.source_ip).changes;
+      addNumberOfSource.run(accountId, row.source_ip, row.number_key);
+      for (const [map, key] of [[numbers, row.number_key], [addresses, row.source_ip]] as const) {
+        const delta = map.get(key) ?? { count: 0, fresh: 0, last: row.event_time };
+        delta.count += 1;
+        delta.fresh += fresh;
+        if (row.event_time > delta.last) delta.last = row.event_time;
+        map.set(key, delta);
+      }
+    }
+    for (const [key, d] of numbers) {
+      addHash.run(accountId, createHash('sha256').update(key).digest('hex'), key);
+      upsertNumber.run(accountId, key, d.count, d.last, d.last, d.fresh, '{"INVITE":1}', `{"${key}":1}`, '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
+    }
+    for (const [key, d] of addresses) upsertAddress.run(accountId, key, d.count, d.last, d.last, d.fresh, '{"friendly-scanner":1}', '{"UDP":1}', '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
+  };
+  const run = (label: string, table: string, withAggregates = false) => {
     const insert = native.prepare(`insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`);
     const commit = native.transaction((batch: typeof rows) => {
       for (const row of batch) insert.run(row);
+      if (withAggregates) fold(batch);
     });
     const started = performance.now();
     for (let i = 0; i < rows.length; i += perCommit) commit(rows.slice(i, i + perCommit));
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${label.padEnd(52)} ${Math.round(rows.length / seconds).toLocaleString('en').padStart(9)} rows/s`);
+    console.log(`${label.padEnd(62)} ${Math.round(rows.length / seconds).toLocaleString('en').padStart(9)} rows/s`);
   };
+  run('events with every index, and their aggregates (an import)', 'events', true);
+  native.exec('delete from events');
+  for (const table of ['number_sources', 'ip_numbers', 'number_hashes', 'number_aggregates', 'ip_aggregates']) native.exec(`delete from ${table}`);
+  for (const row of rows) row.event_uuid = randomUUID();
   run('events, every index intake keeps', 'events');
   for (const { name } of native.prepare(`select name from sqlite_master where type = 'index' and tbl_name = 'events' and sql is not null`).all() as Array<{ name: string }>) {
     native.exec(`drop index ${name}`);
