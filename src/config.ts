@@ -16,7 +16,7 @@ const ConfigSchema = Type.Object({
   WORKERS: Type.Integer({ default: 1, minimum: 1, maximum: 64 }),
   TOLLWATCH_RETENTION_DAYS: Type.Optional(Type.Integer({ minimum: 1 })),
   TOLLWATCH_SQLITE_CACHE_MB: Type.Integer({ default: 64, minimum: 1, maximum: 65_536 }),
-  TOLLWATCH_LOOKUP_CACHE_MS: Type.Integer({ default: 500, minimum: 0, maximum: 60_000 }),
+  TOLLWATCH_LOOKUP_CACHE_MS: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
   TOLLWATCH_DIRECT_LOOKUPS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
@@ -160,7 +160,10 @@ function settleConfig(raw: RawConfig): Config {
     workers: raw.WORKERS,
     retentionDays: raw.TOLLWATCH_RETENTION_DAYS,
     sqliteCacheMiB: raw.TOLLWATCH_SQLITE_CACHE_MB,
-    lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS,
+    // Every fold, here or in another process, drops the keys it changed from the cache, so its
+    // lifetime only bounds changes nobody announces. Not so with a read replica: a lookup told
+    // of a change may read the replica before the change reaches it, and keep the old rows.
+    lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS ?? (raw.DATABASE_READ_URL ? 500 : 60_000),
     directLookups: raw.TOLLWATCH_DIRECT_LOOKUPS === 'on',
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,

@@ -22,8 +22,8 @@ import { CredentialsCache } from './oauth/credentials-cache.ts';
 import type { AccessChangeNotices } from './domain/access-changes.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
-import { foldStep } from './store/aggregate-fold.ts';
-import { AggregateFolder, DEFAULT_FOLDER_SETTINGS } from './store/aggregate-folder.ts';
+import { foldStep, keysFoldedBetween } from './store/aggregate-fold.ts';
+import { AggregateFolder, DEFAULT_FOLDER_SETTINGS, FOLDED_ELSEWHERE_READ } from './store/aggregate-folder.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
@@ -112,8 +112,13 @@ export interface Services {
 const CREDENTIALS_TTL_MS = 1000;
 /** How long the plan table is kept before it is read again, likewise the bound when no notice arrives. */
 const PLANS_TTL_MS = 5000;
-/** Most lookup answers kept in memory: (key, scopes) pairs, a few hundred bytes each. */
+/** Most lookup answers kept in memory of each kind: (key, scopes) pairs, a few hundred bytes each. */
 const LOOKUP_CACHE_ENTRIES = 100_000;
+/**
+ * How long "never seen" is answered from memory (at most TOLLWATCH_LOOKUP_CACHE_MS): numbers
+ * never seen mostly come once each, and kept longer they would fill the cache (lookup-cache.ts).
+ */
+const LOOKUP_CACHE_MISSING_MS = 1000;
 
 export interface ServiceOptions {
   /** Receives the structured audit lines. */
@@ -227,15 +232,22 @@ async function servicesOver(database: Database, config: Config, options: Service
   // own, one group at a time, while the next group gathers.
   const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
   // Lookup aggregates are folded in behind intake, by the writer thread where there is one.
-  const aggregateFolder = new AggregateFolder(writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk), DEFAULT_FOLDER_SETTINGS, log);
+  // It also reads what other processes folded (instances, workers, the CLI), so caches drop those keys too.
+  const aggregateFolder = new AggregateFolder(
+    writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk),
+    DEFAULT_FOLDER_SETTINGS,
+    log,
+    (after, upTo) => keysFoldedBetween(database.db, after, upTo, FOLDED_ELSEWHERE_READ),
+  );
   const folding = { onCommitted: (keysByAccount: Map<string, Set<string>>, events: number) => aggregateFolder.committed(keysByAccount, events), beforeCommit: () => aggregateFolder.roomForIntake() };
   const ingestRepo = new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding);
   const intake = new EventIntake(ingestRepo, plans);
   // Lookups answer repeated questions from memory; the fold drops the keys it changed.
-  const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, maxEntries: LOOKUP_CACHE_ENTRIES });
-  aggregateFolder.onChanges(({ numbers, addresses }) =>
-    lookupCache.invalidate([...numbers.map((key) => ({ kind: 'number' as const, key })), ...addresses.map((key) => ({ kind: 'ip' as const, key }))]),
-  );
+  const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
+  aggregateFolder.onChanges((changes) => {
+    if (changes === 'everything') return lookupCache.clear();
+    lookupCache.invalidate([...changes.numbers.map((key) => ({ kind: 'number' as const, key })), ...changes.addresses.map((key) => ({ kind: 'ip' as const, key }))]);
+  });
   const ingestUrls = new IngestUrls({
     repo: new SqlIngestUrlsRepository(database.db),
     getAccount: (accountId) => accounts.getAccount(accountId),

@@ -30,11 +30,18 @@ export const NO_AGGREGATE_CHANGES: AggregateChanges = { invalidate() {}, clear()
 
 export interface LookupCacheOptions {
   /**
-   * How long an entry is answered from memory, at most: the bound on how late a lookup sees a
-   * change this process was not told of (one made by another process or instance). 0 disables.
+   * How long an aggregate is answered from memory, at most: the bound on how late a lookup sees
+   * a change nobody told this cache of (`invalidate`, `clear`). 0 disables the cache.
    */
   ttlMs: number;
-  /** Most entries kept; the key kept longest ago goes first. */
+  /**
+   * How long "never seen" is kept, at most (`ttlMs` if shorter). Apart because lookups of
+   * numbers never seen come as an endless stream of new ones (every legitimate call a PBX
+   * checks): kept as long as the aggregates found, each would live on in V8's old generation
+   * only to be evicted at `maxEntries`, and few would be asked again meanwhile.
+   */
+  missingTtlMs?: number;
+  /** Most entries kept of each kind, found and never seen; the key kept longest ago goes first. */
   maxEntries: number;
   now?: () => number;
 }
@@ -48,37 +55,102 @@ interface Entry {
 }
 
 /**
+ * Entries of one lifetime, by kind and key, oldest first: beyond maxEntries the oldest key goes,
+ * used or not. Its entries would expire within the lifetime anyway, and moving a key on every
+ * hit cost more (a map deletion and insertion per lookup) than reading it again once in a
+ * while. Inside, one entry per set of scopes read (a key is read by few: the shared data set
+ * alone, or with the caller's own; an array is lighter than a map).
+ */
+class Shelf {
+  readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly keys = new Map<string, Entry[]>();
+  size = 0;
+
+  constructor(ttlMs: number, maxEntries: number) {
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+  }
+
+  find(id: string, scopeId: string): Entry | undefined {
+    return this.keys.get(id)?.find((entry) => entry.scopeId === scopeId);
+  }
+
+  keep(id: string, entry: Entry, now: number): void {
+    this.dropExpired(now);
+    let byScope = this.keys.get(id);
+    if (!byScope) this.keys.set(id, (byScope = []));
+    const at = byScope.findIndex((e) => e.scopeId === entry.scopeId);
+    if (at < 0) {
+      byScope.push(entry);
+      this.size++;
+    } else byScope[at] = entry;
+    while (this.size > this.maxEntries) this.drop(this.keys.keys().next().value!);
+  }
+
+  /** Drops the entry of one set of scopes, read again with the other kind of answer. */
+  dropEntry(id: string, scopeId: string): void {
+    const byScope = this.keys.get(id);
+    const at = byScope?.findIndex((e) => e.scopeId === scopeId) ?? -1;
+    if (at < 0) return;
+    byScope!.splice(at, 1);
+    this.size--;
+    if (byScope!.length === 0) this.keys.delete(id);
+  }
+
+  drop(id: string): void {
+    const byScope = this.keys.get(id);
+    if (!byScope) return;
+    this.size -= byScope.length;
+    this.keys.delete(id);
+  }
+
+  clear(): void {
+    this.keys.clear();
+    this.size = 0;
+  }
+
+  /**
+   * Drops the oldest keys while every entry they hold has expired. Keys are kept in the order
+   * they were first read, and every entry of a shelf lives as long, so expired ones gather at
+   * the front: the shelf then holds about what a lifetime of lookups asked, not maxEntries of
+   * answers long out of date (for a stream of numbers never seen, that was 100,000 entries
+   * kept only to be evicted, each surviving into V8's old generation first).
+   */
+  private dropExpired(now: number): void {
+    for (const [id, byScope] of this.keys) {
+      if (byScope.some((entry) => entry.expiresAt > now)) return;
+      this.keys.delete(id);
+      this.size -= byScope.length;
+    }
+  }
+}
+
+/**
  * Aggregates recently read, per (kind, key, scopes read), so that repeated lookups of the same
  * number skip the store. Entries of one key, whatever the scopes, sit together, so that a change
- * to the key drops them all in one step.
+ * to the key drops them all in one step. Found aggregates and "never seen" live on shelves of
+ * their own lifetimes.
  */
 export class LookupCache implements AggregateChanges {
-  private readonly ttlMs: number;
-  private readonly maxEntries: number;
   private readonly now: () => number;
-  /**
-   * By kind and key, oldest first: beyond maxEntries the oldest key goes, used or not. Its
-   * entries would expire within the TTL anyway, and moving a key on every hit cost more (a
-   * map deletion and insertion per lookup) than reading it again once in a while. Inside, one entry per set of scopes read (a
-   * key is read by few: the shared data set alone, or with the caller's own; an array is lighter than a map).
-   */
-  private readonly keys = new Map<string, Entry[]>();
-  private entries = 0;
+  private readonly found: Shelf;
+  private readonly missing: Shelf;
   /**
    * Counts changes. A read that started before a change may have read the old rows: it is
    * answered, but not kept.
    */
   private generation = 0;
 
-  constructor({ ttlMs, maxEntries, now = Date.now }: LookupCacheOptions) {
-    this.ttlMs = ttlMs;
-    this.maxEntries = maxEntries;
+  constructor({ ttlMs, missingTtlMs = ttlMs, maxEntries, now = Date.now }: LookupCacheOptions) {
     this.now = now;
+    this.found = new Shelf(ttlMs, maxEntries);
+    this.missing = new Shelf(Math.min(ttlMs, missingTtlMs), maxEntries);
   }
 
   /** How many entries are kept. */
   get size(): number {
-    return this.entries;
+    return this.found.size + this.missing.size;
   }
 
   /**
@@ -86,67 +158,43 @@ export class LookupCache implements AggregateChanges {
    * answered so. Undefined when none is kept or it is out of date (then `read`).
    */
   fresh<K extends LookupKind>(kind: K, key: string, scopes: readonly string[]): { value: LookupValues[K] | undefined } | undefined {
-    if (this.ttlMs <= 0) return undefined;
+    if (this.found.ttlMs <= 0) return undefined;
+    const id = `${kind}:${key}`;
     const scopeId = scopeIdOf(scopes);
-    const hit = this.keys.get(`${kind}:${key}`)?.find((entry) => entry.scopeId === scopeId);
+    const hit = this.found.find(id, scopeId) ?? this.missing.find(id, scopeId);
     return hit && hit.expiresAt > this.now() ? { value: hit.value as LookupValues[K] | undefined } : undefined;
   }
 
   /** The aggregate of `key` as `scopes` see it: from memory while fresh, else from `load`, kept. */
   async read<K extends LookupKind>(kind: K, key: string, scopes: readonly string[], load: () => Promise<LookupValues[K] | undefined>): Promise<LookupValues[K] | undefined> {
-    if (this.ttlMs <= 0) return load();
+    if (this.found.ttlMs <= 0) return load();
     const kept = this.fresh(kind, key, scopes);
     if (kept) return kept.value;
     const now = this.now();
     const generation = this.generation;
     const value = await load();
-    if (generation === this.generation) this.keep(`${kind}:${key}`, { scopeId: scopeIdOf(scopes), value, expiresAt: now + this.ttlMs }, now);
+    if (generation === this.generation) {
+      const id = `${kind}:${key}`;
+      const scopeId = scopeIdOf(scopes);
+      const [shelf, other] = value === undefined ? [this.missing, this.found] : [this.found, this.missing];
+      other.dropEntry(id, scopeId);
+      shelf.keep(id, { scopeId, value, expiresAt: now + shelf.ttlMs }, now);
+    }
     return value;
   }
 
   invalidate(changes: readonly LookupChange[]): void {
     this.generation++;
-    for (const { kind, key } of changes) this.drop(`${kind}:${key}`);
+    for (const { kind, key } of changes) {
+      this.found.drop(`${kind}:${key}`);
+      this.missing.drop(`${kind}:${key}`);
+    }
   }
 
   clear(): void {
     this.generation++;
-    this.keys.clear();
-    this.entries = 0;
-  }
-
-  private keep(id: string, entry: Entry, now: number): void {
-    this.dropExpired(now);
-    let byScope = this.keys.get(id);
-    if (!byScope) this.keys.set(id, (byScope = []));
-    const at = byScope.findIndex((e) => e.scopeId === entry.scopeId);
-    if (at < 0) {
-      byScope.push(entry);
-      this.entries++;
-    } else byScope[at] = entry;
-    while (this.entries > this.maxEntries) this.drop(this.keys.keys().next().value!);
-  }
-
-  /**
-   * Drops the oldest keys while every entry they hold has expired. Keys are kept in the order
-   * they were first read, so expired ones gather at the front: the cache then holds about what
-   * a TTL of lookups asked, not maxEntries of answers long out of date (for a stream of numbers
-   * never seen, that was 100,000 entries kept only to be evicted, each surviving into V8's old
-   * generation first).
-   */
-  private dropExpired(now: number): void {
-    for (const [id, byScope] of this.keys) {
-      if (byScope.some((entry) => entry.expiresAt > now)) return;
-      this.keys.delete(id);
-      this.entries -= byScope.length;
-    }
-  }
-
-  private drop(id: string): void {
-    const byScope = this.keys.get(id);
-    if (!byScope) return;
-    this.entries -= byScope.length;
-    this.keys.delete(id);
+    this.found.clear();
+    this.missing.clear();
   }
 }
 

@@ -10,6 +10,12 @@ import type { Schema } from './schema.ts';
 
 /** The `fold_state` row holding how far the lookup aggregates have folded the events in. */
 export const AGGREGATES_FOLD = 'aggregates';
+/**
+ * The `fold_state` row counting rebuilds of the lookup aggregates (absent: none yet). A rebuild
+ * changes any key without moving the fold's position, so instances that see this count move
+ * forget every aggregate they keep in memory (src/store/aggregate-folder.ts).
+ */
+export const AGGREGATES_REBUILDS = 'aggregates-rebuilt';
 
 /**
  * Events folded per step, unless behind. A step holds SQLite's one write lock, and on the writer
@@ -28,6 +34,16 @@ export interface AggregateChanges {
   addresses: string[];
 }
 
+/** Where the fold stood when a step read it: what other processes folded shows as a move. */
+export interface FoldPosition {
+  /** The position when the step began: every event up to this id was folded in. */
+  from: number;
+  /** The position when it ended (`from` when it folded nothing). */
+  through: number;
+  /** The count of rebuilds of the aggregates. */
+  rebuilds: number;
+}
+
 export interface FoldResult {
   /** Events folded in by this step. */
   folded: number;
@@ -38,6 +54,8 @@ export interface FoldResult {
   /** Another instance held the turn (PostgreSQL): nothing was folded here, and `behind` is from before its step. */
   skipped?: true;
   changes: AggregateChanges;
+  /** Where the fold stood, as this step read it. */
+  position?: FoldPosition;
 }
 
 interface FoldStore {
@@ -57,20 +75,21 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
   const { db, caps } = store;
   const idle: FoldResult = { folded: 0, more: false, behind: 0, changes: { numbers: [], addresses: [] } };
   // A cheap read first: an idle server must not write a transaction every few hundred ms.
-  const [position, newest] = await Promise.all([foldPosition(db), newestEventId(db, caps.concurrentWriters)]);
-  if (newest <= position) return idle;
+  const [state, newest] = await Promise.all([foldState(db), newestEventId(db, caps.concurrentWriters)]);
+  const unmoved = { from: state.through, through: state.through, rebuilds: state.rebuilds };
+  if (newest <= state.through) return { ...idle, position: unmoved };
   const settledUpTo = caps.concurrentWriters ? await idsSettled(db) : Number.POSITIVE_INFINITY;
 
   return db.transaction().execute(async (trx) => {
     if (caps.concurrentWriters) {
       const turn = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${FOLD_LOCK}) as locked`.execute(trx);
-      if (!turn.rows[0]?.locked) return { ...idle, behind: newest - position, skipped: true };
+      if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved };
     } else {
       // Takes SQLite's write lock before reading the position, so two processes folding one file
       // (WORKERS, a CLI beside the server) take turns instead of counting the same events twice.
       await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
     }
-    const from = await foldPosition(trx);
+    const { through: from, rebuilds } = await foldState(trx);
     let query = trx
       .selectFrom('events as e')
       .innerJoin('accounts as a', 'a.account_id', 'e.account_id')
@@ -85,7 +104,13 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
     const items: AggregateItem[] = rows.map((row) => ({ scope: row.trusted ? SHARED_SCOPE : row.account_id, event: row }));
     await addToAggregates(trx, store.ingestWrites, items);
     await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
-    return { folded: rows.length, more, behind: Math.max(0, newest - through), changes: changesOf(items) };
+    return {
+      folded: rows.length,
+      more,
+      behind: Math.max(0, newest - through),
+      changes: changesOf(items.map((item) => item.event)),
+      position: { from, through, rebuilds },
+    };
   });
 }
 
@@ -102,6 +127,21 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
   await recompute();
   const through = await newestEventId(trx, caps.concurrentWriters);
   await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
+  await trx
+    .insertInto('fold_state')
+    .values({ name: AGGREGATES_REBUILDS, through: 1 })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ through: sql`fold_state.through + 1` }))
+    .execute();
+}
+
+/**
+ * The keys of the events stored in (after, upTo]: what a fold over them changed, for a process
+ * that did not fold them. Undefined when more than `limit` events are there (an import, a long
+ * outage): reading them all would hold lookups up longer than forgetting every key.
+ */
+export async function keysFoldedBetween(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<AggregateChanges | undefined> {
+  const rows = await db.selectFrom('events').select(['number_key', 'source_ip']).where('id', '>', after).where('id', '<=', upTo).limit(limit + 1).execute();
+  return rows.length > limit ? undefined : changesOf(rows);
 }
 
 /** Waits until no ingest transaction is in flight (PostgreSQL), holding new ones off meanwhile. */
@@ -109,9 +149,11 @@ async function holdIngestBarrier(trx: Transaction<Schema>): Promise<void> {
   await sql`select pg_advisory_xact_lock(${FOLD_BARRIER_LOCK})`.execute(trx);
 }
 
-async function foldPosition(db: Kysely<Schema>): Promise<number> {
-  const row = await db.selectFrom('fold_state').select('through').where('name', '=', AGGREGATES_FOLD).executeTakeFirst();
-  return Number(row?.through ?? 0);
+/** The fold's position and the count of rebuilds, in one read. */
+async function foldState(db: Kysely<Schema>): Promise<{ through: number; rebuilds: number }> {
+  const rows = await db.selectFrom('fold_state').select(['name', 'through']).where('name', 'in', [AGGREGATES_FOLD, AGGREGATES_REBUILDS]).execute();
+  const of = (name: string) => Number(rows.find((row) => row.name === name)?.through ?? 0);
+  return { through: of(AGGREGATES_FOLD), rebuilds: of(AGGREGATES_REBUILDS) };
 }
 
 /** The highest event id handed out: SQLite's rowid maximum, PostgreSQL's sequence. */
@@ -133,10 +175,10 @@ async function idsSettled(db: Kysely<Schema>): Promise<number> {
   });
 }
 
-function changesOf(items: AggregateItem[]): AggregateChanges {
+function changesOf(events: Array<Pick<Schema['events'], 'number_key' | 'source_ip'>>): AggregateChanges {
   const numbers = new Set<string>();
   const addresses = new Set<string>();
-  for (const { event } of items) {
+  for (const event of events) {
     if (event.number_key !== null) numbers.add(event.number_key);
     addresses.add(event.source_ip);
   }

@@ -1,9 +1,21 @@
 import type { Logger } from 'pino';
 import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/own-writes.ts';
-import { FOLD_CHUNK, type AggregateChanges, type FoldResult } from './aggregate-fold.ts';
+import { FOLD_CHUNK, type AggregateChanges, type FoldPosition, type FoldResult } from './aggregate-fold.ts';
 
 /** Runs one fold step of at most `chunk` events where this process's store writes (on its writer thread for a SQLite file). */
 export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;
+
+/**
+ * The keys of the events another process folded in, between two positions (keysFoldedBetween);
+ * undefined when there are too many to read.
+ */
+export type FoldedElsewhere = (after: number, upTo: number) => Promise<AggregateChanges | undefined>;
+
+/** What listeners hear: these keys changed, or anything may have (a rebuild, too many to name). */
+export type AggregateChangeNotice = AggregateChanges | 'everything';
+
+/** Most events whose keys are read to learn what another process folded; beyond, caches forget all. */
+export const FOLDED_ELSEWHERE_READ = 20_000;
 
 export interface FolderSettings {
   /** How often a server looks for events that others stored (other instances, the CLI). */
@@ -60,7 +72,14 @@ export class AggregateFolder implements OwnWritesBarrier {
   private readonly step: FoldStepRunner;
   private readonly settings: FolderSettings;
   private readonly log: Logger | undefined;
-  private readonly listeners: Array<(changes: AggregateChanges) => void> = [];
+  private readonly foldedElsewhere: FoldedElsewhere | undefined;
+  private readonly listeners: Array<(changes: AggregateChangeNotice) => void> = [];
+  /**
+   * How far listeners have heard of the fold, whichever process folded: the position and
+   * rebuild count of the last step. Undefined before the first step, which tells them to forget
+   * everything (what they kept may predate folds this process never saw).
+   */
+  private told: { through: number; rebuilds: number } | undefined;
   /** Commits this process acknowledged, numbered from 1. */
   private acknowledged = 0;
   /** Every event of commits up to this number is folded in. */
@@ -85,10 +104,16 @@ export class AggregateFolder implements OwnWritesBarrier {
   private soon: NodeJS.Timeout | undefined;
   private stopped = false;
 
-  constructor(step: FoldStepRunner, settings: FolderSettings = DEFAULT_FOLDER_SETTINGS, log?: Logger) {
+  /**
+   * With `foldedElsewhere`, listeners also hear of what other processes folded and rebuilt
+   * (other instances, workers, the CLI), at each step, as the position moves past this
+   * process's own folds: caches of lookups need no lifetime to catch those changes.
+   */
+  constructor(step: FoldStepRunner, settings: FolderSettings = DEFAULT_FOLDER_SETTINGS, log?: Logger, foldedElsewhere?: FoldedElsewhere) {
     this.step = step;
     this.settings = settings;
     this.log = log;
+    this.foldedElsewhere = foldedElsewhere;
   }
 
   /** Events stored but not yet folded in, as this process knows (a gauge for operators). */
@@ -113,8 +138,8 @@ export class AggregateFolder implements OwnWritesBarrier {
     this.release();
   }
 
-  /** Called with the keys every fold step changed (caches of lookups drop them). */
-  onChanges(listener: (changes: AggregateChanges) => void): void {
+  /** Called with the keys every fold step changed, here or elsewhere (caches of lookups drop them). */
+  onChanges(listener: (changes: AggregateChangeNotice) => void): void {
     this.listeners.push(listener);
   }
 
@@ -210,6 +235,7 @@ export class AggregateFolder implements OwnWritesBarrier {
         return false;
       }
       this.behind = result.behind + (this.committedEvents - committedBefore);
+      await this.hearFoldsElsewhere(result.position);
       const held = this.held;
       this.held = [];
       for (const wake of held) wake();
@@ -243,6 +269,27 @@ export class AggregateFolder implements OwnWritesBarrier {
       return false;
     });
     return true;
+  }
+
+  /**
+   * Tells listeners what moved the fold's position before this step began, which this process
+   * did not fold itself: the keys of those events, or everything after a rebuild (or when the
+   * events are too many to read, or cannot be read).
+   */
+  private async hearFoldsElsewhere(position: FoldPosition | undefined): Promise<void> {
+    if (!this.foldedElsewhere || !position) return;
+    const told = this.told;
+    this.told = { through: Math.max(position.through, told?.through ?? 0), rebuilds: position.rebuilds };
+    if (told && told.rebuilds === position.rebuilds && position.from <= told.through) return;
+    let changes: AggregateChangeNotice = 'everything';
+    if (told && told.rebuilds === position.rebuilds) {
+      try {
+        changes = (await this.foldedElsewhere(told.through, position.from)) ?? 'everything';
+      } catch (err) {
+        this.log?.warn({ err }, 'reading what another process folded failed; lookups forget every kept aggregate');
+      }
+    }
+    for (const listener of this.listeners) listener(changes);
   }
 
   private release(): void {

@@ -13,9 +13,9 @@ const aggregate = (seenCount: number): NumberAggregate => ({
 });
 
 /** A cache on a hand-moved clock, and a store that counts its reads. */
-function setUp(options: { ttlMs?: number; maxEntries?: number } = {}) {
+function setUp(options: { ttlMs?: number; missingTtlMs?: number; maxEntries?: number } = {}) {
   let now = 1_000_000;
-  const cache = new LookupCache({ ttlMs: options.ttlMs ?? 500, maxEntries: options.maxEntries ?? 100, now: () => now });
+  const cache = new LookupCache({ ttlMs: options.ttlMs ?? 500, missingTtlMs: options.missingTtlMs, maxEntries: options.maxEntries ?? 100, now: () => now });
   const store = new Map<string, NumberAggregate>();
   let reads = 0;
   const lookup = (key: string, scopes: string[] = ['*shared*', 'a1']) =>
@@ -45,6 +45,38 @@ describe('LookupCache', () => {
     expect(await t.lookup('999')).toBeUndefined();
     expect(await t.lookup('999')).toBeUndefined();
     expect(t.reads()).toBe(1);
+  });
+
+  it('keeps "never seen" for its own, shorter lifetime, and found aggregates for theirs', async () => {
+    const t = setUp({ ttlMs: 60_000, missingTtlMs: 1000 });
+    t.store.set('4681', aggregate(1));
+    await t.lookup('4681');
+    await t.lookup('999');
+    t.advance(1000);
+    await t.lookup('4681');
+    await t.lookup('999');
+    expect(t.reads()).toBe(3);
+    // A stream of numbers never seen is let go behind a found key that lives on.
+    for (let i = 0; i < 50; i++) await t.lookup(`new${i}`);
+    t.advance(1000);
+    await t.lookup('last');
+    expect(t.cache.size).toBe(2);
+    expect((await t.lookup('4681'))?.seenCount).toBe(1);
+  });
+
+  it('answers a key read again with the other kind of answer from that read only', async () => {
+    const t = setUp({ ttlMs: 60_000, missingTtlMs: 1000 });
+    await t.lookup('4681');
+    t.store.set('4681', aggregate(1));
+    t.advance(1000);
+    expect((await t.lookup('4681'))?.seenCount).toBe(1);
+    expect(t.cache.size).toBe(1);
+    t.store.delete('4681');
+    t.cache.invalidate([{ kind: 'number', key: '4681' }]);
+    expect(await t.lookup('4681')).toBeUndefined();
+    expect(await t.lookup('4681')).toBeUndefined();
+    expect(t.cache.size).toBe(1);
+    expect(t.reads()).toBe(3);
   });
 
   it('keeps each set of readable scopes apart', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { FoldResult } from '../../src/store/aggregate-fold.ts';
-import { AggregateFolder, INTAKE_HOLD_BACKLOG } from '../../src/store/aggregate-folder.ts';
+import { AggregateFolder, INTAKE_HOLD_BACKLOG, type AggregateChangeNotice } from '../../src/store/aggregate-folder.ts';
 
 // The folder's scheduling, over a step function that stands for the store's fold step: each
 // call takes the next scripted result (the real step is tested in aggregate-fold.test.ts).
@@ -38,12 +38,47 @@ describe('the aggregate folder', () => {
     // finds nothing to fold and changes nothing itself, yet lookups here must drop those keys.
     const { step } = scripted([{ skipped: true }, {}]);
     const folder = new AggregateFolder(step, settings);
-    const told: Array<{ numbers: string[]; addresses: string[] }> = [];
+    const told: AggregateChangeNotice[] = [];
     folder.onChanges((changes) => told.push(changes));
     folder.committed(new Map([['a', ['n:+441', 'a:192.0.2.1']]]));
     expect(await settled(folder.ownWritesVisible('a', 'n:+441'))).toBe('resolved');
     expect(told).toEqual([{ numbers: ['+441'], addresses: ['192.0.2.1'] }]);
     await folder.stop();
+  });
+
+  it('tells its listeners what other processes folded, read between positions, and everything after a rebuild', async () => {
+    const position = (from: number, through: number, rebuilds = 0) => ({ from, through, rebuilds });
+    const { step } = scripted([
+      { position: position(10, 10) },
+      // Another process folded events 11 to 15 before this step.
+      { position: position(15, 15) },
+      // This process folds 16 and 17 itself: its own changes only.
+      { folded: 2, position: position(15, 17), changes: { numbers: ['+442'], addresses: [] } },
+      { position: position(17, 17, 1) },
+      // Too many events folded elsewhere to read their keys.
+      { position: position(90_000, 90_000, 1) },
+      { position: position(90_000, 90_000, 1) },
+    ]);
+    const reads: Array<[number, number]> = [];
+    const folder = new AggregateFolder(step, settings, undefined, async (after, upTo) => {
+      reads.push([after, upTo]);
+      return upTo - after > 100 ? undefined : { numbers: ['+441'], addresses: ['192.0.2.1'] };
+    });
+    const told: AggregateChangeNotice[] = [];
+    folder.onChanges((changes) => told.push(changes));
+    for (let i = 0; i < 6; i++) await folder.settle();
+    expect(reads).toEqual([
+      [10, 15],
+      [17, 90_000],
+    ]);
+    expect(told).toEqual([
+      // What this process may have kept from before its first step is of unknown age.
+      'everything',
+      { numbers: ['+441'], addresses: ['192.0.2.1'] },
+      { numbers: ['+442'], addresses: [] },
+      'everything',
+      'everything',
+    ]);
   });
 
   it('lets intake go on when a step fails, rather than hold it on a store that fails', async () => {
