@@ -38,6 +38,17 @@ describe('lookup freshness', () => {
     return answer;
   };
 
+  /** An account's event on a new number, folded in and answered (so kept) by the second instance. */
+  const seenOnceBySecond = async () => {
+    const who = await first.account();
+    const number = `+4420${Math.floor(Math.random() * 1e8)}`;
+    const token = await who.token();
+    const seenOnSecond = async () => seenCount(await onSecond(`/api/phone-numbers/${encodeURIComponent(number)}`, token));
+    expect((await postEvent(who, sampleEvent({ called_number: number }))).status).toBe(201);
+    expect(await eventually(seenOnSecond, 1)).toBe(1);
+    return { who, number, seenOnSecond };
+  };
+
   it('sees an event at once on the instance that stored it, numbers and addresses alike', async () => {
     const who = await first.account();
     const number = `+4420${Math.floor(Math.random() * 1e8)}`;
@@ -58,31 +69,21 @@ describe('lookup freshness', () => {
   });
 
   it('sees an event that another instance stored and folded within 1 s, though it keeps answers for a minute', async () => {
-    const who = await first.account();
-    const number = `+4420${Math.floor(Math.random() * 1e8)}`;
-    const path = `/api/phone-numbers/${encodeURIComponent(number)}`;
-    const token = await who.token();
-    expect((await postEvent(who, sampleEvent({ called_number: number }))).status).toBe(201);
-    expect(await eventually(async () => seenCount(await onSecond(path, token)), 1)).toBe(1);
+    const { who, number, seenOnSecond } = await seenOnceBySecond();
     // Kept in the second instance's memory now; the first stores and folds another event.
-    expect(await seenCount(await onSecond(path, token))).toBe(1);
+    expect(await seenOnSecond()).toBe(1);
     expect((await postEvent(who, sampleEvent({ called_number: number }))).status).toBe(201);
     // Folded by the first at once, before the second's next turn could fold it itself.
     await first.services.aggregateFolder.settle();
-    expect(await eventually(async () => seenCount(await onSecond(path, token)), 2)).toBe(2);
+    expect(await eventually(seenOnSecond, 2)).toBe(2);
   });
 
   it('forgets everything it kept when another process rebuilds the aggregates', async () => {
-    const who = await first.account();
-    const number = `+4420${Math.floor(Math.random() * 1e8)}`;
-    const path = `/api/phone-numbers/${encodeURIComponent(number)}`;
-    const token = await who.token();
-    expect((await postEvent(who, sampleEvent({ called_number: number }))).status).toBe(201);
-    expect(await eventually(async () => seenCount(await onSecond(path, token)), 1)).toBe(1);
+    const { who, seenOnSecond } = await seenOnceBySecond();
     // The event goes (as a retention run removes events) and the first process rebuilds: the
     // fold's position does not move, yet the number's aggregate is gone.
     await first.services.database.db.deleteFrom('events').where('account_id', '=', who.account.account_id).execute();
     await first.services.rebuildAggregates();
-    expect(await eventually(async () => seenCount(await onSecond(path, token)), 404)).toBe(404);
+    expect(await eventually(seenOnSecond, 404)).toBe(404);
   });
 });
