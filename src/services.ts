@@ -8,6 +8,7 @@ import { EventIntake } from './domain/event-intake.ts';
 import { EventQuery } from './domain/event-query.ts';
 import { IngestUrls } from './domain/ingest-urls.ts';
 import { FeedService } from './domain/feed-service.ts';
+import { KnownKeys } from './domain/known-keys.ts';
 import { LookupCache } from './domain/lookup-cache.ts';
 import { LookupService } from './domain/lookup-service.ts';
 import { RangeLookupService } from './domain/range-lookup.ts';
@@ -23,6 +24,7 @@ import type { AccessChangeNotices } from './domain/access-changes.ts';
 import { SigningKeys } from './oauth/signing-keys.ts';
 import { SqlAccountsRepository } from './store/accounts-repository.ts';
 import { foldStep, keysFoldedBetween } from './store/aggregate-fold.ts';
+import { SqlAggregateKeys } from './store/aggregate-keys.ts';
 import { AggregateFolder, DEFAULT_FOLDER_SETTINGS, FOLDED_ELSEWHERE_READ } from './store/aggregate-folder.ts';
 import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { AuditRetention } from './store/audit-retention.ts';
@@ -244,9 +246,17 @@ async function servicesOver(database: Database, config: Config, options: Service
   const intake = new EventIntake(ingestRepo, plans);
   // Lookups answer repeated questions from memory; the fold drops the keys it changed.
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
+  // Lookups of keys the aggregates cannot hold (most numbers never seen) skip the store; loaded
+  // from what lookups read, at the folder's first turn, and told of every fold like the cache.
+  const knownKeys = new KnownKeys(new SqlAggregateKeys((replica ?? database).db), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
   aggregateFolder.onChanges((changes) => {
-    if (changes === 'everything') return lookupCache.clear();
-    lookupCache.invalidate([...changes.numbers.map((key) => ({ kind: 'number' as const, key })), ...changes.addresses.map((key) => ({ kind: 'ip' as const, key }))]);
+    if (changes === 'everything') {
+      lookupCache.clear();
+      return knownKeys.reload();
+    }
+    const changed = [...changes.numbers.map((key) => ({ kind: 'number' as const, key })), ...changes.addresses.map((key) => ({ kind: 'ip' as const, key }))];
+    knownKeys.add(changed);
+    lookupCache.invalidate(changed);
   });
   const ingestUrls = new IngestUrls({
     repo: new SqlIngestUrlsRepository(database.db),
@@ -316,7 +326,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
     feeds: new FeedService(new SqlFeedsRepository((replica ?? database).db, lookupsRepo), aggregateFolder, config.scoring),
     aggregateFolder,
-    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer: lookupAlerts, scoring: config.scoring, cache: lookupCache }),
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer: lookupAlerts, scoring: config.scoring, cache: lookupCache, knownKeys }),
     integrations,
     lookupAlerts,
     alertWorker,
@@ -324,9 +334,11 @@ async function servicesOver(database: Database, config: Config, options: Service
     async rebuildAggregates() {
       await rebuildAggregates(database.db, database.caps);
       lookupCache.clear();
+      knownKeys.reload();
     },
     async close() {
       await aggregateFolder.stop();
+      knownKeys.stop();
       await alertWorker.stop();
       await lookupAlerts.flush();
       mailer.close();

@@ -3,6 +3,7 @@ import { ServiceError } from './errors.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
+import type { KnownKeys } from './known-keys.ts';
 import { LookupCache } from './lookup-cache.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
@@ -76,7 +77,12 @@ export interface LookupOptions {
   now?: () => Date;
   /** Recent answers kept in memory, dropped by key when the fold changes them. */
   cache?: LookupCache;
+  /** Which keys the aggregates may hold: a key they cannot is not read (known-keys.ts). */
+  knownKeys?: Pick<KnownKeys, 'mayExist'>;
 }
+
+/** Without a filter of known keys, every key is read. */
+const EVERY_KEY_MAY_EXIST: Pick<KnownKeys, 'mayExist'> = { mayExist: () => true };
 
 /** Phone-number and source-address lookups over the data an account may see. */
 export class LookupService {
@@ -86,6 +92,7 @@ export class LookupService {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly cache: LookupCache;
+  private readonly knownKeys: Pick<KnownKeys, 'mayExist'>;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -103,6 +110,7 @@ export class LookupService {
     this.scoring = options.scoring ?? DEFAULT_SCORING;
     this.now = options.now ?? (() => new Date());
     this.cache = options.cache ?? new LookupCache({ ttlMs: 0, maxEntries: 1 });
+    this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -118,7 +126,11 @@ export class LookupService {
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
     const kept = this.cache.fresh('number', number.key, scopes);
-    const seen = kept ? kept.value : await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key));
+    const seen = kept
+      ? kept.value
+      : this.knownKeys.mayExist('number', number.key)
+        ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
+        : undefined;
     if (!seen) {
       return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
     }
@@ -184,7 +196,11 @@ export class LookupService {
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
     const kept = this.cache.fresh('ip', ip, scopes);
-    const seen = kept ? kept.value : await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS));
+    const seen = kept
+      ? kept.value
+      : this.knownKeys.mayExist('ip', ip)
+        ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
+        : undefined;
     if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
     let found = this.foundAddresses.get(seen);
     if (!found) {

@@ -27,7 +27,7 @@ const address: IpAggregate = {
 };
 
 /** A service over a store that counts its reads, with a clock for the cache and one for the scores. */
-function setUp() {
+function setUp(knownKeys?: { mayExist(kind: 'number' | 'ip', key: string): boolean }) {
   let now = Date.parse('2026-11-21T10:00:00Z');
   let scoredAt = now;
   let reads = 0;
@@ -37,7 +37,7 @@ function setUp() {
     numbersByHashPrefix: async () => [],
   };
   const cache = new LookupCache({ ttlMs: 500, maxEntries: 100, now: () => now });
-  const service = new LookupService(repo, { cache, now: () => new Date(scoredAt) });
+  const service = new LookupService(repo, { cache, now: () => new Date(scoredAt), ...(knownKeys ? { knownKeys } : {}) });
   return {
     service,
     reads: () => reads,
@@ -51,6 +51,18 @@ function setUp() {
 }
 
 describe('LookupService answers', () => {
+  it('answer "never seen" without reading the store when the known keys rule the key out, and read it otherwise', async () => {
+    const asked: string[] = [];
+    const t = setUp({ mayExist: (kind, key) => (asked.push(`${kind}:${key}`), key === '+46812118532' || key === '192.0.2.1') });
+    expect((await t.service.phoneNumber(account, '+46812118999')).found).toBe(false);
+    expect((await t.service.ipAddress(account, '198.51.100.1')).found).toBe(false);
+    expect(t.reads()).toBe(0);
+    expect((await t.service.phoneNumber(account, '0046812118532')).found).toBe(true);
+    expect((await t.service.ipAddress(account, '192.0.2.1')).found).toBe(true);
+    expect(t.reads()).toBe(2);
+    expect(asked).toEqual(['number:+46812118999', 'ip:198.51.100.1', 'number:+46812118532', 'ip:192.0.2.1']);
+  });
+
   it('are worked out once per kept aggregate: the score is as of its read until the cache reads it again', async () => {
     const t = setUp();
     const first = await t.service.phoneNumber(account, '+46812118532');
