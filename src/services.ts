@@ -247,7 +247,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   // Lookups answer repeated questions from memory; the fold drops the keys it changed.
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Lookups of keys the aggregates cannot hold (most numbers never seen) skip the store; loaded
-  // from what lookups read, at the folder's first turn, and told of every fold like the cache.
+  // from what lookups read at the first lookup, and told of every fold like the cache.
   const knownKeys = new KnownKeys(new SqlAggregateKeys((replica ?? database).db), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
   aggregateFolder.onChanges((changes) => {
     if (changes === 'everything') {

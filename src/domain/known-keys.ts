@@ -15,7 +15,7 @@ const FALSE_POSITIVES = 0.01;
 const ROOM = 2;
 /** The least a filter is sized for (120 KB at 1%), so that a young store is not reloaded often. */
 const LEAST_KEYS = 100_000;
-/** How soon a load that failed (store away) is tried again. */
+/** How soon after a load failed (store away) another may start. */
 const RETRY_MS = 5000;
 
 class Filter {
@@ -48,94 +48,87 @@ class Filter {
  * kind (no false negatives; about 1% false positives), so that a lookup of a number never seen
  * (most numbers a PBX checks before routing a call) is answered without reading the store.
  *
- * Loaded from the store, then told of every key a fold adds, here or elsewhere (the same notices
- * that drop keys from the lookup cache: src/store/aggregate-folder.ts). A key folded in is
- * therefore known no later than a cached answer of it would be dropped, within the bound of
- * docs/api.md §7. Keys are never removed: a retention run or a rebuild leaves keys that are gone,
- * until the filter is loaded again, which a rebuild's notice does. Until the first load has
- * finished, and while a load fails, every key may exist: lookups read the store, as without it.
+ * Loaded from the store when first asked, then told of every key a fold adds, here or elsewhere
+ * (the same notices that drop keys from the lookup cache: src/store/aggregate-folder.ts). A key
+ * folded in is therefore known no later than a cached answer of it would be dropped, within the
+ * bound of docs/api.md §7. Keys are never removed: a retention run or a rebuild leaves keys that
+ * are gone, until the filter is loaded again, which a rebuild's notice asks for. Until a load has
+ * finished, and while loads fail, every key may exist: lookups read the store, as without it.
+ * Loaded only once asked, so a process that looks nothing up (the CLI) never reads the keys.
  */
 export class KnownKeys {
   private readonly source: KeySource;
   private readonly onError: (err: unknown) => void;
+  private readonly now: () => number;
   private filters: Partial<Record<LookupKind, Filter>> = {};
-  /** Filters being loaded: they are told of keys folded meanwhile too. */
-  private building: Partial<Record<LookupKind, Filter>> | undefined;
   private loading = false;
-  /** A load was asked for while one ran: what it read may predate the reason. */
-  private again = false;
-  private retry: NodeJS.Timeout | undefined;
+  /** Keys folds added while a load ran, which it may not have read (a replica behind): added to it at its end. */
+  private heard: LookupChange[] = [];
+  /** The filters must be loaded (again) before they rule anything out; set by `reload`. */
+  private stale = true;
+  /** After a failed load, no other before this time. */
+  private retryAt = 0;
   private stopped = false;
 
-  constructor(source: KeySource, onError: (err: unknown) => void = () => {}) {
+  constructor(source: KeySource, onError: (err: unknown) => void = () => {}, now: () => number = Date.now) {
     this.source = source;
     this.onError = onError;
+    this.now = now;
   }
 
-  /** False only when no aggregate holds `key`; true when one may. */
+  /** False only when no aggregate holds `key`; true when one may. The first call starts the load. */
   mayExist(kind: LookupKind, key: string): boolean {
     const filter = this.filters[kind];
-    return filter === undefined || filter.test(key);
+    if (filter) return filter.test(key);
+    if (this.stale && !this.loading && !this.stopped && this.now() >= this.retryAt) void this.load();
+    return true;
   }
 
   /** Keys a fold added to the aggregates. */
   add(changes: readonly LookupChange[]): void {
-    for (const { kind, key } of changes) {
-      this.filters[kind]?.add(key);
-      this.building?.[kind]?.add(key);
-    }
+    for (const change of changes) this.filters[change.kind]?.add(change.key);
+    if (this.loading) this.heard.push(...changes);
     // Still right, but past its size its false positives grow: loaded again, larger.
     if (this.filters.number?.full || this.filters.ip?.full) this.reload();
   }
 
   /**
-   * Forgets what it knew and loads the filters again from the store: at start, and when
-   * anything may have changed (a rebuild may add keys no fold announced). Every key may exist
-   * until the load has finished.
+   * Forgets what it knew, to be loaded again when next asked: when anything may have changed (a
+   * rebuild may add keys no fold announced). A load running meanwhile is not used: what it read
+   * may predate the reason.
    */
   reload(): void {
-    if (this.stopped) return;
     this.filters = {};
-    if (this.loading) {
-      this.again = true;
-      return;
-    }
-    this.loading = true;
-    void this.load().finally(() => {
-      this.loading = false;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        this.reload();
-      }
-    });
+    this.stale = true;
   }
 
-  /** Stops loading (the service is closing). */
+  /** Loads nothing more (the service is closing). */
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.retry);
   }
 
   private async load(): Promise<void> {
+    this.stale = false;
+    this.loading = true;
     try {
       const [numbers, addresses] = await Promise.all([this.source.count('number'), this.source.count('ip')]);
       const building = { number: new Filter(numbers), ip: new Filter(addresses) };
-      this.building = building;
       for (const kind of ['number', 'ip'] as const) {
         for await (const key of this.source.keys(kind)) {
           if (this.stopped) return;
           building[kind].add(key);
         }
       }
-      // Not when a reload was asked for meanwhile: what this load read may predate its reason.
-      if (!this.again) this.filters = building;
+      for (const { kind, key } of this.heard) building[kind].add(key);
+      if (!this.stale) this.filters = building;
     } catch (err) {
       if (this.stopped) return;
+      this.stale = true;
+      this.retryAt = this.now() + RETRY_MS;
       this.onError(err);
-      clearTimeout(this.retry);
-      this.retry = setTimeout(() => this.reload(), RETRY_MS).unref();
     } finally {
-      this.building = undefined;
+      this.heard = [];
+      this.loading = false;
     }
   }
 }

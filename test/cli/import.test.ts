@@ -74,6 +74,8 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
   }
 
   async function lookup(who: TestAccount, number: string) {
+    // The server learns what the command folded at its next fold turn (within 250 ms): taken now.
+    await h.settled();
     const res = await who.api(`/api/phone-numbers/${encodeURIComponent(number)}`);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
@@ -125,6 +127,7 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
     expect(result).toMatchObject({ scope: 'shared', read: 2_500, imported: 2_500, replayed: 0, conflict: 0, invalid: 0 });
     const first = JSON.parse(lines[0]!) as Event;
     const seen = lines.map((l) => JSON.parse(l) as Event).filter((e) => e.source_ip === first.source_ip).length;
+    await h.settled();
     const answer = await viewer.api(`/api/ip-addresses/${first.source_ip}`);
     expect(answer.status).toBe(200);
     expect(await answer.json()).toMatchObject({ found: true, seen_count: seen });

@@ -35,8 +35,9 @@ function source(initial: Record<LookupKind, string[]>) {
   };
 }
 
+/** Asks (which starts a load when one is due) and lets the load's few awaits run. */
 const loaded = async (known: KnownKeys) => {
-  // A load is a few awaits: let them run.
+  known.mayExist('number', 'asked');
   for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
   return known;
 };
@@ -45,9 +46,10 @@ describe('KnownKeys', () => {
   it('lets every key through until loaded, then only the keys the aggregates hold (and few others)', async () => {
     const store = source({ number: ['+441', '+442'], ip: ['192.0.2.1'] });
     const known = new KnownKeys(store.keySource);
+    expect(store.loads()).toBe(0);
     expect(known.mayExist('number', '+449')).toBe(true);
-    known.reload();
     await loaded(known);
+    expect(store.loads()).toBe(1);
     expect(known.mayExist('number', '+441')).toBe(true);
     expect(known.mayExist('number', '+442')).toBe(true);
     expect(known.mayExist('ip', '192.0.2.1')).toBe(true);
@@ -61,7 +63,6 @@ describe('KnownKeys', () => {
   it('never loses a key: 100,000 loaded and 100,000 added are all known', async () => {
     const numbers = Array.from({ length: 100_000 }, (_, i) => `+46${700_000_000 + i}`);
     const known = new KnownKeys(source({ number: numbers, ip: [] }).keySource);
-    known.reload();
     await loaded(known);
     const added = Array.from({ length: 100_000 }, (_, i) => `+47${i}`);
     known.add(added.map((key) => ({ kind: 'number', key })));
@@ -72,7 +73,6 @@ describe('KnownKeys', () => {
     const store = source({ number: ['+441'], ip: [] });
     const known = new KnownKeys(store.keySource);
     const release = store.hold();
-    known.reload();
     await loaded(known);
     // Folded after the load read the store: only the notice tells of it.
     known.add([{ kind: 'number', key: '+443' }]);
@@ -85,7 +85,6 @@ describe('KnownKeys', () => {
   it('forgets and loads again on reload (a rebuild), and does not publish a load a reload overtook', async () => {
     const store = source({ number: ['+441'], ip: [] });
     const known = new KnownKeys(store.keySource);
-    known.reload();
     await loaded(known);
     expect(known.mayExist('number', '+442')).toBe(false);
     // A rebuild added +442 without a fold's notice.
@@ -97,6 +96,10 @@ describe('KnownKeys', () => {
     known.reload();
     release();
     await loaded(known);
+    expect(store.loads()).toBe(2);
+    // The second load finished after the reload: its filter is not used, and the next ask loads.
+    expect(known.mayExist('number', '+449')).toBe(true);
+    await loaded(known);
     expect(store.loads()).toBe(3);
     expect(known.mayExist('number', '+442')).toBe(true);
     expect(known.mayExist('number', '+449')).toBe(false);
@@ -105,21 +108,35 @@ describe('KnownKeys', () => {
   it('loads again, larger, once more keys were added than it was sized for', async () => {
     const store = source({ number: [], ip: [] });
     const known = new KnownKeys(store.keySource);
-    known.reload();
     await loaded(known);
     known.add(Array.from({ length: 200_001 }, (_, i) => ({ kind: 'number' as const, key: `+48${i}` })));
+    await loaded(known);
     expect(store.loads()).toBe(2);
   });
 
-  it('lets every key through while the store cannot be read', async () => {
+  it('lets every key through while the store cannot be read, and tries again 5 s after a failure', async () => {
     const store = source({ number: ['+441'], ip: [] });
     const errors: unknown[] = [];
-    const known = new KnownKeys(store.keySource, (err) => errors.push(err));
+    let now = 1_000_000;
+    const known = new KnownKeys(store.keySource, (err) => errors.push(err), () => now);
     store.failing(true);
-    known.reload();
     await loaded(known);
     expect(errors).toHaveLength(1);
     expect(known.mayExist('number', '+449')).toBe(true);
+    await loaded(known);
+    expect(store.loads()).toBe(1);
+    store.failing(false);
+    now += 5000;
+    await loaded(known);
+    expect(store.loads()).toBe(2);
+    expect(known.mayExist('number', '+449')).toBe(false);
+  });
+
+  it('loads nothing once stopped', async () => {
+    const store = source({ number: ['+441'], ip: [] });
+    const known = new KnownKeys(store.keySource);
     known.stop();
+    await loaded(known);
+    expect(store.loads()).toBe(0);
   });
 });

@@ -25,7 +25,9 @@ describe('lookups answered ahead of Fastify', () => {
     ]) {
       expect((await postEvent(fleet, event)).status).toBe(201);
     }
+    // Folded, and heard of by the other instance (at a fold turn of its own, as within 250 ms).
     await direct.settled();
+    await full.settled();
   });
   afterAll(async () => {
     await full.close();

@@ -44,8 +44,8 @@ describe('lookup freshness', () => {
     const number = `+4420${Math.floor(Math.random() * 1e8)}`;
     const token = await who.token();
     const seenOnSecond = async () => seenCount(await onSecond(`/api/phone-numbers/${encodeURIComponent(number)}`, token));
-    // Never seen: answered from the second instance's known keys (loaded at its first fold
-    // turn), which must then learn of the number from the first instance's fold.
+    // Never seen: answered from the second instance's known keys once loaded (by its lookups
+    // of earlier tests), which must then learn of the number from the first instance's fold.
     expect(await seenOnSecond()).toBe(404);
     expect((await postEvent(who, sampleEvent({ called_number: number }))).status).toBe(201);
     expect(await eventually(seenOnSecond, 1)).toBe(1);
