@@ -9,9 +9,9 @@ import { ROOT } from './support.ts';
 /**
  * `npx node bench/store-ceiling.ts [--events 200000] [--per-commit 1000]`: what the store alone
  * can take on this machine, the ceiling under intake and import. A minimal program, no HTTP, no
- * validation, no aggregates: pre-built event rows of the benchmark's shape (random v4 uuids,
- * 200,000 numbers, 50,000 addresses as in bench/import.ts, a 60-byte SIP message) inserted with one prepared statement
- * into a fresh store made by Tollwatch's own migrations, in transactions of `--per-commit`
+ * validation: pre-built event rows of the benchmark's shape (random v4 uuids, 200,000 numbers,
+ * 50,000 addresses as in bench/import.ts, a 60-byte SIP message) inserted with one prepared
+ * statement into a fresh store made by Tollwatch's own migrations, in transactions of `--per-commit`
  * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run four ways:
  * the events table with every index intake keeps, and in the same transactions the lookup
  * aggregates' writes for those rows (what an import must do in all, with less work than the
