@@ -36,7 +36,7 @@ export default defineConfig(async () => {
       // Integration tests open real stores and real sockets; two cores, so keep workers few.
       pool: 'forks',
       maxWorkers: 2,
-      testTimeout: 30_000,
+      testTimeout: 90_000,
       hookTimeout: 60_000,
       projects: [
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', 'test/e2e/**'], env: { TEST_STORE: 'sqlite' } } },
