@@ -30,7 +30,13 @@ export function countsOf(json: string): Map<string, number> {
   return new Map(Object.entries(JSON.parse(json) as Record<string, number>).map(([name, count]) => [name, Number(count)]));
 }
 
-/** A map of counts as the JSON object it is kept as. */
+/**
+ * A map of counts as the JSON object it is kept as, names in the map's order. Written out rather
+ * than through an object: the fold writes three of these per aggregate row it touches, and
+ * building an object first cost it more than the JSON itself.
+ */
 export function countsJson(counts: Map<string, number>): string {
-  return JSON.stringify(Object.fromEntries(counts));
+  let json = '';
+  for (const [name, n] of counts) json += `${json === '' ? '{' : ','}${JSON.stringify(name)}:${JSON.stringify(n)}`;
+  return json === '' ? '{}' : `${json}}`;
 }

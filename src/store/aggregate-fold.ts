@@ -102,13 +102,13 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
     // transactions that rolled back are not read again and again.
     const through = more || !Number.isFinite(settledUpTo) ? Number(rows.at(-1)?.id ?? from) : Math.max(from, settledUpTo);
     const items: AggregateItem[] = rows.map((row) => ({ scope: row.trusted ? SHARED_SCOPE : row.account_id, event: row }));
-    await addToAggregates(trx, store.ingestWrites, items);
+    const changes = await addToAggregates(trx, store.ingestWrites, items);
     await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
     return {
       folded: rows.length,
       more,
       behind: Math.max(0, newest - through),
-      changes: changesOf(items.map((item) => item.event)),
+      changes,
       position: { from, through, rebuilds },
     };
   });
@@ -185,9 +185,12 @@ function changesOf(events: Array<Pick<Schema['events'], 'number_key' | 'source_i
   return { numbers: [...numbers], addresses: [...addresses] };
 }
 
-/** Keys in the global order (ingests and folds take row locks in one order: no deadlocks). */
-function sorted<T>(map: Map<string, T>): Array<[string, T]> {
-  return [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+/**
+ * Values in the global order of their keys (ingests and folds take row locks in one order: no
+ * deadlocks). The default sort compares UTF-16 code units, as `<` does, without a comparator call.
+ */
+function sortedValues<T>(map: Map<string, T>): T[] {
+  return [...map.keys()].sort().map((key) => map.get(key)!);
 }
 
 /** The fields of an event its lookup aggregates count, and the scope it counts in. */
@@ -213,14 +216,14 @@ const SEP = '\u0000';
 /**
  * Adds events to their scopes' number and address aggregates: the distinct sets first (to learn
  * which members are new), then one row per scope and key, read, merged here and written whole,
- * whatever the number of events.
+ * whatever the number of events. Answers the keys it changed.
  */
-export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[]): Promise<void> {
-  if (items.length === 0) return;
+export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[]): Promise<AggregateChanges> {
+  if (items.length === 0) return { numbers: [], addresses: [] };
   const numbers = new Map<string, Delta>();
   const addresses = new Map<string, Delta>();
-  const numberSources = new Set<string>();
-  const ipNumbers = new Set<string>();
+  const numberSources = new Map<string, [string, string, string]>();
+  const ipNumbers = new Map<string, [string, string, string]>();
   for (const { scope, event } of items) {
     const address = widen(addresses, scope, event.source_ip, event.event_time);
     addCount(address.counts[0], userAgentKey(event.sip_user_agent), 1);
@@ -231,17 +234,28 @@ export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWr
     addCount(number.counts[0], event.sip_method, 1);
     addCount(number.counts[1], event.number_written ?? event.number_key, 1);
     addCount(number.counts[2], event.created_by_node_id, 1);
-    numberSources.add(`${scope}${SEP}${event.number_key}${SEP}${event.source_ip}`);
-    ipNumbers.add(`${scope}${SEP}${event.source_ip}${SEP}${event.number_key}`);
+    const member = `${SEP}${event.number_key}${SEP}${event.source_ip}`;
+    if (!numberSources.has(`${scope}${member}`)) {
+      numberSources.set(`${scope}${member}`, [scope, event.number_key, event.source_ip]);
+      ipNumbers.set(`${scope}${SEP}${event.source_ip}${SEP}${event.number_key}`, [scope, event.source_ip, event.number_key]);
+    }
   }
   await addMembers(trx, writes, 'number_sources', numberSources, numbers);
   await addMembers(trx, writes, 'ip_numbers', ipNumbers, addresses);
+  const numberDeltas = sortedValues(numbers);
   // Before the number rows are written: it alerts the numbers that have no row yet.
-  await enqueueFirstSeen(trx, sorted(numbers).map(([, d]) => ({ scope: d.scope, numberKey: d.key, firstSeen: d.first })));
-  const created = await addRows(trx, writes, 'number_aggregates', numbers);
+  await enqueueFirstSeen(trx, numberDeltas.map((d) => ({ scope: d.scope, numberKey: d.key, firstSeen: d.first })));
+  const created = await addRows(trx, writes, 'number_aggregates', numberDeltas);
   // A number's hash is written once, with its first row in a scope (range lookups, docs/api.md §13).
   await writes.addMembers(trx, 'number_hashes', created.map((d): [string, string, string] => [d.scope, numberHash(d.key), d.key]));
-  await addRows(trx, writes, 'ip_aggregates', addresses);
+  const addressDeltas = sortedValues(addresses);
+  await addRows(trx, writes, 'ip_aggregates', addressDeltas);
+  return { numbers: distinctKeys(numberDeltas), addresses: distinctKeys(addressDeltas) };
+}
+
+/** The keys of deltas, once each across scopes. */
+function distinctKeys(deltas: Delta[]): string[] {
+  return [...new Set(deltas.map((d) => d.key))];
 }
 
 /** The delta of (scope, key), made on first use, widened by one sighting at `time`. */
@@ -259,8 +273,8 @@ function widen(deltas: Map<string, Delta>, scope: string, key: string, time: str
 }
 
 /** Adds (scope, key, member) triples to a distinct set; each new one widens its key's distinct count. */
-async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table: SetTable, members: Set<string>, deltas: Map<string, Delta>) {
-  const rows = [...members].sort().map(split3);
+async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table: SetTable, members: Map<string, [string, string, string]>, deltas: Map<string, Delta>) {
+  const rows = sortedValues(members);
   const added = await writes.addMembers(trx, table, rows);
   rows.forEach(([scope, key], i) => {
     if (added[i]) deltas.get(`${scope}${SEP}${key}`)!.fresh += 1;
@@ -272,8 +286,7 @@ async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table:
  * the last the later one, named counts merge under the KEPT_NAMES bound. Answers the deltas
  * that made new rows.
  */
-async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: AggregateTable, deltas: Map<string, Delta>): Promise<Delta[]> {
-  const ordered = sorted(deltas).map(([, delta]) => delta);
+async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: AggregateTable, ordered: Delta[]): Promise<Delta[]> {
   const kept = new Map<string, AggregateRow>();
   for (const row of await writes.readAggregates(trx, table, ordered.map((d) => [d.scope, d.key]))) kept.set(`${row.scope}${SEP}${row.key}`, row);
   const created: Delta[] = [];
@@ -301,11 +314,4 @@ function merged(keptJson: string, added: Map<string, number>): string {
   const counts = countsOf(keptJson);
   for (const [name, n] of added) addCount(counts, name, n);
   return countsJson(counts);
-}
-
-/** Splits a three-part key; the last part may itself contain anything but the separator's first use. */
-function split3(key: string): [string, string, string] {
-  const i = key.indexOf(SEP);
-  const j = key.indexOf(SEP, i + 1);
-  return [key.slice(0, i), key.slice(i + 1, j), key.slice(j + 1)];
 }
