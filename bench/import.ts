@@ -6,7 +6,7 @@ import { log, ROOT } from './support.ts';
 import { writeSentryPeerLog } from './sentrypeer-log.ts';
 
 /**
- * `npx node bench/import.ts [--events 200000] [--batch-size N] [--database URL]`: the throughput
+ * `npx node bench/import.ts [--events 200000] [--batch-size N] [--bulk] [--database URL]`: the throughput
  * of `tollwatch import` (docs/operations.md) on a generated SentryPeer JSON log, run as an
  * operator runs it: the real executable, on a fresh SQLite store unless `--database` names an
  * empty one. Imports the log, then imports it again (every event a replay, as when an
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     events: { type: 'string', default: '200000' },
     'batch-size': { type: 'string' },
     database: { type: 'string' },
+    bulk: { type: 'boolean', default: false },
   },
 });
 const events = Number(values.events);
@@ -44,7 +45,7 @@ function tollwatch(...args: string[]): Record<string, unknown> {
 
 try {
   const account = tollwatch('accounts', 'create', '--name', 'import bench', '--plan', 'contributor');
-  const batch = values['batch-size'] ? ['--batch-size', values['batch-size']] : [];
+  const batch = [...(values['batch-size'] ? ['--batch-size', values['batch-size']] : []), ...(values.bulk ? ['--bulk'] : [])];
   for (const pass of ['first import', 'again (all replays)']) {
     const result = tollwatch('import', '--account', String(account.account_id), ...batch, logPath);
     log(`${pass}: ${JSON.stringify(result)}`);

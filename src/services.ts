@@ -30,6 +30,7 @@ import { rebuildAggregates } from './store/aggregates-rebuild.ts';
 import { AuditRetention } from './store/audit-retention.ts';
 import { SqlAuditTrail } from './store/audit-trail.ts';
 import { openDatabase, openReadDatabase, type Database } from './store/database.ts';
+import { dropEventQueryIndexes, ensureEventQueryIndexes } from './store/event-indexes.ts';
 import { SqlEventsRepository } from './store/events-repository.ts';
 import { openImportSource, type DatabaseDefaults } from './store/import-sources.ts';
 import { SqlIngestUrlsRepository } from './store/ingest-urls-repository.ts';
@@ -318,7 +319,18 @@ async function servicesOver(database: Database, config: Config, options: Service
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
     // Straight on this process's connection, not through group commit or the writer thread:
     // an import is the only writer of its process, and its transactions are large already.
-    importer: new EventImport(eventsRepo, (accountId) => accounts.getAccount(accountId), audit),
+    // On the writer thread where there is one, so the import reads its next batch meanwhile.
+    importer: new EventImport(
+      writer ? { ingest: async (owner, events) => (await writer.ingestGroups([{ owner, events }]))[0] ?? [] } : eventsRepo,
+      (accountId) => accounts.getAccount(accountId),
+      audit,
+      {
+        drop: () => dropEventQueryIndexes(database.db),
+        build: async () => {
+          await ensureEventQueryIndexes(database.db, database.caps);
+        },
+      },
+    ),
     openImportSource,
     users,
     sessions,

@@ -192,11 +192,15 @@ export class AggregateFolder implements OwnWritesBarrier {
     }).then(() => this.roomForIntake());
   }
 
-  /** Folds in every event stored so far, here or elsewhere: after an import, before a test reads. */
-  async settle(): Promise<void> {
+  /**
+   * Folds in every event stored so far, here or elsewhere: after an import, before a test reads.
+   * In steps of `chunk` events: a bulk import, with no server waiting on the store, folds in
+   * larger ones, which read and write each busy aggregate row once for more events.
+   */
+  async settle(chunk = SETTLE_CHUNK): Promise<void> {
     for (;;) {
       await this.running;
-      const run = this.runSteps(SETTLE_CHUNK);
+      const run = this.runSteps(chunk, chunk);
       this.running = run;
       const complete = await run.finally(() => {
         if (this.running === run) this.running = undefined;
@@ -219,7 +223,7 @@ export class AggregateFolder implements OwnWritesBarrier {
   }
 
   /** Steps until nothing is left; whether it got there (not when another instance had the turn or the store failed). */
-  private async runSteps(firstChunk: number): Promise<boolean> {
+  private async runSteps(firstChunk: number, largestChunk = SETTLE_CHUNK): Promise<boolean> {
     const upTo = this.acknowledged;
     let chunk = firstChunk;
     for (;;) {
@@ -247,7 +251,7 @@ export class AggregateFolder implements OwnWritesBarrier {
       if (!result.more) break;
       // Behind intake: larger steps, whose fixed costs (statements, round trips, a commit) and
       // busy rows are shared by more events, until the fold catches up.
-      chunk = Math.min(chunk * 2, SETTLE_CHUNK);
+      chunk = Math.min(chunk * 2, largestChunk);
     }
     this.covered = Math.max(this.covered, upTo);
     // Another instance may have folded this process's events in (it held the turn): lookups here

@@ -7,6 +7,7 @@ import { copySqliteOnline } from './backup.ts';
 import { PostgresChangeNotices } from './change-notices.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
+import { ensureEventQueryIndexes } from './event-indexes.ts';
 import { migrateToLatest } from './migrations.ts';
 import { executorStatements, type StatementRunner } from './prepared-query.ts';
 import { isStoreUnavailable } from './store-errors.ts';
@@ -50,10 +51,12 @@ export interface Database {
 }
 
 /**
- * Opens the store named by a `DATABASE_URL` and brings its schema up to date. A PostgreSQL
- * server that is not up yet (instances starting beside it) is waited for up to `waitMs`.
+ * Opens the store named by a `DATABASE_URL` and brings its schema up to date, the events'
+ * query indexes included (`restoreEventIndexes`: a bulk import that stopped half-way dropped
+ * them; src/store/event-indexes.ts). A PostgreSQL server that is not up yet (instances starting
+ * beside it) is waited for up to `waitMs`.
  */
-export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMiB = 64 } = {}): Promise<Database> {
+export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMiB = 64, restoreEventIndexes = true } = {}): Promise<Database> {
   const database = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
   const deadline = Date.now() + waitMs;
   for (;;) {
@@ -69,6 +72,14 @@ export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMi
     }
   }
   await migrateWithRetry(database);
+  if (restoreEventIndexes) {
+    try {
+      await ensureEventQueryIndexes(database.db, database.caps);
+    } catch (err) {
+      await database.close();
+      throw err;
+    }
+  }
   return database;
 }
 

@@ -29,6 +29,8 @@ export interface DialectCapabilities {
    * UPDATE under the store's single writer lock, which is just as exclusive.
    */
   skipLockedClaims: boolean;
+  /** Where the catalogue names the indexes: SQLite's schema table, PostgreSQL's pg_indexes view. */
+  indexCatalogue: 'sqlite_master' | 'pg_indexes';
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -40,6 +42,7 @@ export const SQLITE: DialectCapabilities = {
   withoutRowid: true,
   jsonObjectAgg: 'json_group_object',
   skipLockedClaims: false,
+  indexCatalogue: 'sqlite_master',
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -51,4 +54,5 @@ export const POSTGRES: DialectCapabilities = {
   withoutRowid: false,
   jsonObjectAgg: 'json_object_agg',
   skipLockedClaims: true,
+  indexCatalogue: 'pg_indexes',
 };

@@ -22,8 +22,9 @@ const { databaseUrl, sqliteCacheMiB } = workerData as { databaseUrl: string; sql
 const port = parentPort!;
 
 try {
-  // The main thread has migrated the store already; this finds it up to date.
-  const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB });
+  // The main thread has migrated the store already; this finds it up to date. It leaves the
+  // events' query indexes to the main thread, which may have dropped them for a bulk import.
+  const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB, restoreEventIndexes: false });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
   let queue = Promise.resolve();
   port.on('message', (message: WriterRequest | 'close') => {

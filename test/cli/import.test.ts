@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sentryPeerLogLines } from '../../bench/sentrypeer-log.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
+import { eventIndexDefinitions } from '../support/event-indexes.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { spawnCli, type CliRun } from '../support/server-process.ts';
 
@@ -197,6 +198,43 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
     expect(notSentryPeer.stderr).toMatch(/^tollwatch: .*other\.db is a SQLite database but not a SentryPeer one/);
     const badOption = await tollwatch('import', '--account', owner.account.account_id, '--destination-ip', 'nowhere', FIXTURE);
     expect(badOption).toMatchObject({ status: 1, stderr: 'tollwatch: --destination-ip "nowhere" is not an IPv4 or IPv6 address\n' });
+  });
+
+  it('--bulk loads with the events’ query indexes set aside and builds them again: the same events, queries and lookups', async () => {
+    const owner = await h.account();
+    const indexes = await eventIndexDefinitions(h.services.database.db);
+    const lines = [...sentryPeerLogLines({ events: 3_000, numbers: 400, addresses: 100, seed: 11 })];
+    const events = lines.map((l) => JSON.parse(l) as Event);
+    const log = join(dir, 'bulk.log');
+    writeFileSync(log, `${lines.join('\n')}\n`);
+    // Small batches: several are written while the next ones are read.
+    const result = await importJson('--account', owner.account.account_id, '--bulk', '--batch-size', '700', log);
+    expect(result).toMatchObject({ read: 3_000, imported: 3_000, replayed: 0, conflict: 0, invalid: 0 });
+    expect(await eventIndexDefinitions(h.services.database.db)).toEqual(indexes);
+    expect(await storedUuids(owner)).toEqual(events.map((e) => e.event_uuid).sort());
+
+    // The rebuilt indexes answer the filtered queries.
+    const { source_ip, called_number } = events[0]!;
+    const bySource = (await (await owner.api(`/api/events?limit=1000&source_ip=${source_ip}`)).json()) as { data: Event[] };
+    expect(bySource.data.map((e) => e.event_uuid).sort()).toEqual(events.filter((e) => e.source_ip === source_ip).map((e) => e.event_uuid).sort());
+    // By number: the events stored under its key, every written form of it, as the lookup counts them.
+    const { db } = h.services.database;
+    const { number_key } = await db.selectFrom('events').select('number_key').where('event_uuid', '=', events[0]!.event_uuid!).executeTakeFirstOrThrow();
+    const underKey = await db.selectFrom('events').select('event_uuid').where('account_id', '=', owner.account.account_id).where('number_key', '=', number_key).execute();
+    const byNumber = (await (await owner.api(`/api/events?limit=1000&called_number=${encodeURIComponent(called_number!)}`)).json()) as { data: Event[] };
+    expect(byNumber.data.map((e) => e.event_uuid).sort()).toEqual(underKey.map((e) => e.event_uuid).sort());
+    // The lookup counts the shared data set's too: other tests here imported into trusted accounts.
+    const shared = await db
+      .selectFrom('events as e')
+      .innerJoin('accounts as a', 'a.account_id', 'e.account_id')
+      .select('e.event_uuid')
+      .where('a.trusted', '=', 1)
+      .where('e.number_key', '=', number_key)
+      .execute();
+    expect((await lookup(owner, called_number!)).body).toMatchObject({ found: true, seen_count: underKey.length + shared.length });
+
+    expect(await importJson('--account', owner.account.account_id, '--bulk', log)).toMatchObject({ read: 3_000, imported: 0, replayed: 3_000 });
+    expect(await eventIndexDefinitions(h.services.database.db)).toEqual(indexes);
   });
 
   it('keeps the aggregates exactly as intake does: a rebuild from the events changes nothing', async () => {

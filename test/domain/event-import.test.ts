@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { Account } from '../../src/domain/accounts.ts';
+import type { AuditTrail } from '../../src/domain/audit.ts';
+import { EventImport, type ImportSource } from '../../src/domain/event-import.ts';
+import type { IngestOutcome } from '../../src/domain/events.ts';
+import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import { sampleEvent } from '../support/harness.ts';
+
+const ACCOUNT = { account_id: '6f1d2a3b-0c4d-4e5f-8a9b-0c1d2e3f4a5b', trusted: false } as Account;
+
+/** A source of `count` valid events, read one by one; it logs the start of each ten. */
+function source(count: number, log: string[]): ImportSource & { read: number } {
+  const events = Array.from({ length: count }, () => sampleEvent());
+  const state = {
+    kind: 'sentrypeer-log' as const,
+    size: count,
+    read: 0,
+    done: () => state.read,
+    async *records() {
+      for (const item of events) {
+        state.read += 1;
+        if (state.read % 10 === 1) log.push(`read from ${state.read}`);
+        yield { position: state.read, item };
+      }
+    },
+    close: async () => {},
+  };
+  return state;
+}
+
+/**
+ * The import's order of work, recorded: what the store was asked to write and when, how far the
+ * source was read by then, and what happened to the indexes. The store here is a recorder, not
+ * SQL: what is under test is the import's pipeline (the next batch read while the last one is
+ * written, a failure stopping it), which test/cli/import.test.ts drives against real stores.
+ */
+function recordingImport(failOnBatch?: number) {
+  const log: string[] = [];
+  let batches = 0;
+  let src: ReturnType<typeof source>;
+  const repo = {
+    async ingest(_owner: unknown, events: HoneypotEvent[]): Promise<IngestOutcome[]> {
+      const batch = ++batches;
+      log.push(`write ${batch} (${events.length}) with ${src.read} read`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (batch === failOnBatch) throw new Error('the store failed');
+      log.push(`written ${batch}`);
+      return events.map(() => 'created');
+    },
+  };
+  const audit = { record: async () => {} } as unknown as AuditTrail;
+  const importer = new EventImport(repo, async () => ACCOUNT, audit, {
+    drop: async () => void log.push('drop indexes'),
+    build: async () => void log.push('build indexes'),
+  });
+  return {
+    log,
+    run: (count: number, bulk: boolean) => {
+      src = source(count, log);
+      return importer.run(ACCOUNT.account_id, src, { batchSize: 10, bulk });
+    },
+  };
+}
+
+describe('EventImport: the next batch is read while the last one is written', () => {
+  it('reads ahead one batch, writes one at a time, in order, and counts every batch', async () => {
+    const { log, run } = recordingImport();
+    const { totals } = await run(35, false);
+    expect(totals).toEqual({ read: 35, imported: 35, replayed: 0, conflict: 0, invalid: 0 });
+    expect(log).toEqual([
+      'read from 1',
+      'write 1 (10) with 10 read',
+      'read from 11',
+      'written 1',
+      'write 2 (10) with 20 read',
+      'read from 21',
+      'written 2',
+      'write 3 (10) with 30 read',
+      'read from 31',
+      'written 3',
+      'write 4 (5) with 35 read',
+      'written 4',
+    ]);
+  });
+
+  it('a failed write stops the import with its error, before another batch is written', async () => {
+    const { log, run } = recordingImport(2);
+    await expect(run(60, false)).rejects.toThrow('the store failed');
+    expect(log).toEqual(['read from 1', 'write 1 (10) with 10 read', 'read from 11', 'written 1', 'write 2 (10) with 20 read', 'read from 21']);
+  });
+
+  it('a bulk import drops the query indexes first and builds them again at the end, also when it fails', async () => {
+    const done = recordingImport();
+    await done.run(15, true);
+    expect(done.log).toEqual(['drop indexes', 'read from 1', 'write 1 (10) with 10 read', 'read from 11', 'written 1', 'write 2 (5) with 15 read', 'written 2', 'build indexes']);
+
+    const failed = recordingImport(1);
+    await expect(failed.run(30, true)).rejects.toThrow('the store failed');
+    expect(failed.log).toEqual(['drop indexes', 'read from 1', 'write 1 (10) with 10 read', 'read from 11', 'build indexes']);
+  });
+});
