@@ -317,9 +317,8 @@ async function servicesOver(database: Database, config: Config, options: Service
     intake,
     ingestUrls,
     eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
-    // Straight on this process's connection, not through group commit or the writer thread:
-    // an import is the only writer of its process, and its transactions are large already.
-    // On the writer thread where there is one, so the import reads its next batch meanwhile.
+    // Not through group commit (its transactions are large already), but on the writer thread
+    // where there is one, so the import reads and checks its next batch meanwhile.
     importer: new EventImport(
       writer ? { ingest: async (owner, events) => (await writer.ingestGroups([{ owner, events }]))[0] ?? [] } : eventsRepo,
       (accountId) => accounts.getAccount(accountId),

@@ -88,7 +88,6 @@ export interface EventQueryIndexes {
  */
 export const DEFAULT_IMPORT_BATCH = 10_000;
 
-
 /**
  * The operator's bulk import (docs/operations.md): events from a file into one account, or,
  * for a trusted account, into the shared data set (its trust decides the scope, as at intake,

@@ -22,6 +22,14 @@ export interface BulkItemError {
   message: string;
 }
 
+/**
+ * On a found answer: the part every answer worked out from the same kept aggregate shares (all
+ * of it but the value as the caller wrote it), the same object for as long as the cache keeps
+ * that aggregate. What a caller derives from that part alone it may keep by this object (the
+ * direct lane keeps its JSON). A symbol, so JSON and the schema serializers leave it out.
+ */
+export const SHARED_PART = Symbol('tollwatch.answerSharedPart');
+
 /** The answer to "have attackers tried to call this number?" (docs/api.md §7). */
 export type PhoneNumberAnswer =
   | {
@@ -39,6 +47,7 @@ export type PhoneNumberAnswer =
       country?: string | null;
       number_type?: string | null;
       message: string;
+      [SHARED_PART]?: object;
     }
   | { phone_number: string; found: false; message: string };
 
@@ -56,6 +65,7 @@ export type IpAddressAnswer =
       user_agents: Array<{ user_agent: string; count: number }>;
       transports: Record<string, number>;
       message: string;
+      [SHARED_PART]?: object;
     }
   | { ip_address: string; found: false; message: string };
 
@@ -151,7 +161,7 @@ export class LookupService {
       };
       this.foundNumbers.set(seen, found);
     }
-    const answer: PhoneNumberAnswer = { phone_number: number.written, ...found };
+    const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
   }
@@ -217,7 +227,7 @@ export class LookupService {
       };
       this.foundAddresses.set(seen, found);
     }
-    const answer: IpAddressAnswer = { ip_address: ip, ...found };
+    const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
     return answer;
   }

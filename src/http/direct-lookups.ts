@@ -6,6 +6,7 @@ import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitState, PlanLimiter } from '../limits/plan-limiter.ts';
 import type { LookupKind, Metrics, RouteMetrics } from '../metrics/metrics.ts';
 import type { ApiAuthenticator } from '../oauth/api-authenticator.ts';
+import { answerJson } from './answer-json.ts';
 import { MAX_PATH_VALUE_LENGTH } from './malformed-path.ts';
 import { PolicyFields, rateLimitField } from './ratelimit-fields.ts';
 
@@ -122,7 +123,7 @@ export function directLookups(options: DirectLookupsOptions): (request: Incoming
       if (!state.allowed) return fallback(request, response);
       target.route.answer(lookups, account, target.value).then(
         (found) => {
-          const body = JSON.stringify(found);
+          const body = answerJson(found);
           const status = found.found ? 200 : 404;
           response.writeHead(status, {
             ...headers,

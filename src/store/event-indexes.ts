@@ -32,7 +32,14 @@ export async function ensureEventQueryIndexes(db: Kysely<Schema>, caps: DialectC
   const built: string[] = [];
   for (const { name, columns } of EVENT_QUERY_INDEXES) {
     if (await indexExists(db, caps, name)) continue;
-    await db.schema.createIndex(name).ifNotExists().on('events').columns([...columns]).execute();
+    try {
+      await db.schema.createIndex(name).ifNotExists().on('events').columns([...columns]).execute();
+    } catch (err) {
+      // Two processes opening the store at once both found it missing, and the other built it
+      // first (PostgreSQL can then refuse the second's name): what matters is that it exists.
+      if (await indexExists(db, caps, name)) continue;
+      throw err;
+    }
     built.push(name);
   }
   return built;
