@@ -16,8 +16,9 @@ export const EVENT_QUERY_INDEXES = [
 
 /**
  * Drops the secondary indexes for a bulk load (`tollwatch import --bulk`, docs/operations.md):
- * each event then writes one random-key B-tree (its uniqueness) instead of five, and the
- * indexes are built again afterwards by sorting. Event queries scan the table meanwhile.
+ * each event then writes one random-key B-tree on SQLite (its uniqueness; PostgreSQL keeps that
+ * in `event_ids`) instead of five, and the indexes are built again afterwards by sorting. Event
+ * queries scan the table meanwhile.
  */
 export async function dropEventQueryIndexes(db: Kysely<Schema>): Promise<void> {
   for (const { name } of EVENT_QUERY_INDEXES) await db.schema.dropIndex(name).ifExists().execute();
