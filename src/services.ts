@@ -243,6 +243,10 @@ async function servicesOver(database: Database, config: Config, options: Service
     (after, upTo) => keysFoldedBetween(database.db, after, upTo, FOLDED_ELSEWHERE_READ),
   );
   const folding = { onCommitted: (keysByAccount: Map<string, Set<string>>, events: number) => aggregateFolder.committed(keysByAccount, events), beforeCommit: () => aggregateFolder.roomForIntake() };
+  // One group at a time on the writer thread: what arrives meanwhile waits and forms the next,
+  // larger group. Two in flight (the next group queued on the thread while one commits) made
+  // smaller groups and fewer events a second: 5,459–5,779 against 6,049–6,303 single events a
+  // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
   const ingestRepo = new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding);
   const intake = new EventIntake(ingestRepo, plans);
   // Lookups answer repeated questions from memory; the fold drops the keys it changed.
