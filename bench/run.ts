@@ -17,7 +17,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  * cached in bench/.data/ between runs.
  *
  * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000; add 10000000
- * only when you mean it: generating it takes about 40 minutes and 17 GB); BENCH_PHASES (default
+ * only when you mean it: generating it takes about 25 minutes and 12.5 GB); BENCH_PHASES (default
  * all: 1,2,3,4,5,6) to run only some of the numbered phases while working on one.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -138,7 +138,7 @@ async function storeWith(size: number): Promise<string> {
   mkdirSync(DATA, { recursive: true });
   const path = join(DATA, `events-${size}.db`);
   if (existsSync(path)) return `sqlite:${path}`;
-  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs; 10 million take about 40 minutes)`);
+  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs; 10 million take about 25 minutes)`);
   rmSync(`${path}.partial`, { force: true });
   const database = await openDatabase(`sqlite:${path}.partial`);
   await generateEvents(database, { events: size, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true, log });
