@@ -1,8 +1,9 @@
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
 import { keyFilePath } from '../src/store/store-files.ts';
+import { BENCH_DATA, cachedStore, POOL_NUMBERS } from './cached-stores.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
 import { cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
@@ -22,9 +23,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
-const DATA = join(ROOT, 'bench/.data');
 const RESULTS = join(ROOT, 'bench/results');
-const NUMBERS = 200_000;
 const PHASES = new Set((process.env.BENCH_PHASES ?? '1,2,3,4,5,6').split(',').map(Number));
 
 interface Row {
@@ -133,24 +132,9 @@ async function lookupPhases(label: string, service: Server, token: string, numbe
   }
 }
 
-/** A store holding `size` generated events, built once and reused. */
-async function storeWith(size: number): Promise<string> {
-  mkdirSync(DATA, { recursive: true });
-  const path = join(DATA, `events-${size}.db`);
-  if (existsSync(path)) return `sqlite:${path}`;
-  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs; 10 million take about 25 minutes)`);
-  rmSync(`${path}.partial`, { force: true });
-  const database = await openDatabase(`sqlite:${path}.partial`);
-  await generateEvents(database, { events: size, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true, log });
-  await database.close();
-  for (const suffix of ['-wal', '-shm']) rmSync(`${path}.partial${suffix}`, { force: true });
-  renameSync(`${path}.partial`, path);
-  return `sqlite:${path}`;
-}
-
 /** A copy of a cached store in bench/.data/work.db (or an empty store), for phases that write, with its key file. */
 function workingCopy(url: string | undefined): string {
-  const path = join(DATA, 'work.db');
+  const path = join(BENCH_DATA, 'work.db');
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
   rmSync(keyFilePath(path), { force: true });
   if (!url) return `sqlite:${path}`;
@@ -161,7 +145,7 @@ function workingCopy(url: string | undefined): string {
 }
 
 /** Called numbers as honeypots write them (00…), spread over the generated stores' pool. */
-const intakeNumbers = Array.from({ length: 2000 }, () => `00${poolNumber(Math.floor(Math.random() * NUMBERS)).slice(1)}`);
+const intakeNumbers = Array.from({ length: 2000 }, () => `00${poolNumber(Math.floor(Math.random() * POOL_NUMBERS)).slice(1)}`);
 
 /** Starts the service on a store with a bench account; returns it with a token. */
 async function serviceOn(databaseUrl: string, keySecret?: string) {
@@ -184,7 +168,7 @@ async function main() {
     bare: await startProcess('bench/bare-server.ts', {}, '/'),
     fastify: await startProcess('bench/fastify-server.ts', {}, '/api/phone-numbers/1'),
   };
-  const smallest = await storeWith(SIZES[0] ?? 10_000);
+  const smallest = await cachedStore(SIZES[0] ?? 10_000);
   const numbers = await knownNumbers(smallest);
 
   // Intake phases follow on the same store: they work on a copy, so the cached store keeps its size.
@@ -224,7 +208,7 @@ async function main() {
     log('4. the same on PostgreSQL (local server, 10,000 events, a database made and dropped for this run)');
     try {
       const pgStore = await openDatabase(postgres.url);
-      await generateEvents(pgStore, { events: 10_000, numbers: NUMBERS, addresses: 50_000, seed: 1, rebuild: true });
+      await generateEvents(pgStore, { events: 10_000, numbers: POOL_NUMBERS, addresses: 50_000, seed: 1, rebuild: true });
       await pgStore.close();
       const pgNumbers = await knownNumbers(postgres.url);
       ({ service, token } = await serviceOn(postgres.url, postgres.keySecret));
@@ -241,7 +225,7 @@ async function main() {
   if (PHASES.has(5)) {
     log('5. lookup latency against store size');
     for (const size of SIZES) {
-      const url = await storeWith(size);
+      const url = await cachedStore(size);
       const sized = await knownNumbers(url);
       ({ service, token } = await serviceOn(url));
       const load = pathsLoad(token, sized.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
@@ -257,7 +241,7 @@ async function main() {
     log('6. growth: single-event intake into the largest store against an empty one');
     const largest = Math.max(...SIZES);
     const growth: Row[] = [];
-    for (const [label, source] of [['empty store', undefined], [`${largest.toLocaleString('en')} events`, await storeWith(largest)]] as const) {
+    for (const [label, source] of [['empty store', undefined], [`${largest.toLocaleString('en')} events`, await cachedStore(largest)]] as const) {
       ({ service, token } = await serviceOn(workingCopy(source)));
       growth.push(await measure(`single-event intake, ${label}`, service, singleEventLoad(token, intakeNumbers), 64, { expected: 201, eventsPerRequest: 1 }));
       await service.stop();

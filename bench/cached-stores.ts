@@ -1,0 +1,30 @@
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDatabase } from '../src/store/database.ts';
+import { generateEvents } from './generate-events.ts';
+import { log, ROOT } from './support.ts';
+
+/** Where generated stores are kept between runs (outside git). */
+export const BENCH_DATA = join(ROOT, 'bench/.data');
+
+/** Distinct numbers the generated events are spread over. */
+export const POOL_NUMBERS = 200_000;
+
+/**
+ * A SQLite store holding `size` generated events, built once and reused by every bench tool:
+ * the same seed, so every run and every tool measures the same data. Built under `.partial`
+ * and renamed, so an interrupted build is never taken for a finished one.
+ */
+export async function cachedStore(size: number): Promise<string> {
+  mkdirSync(BENCH_DATA, { recursive: true });
+  const path = join(BENCH_DATA, `events-${size}.db`);
+  if (existsSync(path)) return `sqlite:${path}`;
+  log(`generating ${size.toLocaleString('en')} events into ${path} (cached for later runs; 10 million take about 25 minutes)`);
+  rmSync(`${path}.partial`, { force: true });
+  const database = await openDatabase(`sqlite:${path}.partial`);
+  await generateEvents(database, { events: size, numbers: POOL_NUMBERS, addresses: 50_000, seed: 1, rebuild: true, log });
+  await database.close();
+  for (const suffix of ['-wal', '-shm']) rmSync(`${path}.partial${suffix}`, { force: true });
+  renameSync(`${path}.partial`, path);
+  return `sqlite:${path}`;
+}
