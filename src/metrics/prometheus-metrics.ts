@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { workerExposition } from './cluster-metrics.ts';
 import { HealthProbe } from './health-probe.ts';
 import type { HealthSources, IntakeOutcome, LookupKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
@@ -19,20 +19,22 @@ type Child = { inc(value?: number): void };
 /**
  * The service's metrics in a prom-client registry of their own (docs/operations.md, "Metrics"),
  * with the process metrics prom-client collects by default (CPU, memory, event-loop lag, GC).
- * Series with a fixed set of labels are bound once here, so counting costs a lookup in a plain
- * object and prom-client's own label hash, and allocates nothing of ours.
+ * Series with a fixed set of labels are bound once here. Counters are tallied: a count is a
+ * plain number added to per answer and handed to prom-client when a scrape collects, since
+ * prom-client hashes a series' labels on every `inc`, which cost a lookup about as much as
+ * its cache read (docs/performance.md).
  */
 export class PrometheusMetrics implements Metrics {
   /** Every metric of this process. */
   readonly registry = new Registry();
   readonly exposition: MetricsExposition;
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requests: TalliedCounter<'route' | 'method' | 'status'>;
   private readonly latency: Histogram<'route' | 'method'>;
   private readonly routes = new Map<string, PrometheusRoute>();
   private readonly events: Record<'single' | 'batch', Record<IntakeOutcome, Child>>;
   private readonly lookupValues: Record<LookupKind, Record<'single' | 'bulk', Record<LookupResult, Child>>>;
   private readonly issued: Child;
-  private readonly refusals: Counter<'reason'>;
+  private readonly refusals: TalliedCounter<'reason'>;
   private readonly refusalsByReason = new Map<string, Child>();
   private readonly limited: Record<RefusingLimit, Child>;
 
@@ -41,7 +43,7 @@ export class PrometheusMetrics implements Metrics {
     collectDefaultMetrics({ register: this.registry });
     // 1 per process, so the primary's sum under WORKERS says how many workers a scrape covers.
     new Gauge({ name: 'tollwatch_processes', help: 'Serving processes whose counts this scrape sums: 1, or the workers under WORKERS', registers }).set(1);
-    this.requests = new Counter({
+    this.requests = new TalliedCounter({
       name: 'tollwatch_http_requests_total',
       help: 'HTTP answers by route pattern (unmatched for paths no route takes), method and status',
       labelNames: ['route', 'method', 'status'],
@@ -54,39 +56,39 @@ export class PrometheusMetrics implements Metrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    const events = new Counter({
+    const events = new TalliedCounter({
       name: 'tollwatch_events_ingested_total',
       help: 'Submitted events by outcome (created, replayed, conflict, invalid) and mode (single or batch)',
       labelNames: ['mode', 'outcome'],
       registers,
     });
-    const outcomes = (mode: 'single' | 'batch') => bind(['created', 'replayed', 'conflict', 'invalid'], (outcome) => events.labels(mode, outcome));
+    const outcomes = (mode: 'single' | 'batch') => bind(['created', 'replayed', 'conflict', 'invalid'], (outcome) => events.tally(mode, outcome));
     this.events = { single: outcomes('single'), batch: outcomes('batch') };
-    const lookups = new Counter({
+    const lookups = new TalliedCounter({
       name: 'tollwatch_lookups_total',
       help: 'Looked-up values by kind (phone, ip), mode (single, bulk: one per value) and result (found, not_found, invalid)',
       labelNames: ['kind', 'mode', 'result'],
       registers,
     });
-    const results = (kind: LookupKind, mode: 'single' | 'bulk') => bind(['found', 'not_found', 'invalid'], (result) => lookups.labels(kind, mode, result));
+    const results = (kind: LookupKind, mode: 'single' | 'bulk') => bind(['found', 'not_found', 'invalid'], (result) => lookups.tally(kind, mode, result));
     this.lookupValues = {
       phone: { single: results('phone', 'single'), bulk: results('phone', 'bulk') },
       ip: { single: results('ip', 'single'), bulk: results('ip', 'bulk') },
     };
-    this.issued = new Counter({ name: 'tollwatch_tokens_issued_total', help: 'Access tokens issued by the token endpoint', registers });
-    this.refusals = new Counter({
+    this.issued = new TalliedCounter({ name: 'tollwatch_tokens_issued_total', help: 'Access tokens issued by the token endpoint', registers }).tally();
+    this.refusals = new TalliedCounter({
       name: 'tollwatch_token_refusals_total',
       help: 'Token requests refused, by the RFC 6749 error answered (invalid_client, rate_limited, …)',
       labelNames: ['reason'],
       registers,
     });
-    const limited = new Counter({
+    const limited = new TalliedCounter({
       name: 'tollwatch_rate_limited_total',
       help: 'Requests refused with 429, by limit: the plan allowances (lookups, submissions, event_reads) and the failed-authentication throttle (auth_failures)',
       labelNames: ['limit'],
       registers,
     });
-    this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.labels(limit));
+    this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.tally(limit));
     // Each worker answers for itself only where there is one process; under WORKERS the
     // primary sums them all (cluster-metrics.ts says why).
     this.exposition = cluster.isWorker ? workerExposition(this.registry) : { contentType: this.registry.contentType, text: () => this.registry.metrics() };
@@ -116,7 +118,7 @@ export class PrometheusMetrics implements Metrics {
   tokenRefused(reason: string): void {
     let child = this.refusalsByReason.get(reason);
     if (!child) {
-      child = this.refusals.labels(reason);
+      child = this.refusals.tally(reason);
       this.refusalsByReason.set(reason, child);
     }
     child.inc();
@@ -169,11 +171,11 @@ export class PrometheusMetrics implements Metrics {
  */
 class PrometheusRoute implements RouteMetrics {
   private readonly pattern: string;
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requests: TalliedCounter<'route' | 'method' | 'status'>;
   private readonly latency: Histogram<'route' | 'method'>;
   private readonly byMethod = new Map<string, { latency: { observe(value: number): void }; byStatus: Map<number, Child> }>();
 
-  constructor(pattern: string, requests: Counter<'route' | 'method' | 'status'>, latency: Histogram<'route' | 'method'>) {
+  constructor(pattern: string, requests: TalliedCounter<'route' | 'method' | 'status'>, latency: Histogram<'route' | 'method'>) {
     this.pattern = pattern;
     this.requests = requests;
     this.latency = latency;
@@ -187,7 +189,7 @@ class PrometheusRoute implements RouteMetrics {
     }
     let count = series.byStatus.get(status);
     if (!count) {
-      count = this.requests.labels(this.pattern, method, String(status));
+      count = this.requests.tally(this.pattern, method, String(status));
       series.byStatus.set(status, count);
     }
     count.inc();
@@ -195,15 +197,55 @@ class PrometheusRoute implements RouteMetrics {
   }
 }
 
-/**
- * One bound series per label value, each created at 0 so that it is exposed, and alerts and
- * `rate()` see it, before its first event.
- */
+/** One bound series per label value. */
 function bind<K extends string>(values: readonly K[], child: (value: K) => Child): Record<K, Child> {
   const bound = {} as Record<K, Child>;
-  for (const value of values) {
-    bound[value] = child(value);
-    bound[value].inc(0);
-  }
+  for (const value of values) bound[value] = child(value);
   return bound;
+}
+
+/** A prom-client counter whose series are counted in tallies, handed to it when it is collected. */
+class TalliedCounter<L extends string> {
+  private readonly counter: Counter<L>;
+  private readonly tallies: Tally[] = [];
+
+  constructor(configuration: CounterConfiguration<L>) {
+    const tallies = this.tallies;
+    this.counter = new Counter({
+      ...configuration,
+      // Every read of the counter (a scrape, the cluster's gathering) collects first.
+      collect() {
+        for (const tally of tallies) tally.flush();
+      },
+    });
+  }
+
+  /** The tally of one series, exposed at 0 from now on, so that alerts and `rate()` see it before its first count. */
+  tally(...values: string[]): Tally {
+    const series = values.length ? this.counter.labels(...values) : this.counter;
+    series.inc(0);
+    const tally = new Tally(series);
+    this.tallies.push(tally);
+    return tally;
+  }
+}
+
+/** A count kept as a plain number until its series is collected. */
+class Tally implements Child {
+  private readonly series: Child;
+  private pending = 0;
+
+  constructor(series: Child) {
+    this.series = series;
+  }
+
+  inc(value = 1): void {
+    this.pending += value;
+  }
+
+  flush(): void {
+    if (this.pending === 0) return;
+    this.series.inc(this.pending);
+    this.pending = 0;
+  }
 }
