@@ -53,7 +53,7 @@ export interface ImportOptions {
   batchSize?: number;
   /** After each transaction: the totals so far and how much of the source was read. */
   onProgress?(totals: ImportTotals, done: number, size: number): void;
-  /** For each record not imported. */
+  /** For each record not imported, in the source's order. */
   onProblem?(problem: ImportProblem): void;
   /**
    * Load with the events' query indexes set aside, and build them again at the end (by
@@ -123,7 +123,6 @@ export class EventImport {
     const account = await this.getAccount(accountId);
     const owner = { accountId: account.account_id, scope: writeScopeOf(account) };
     const totals: ImportTotals = { read: 0, imported: 0, replayed: 0, conflict: 0, invalid: 0 };
-    const problem = (p: ImportProblem) => options.onProblem?.(p);
     const batchSize = options.batchSize ?? DEFAULT_IMPORT_BATCH;
     let batch: Array<{ position: number; event: HoneypotEvent }> = [];
     // The clock of the "at most 24 hours in the future" rule, read once per batch.
@@ -131,17 +130,36 @@ export class EventImport {
     // The batch being written while the next one is read: one at a time, so a failed write stops
     // the import before another batch is sent, and the totals count batches in order.
     let writing: Promise<void> = Promise.resolve();
+    let inFlight = false;
+    // Problems are told in the source's order: an invalid record read while an earlier one's
+    // outcome is still unknown (in a batch not yet written) waits here for it.
+    const problems = new ProblemsInOrder((p) => options.onProblem?.(p));
 
     const count = (sent: typeof batch, outcomes: IngestOutcome[]) => {
+      const conflicts: ImportProblem[] = [];
       outcomes.forEach((outcome, i) => {
         if (outcome === 'created') totals.imported += 1;
         else if (outcome === 'replayed') totals.replayed += 1;
         else {
           totals.conflict += 1;
-          problem({ position: sent[i]!.position, status: 'conflict', event_uuid: sent[i]!.event.event_uuid });
+          conflicts.push({ position: sent[i]!.position, status: 'conflict', event_uuid: sent[i]!.event.event_uuid });
         }
       });
+      inFlight = false;
+      // Every record before the next unwritten one now has its outcome.
+      problems.settled(conflicts, batch[0]?.position ?? Infinity);
       options.onProgress?.({ ...totals }, source.done(), source.size);
+    };
+    const invalid = async (p: ImportProblem) => {
+      totals.invalid += 1;
+      if (!inFlight && batch.length === 0) return problems.tell(p);
+      problems.hold(p);
+      // A source of mostly invalid records must not be held in memory whole: write what is
+      // waiting now, and tell what it held back.
+      if (problems.held >= batchSize) {
+        await flush();
+        await writing;
+      }
     };
     const flush = async () => {
       await writing;
@@ -149,6 +167,7 @@ export class EventImport {
       const sent = batch;
       batch = [];
       now = new Date();
+      inFlight = true;
       writing = this.repo.ingest(
         owner,
         sent.map((b) => b.event),
@@ -162,14 +181,12 @@ export class EventImport {
       for await (const { position, item } of source.records()) {
         totals.read += 1;
         if (item instanceof UnreadableItem) {
-          totals.invalid += 1;
-          problem({ position, status: 'invalid', event_uuid: null, errors: [{ field: '(record)', message: item.message }] });
+          await invalid({ position, status: 'invalid', event_uuid: null, errors: [{ field: '(record)', message: item.message }] });
           continue;
         }
         const result = validateHoneypotEvent(item, now);
         if (!result.ok) {
-          totals.invalid += 1;
-          problem({ position, status: 'invalid', event_uuid: uuidOf(item), errors: result.errors });
+          await invalid({ position, status: 'invalid', event_uuid: uuidOf(item), errors: result.errors });
           continue;
         }
         batch.push({ position, event: result.event });
@@ -177,6 +194,7 @@ export class EventImport {
       }
       await flush();
       await writing;
+      problems.settled([], Infinity);
       options.onProgress?.({ ...totals }, source.done(), source.size);
     } finally {
       // Built again whether the load finished or not: a store is not left without them.
@@ -193,5 +211,46 @@ export class EventImport {
       detail: { source: source.kind, scope: owner.scope === account.account_id ? 'account' : 'shared', ...totals },
     });
     return { account, scope: owner.scope, totals };
+  }
+}
+
+/** Problems told in position order, the invalid ones held until every record before them has its outcome. */
+class ProblemsInOrder {
+  private readonly report: (problem: ImportProblem) => void;
+  private waiting: ImportProblem[] = [];
+
+  constructor(report: (problem: ImportProblem) => void) {
+    this.report = report;
+  }
+
+  /** How many are held. */
+  get held(): number {
+    return this.waiting.length;
+  }
+
+  tell(problem: ImportProblem): void {
+    this.report(problem);
+  }
+
+  hold(problem: ImportProblem): void {
+    this.waiting.push(problem);
+  }
+
+  /**
+   * A batch's outcomes are known: its conflicts are told together with the held problems before
+   * `before` (the first record whose outcome is still unknown), merged in position order. Both
+   * lists are in position order already, as the source was read.
+   */
+  settled(conflicts: ImportProblem[], before: number): void {
+    let ready = 0;
+    while (ready < this.waiting.length && this.waiting[ready]!.position < before) ready++;
+    const held = this.waiting.slice(0, ready);
+    this.waiting = this.waiting.slice(ready);
+    let c = 0;
+    let h = 0;
+    while (c < conflicts.length || h < held.length) {
+      if (h === held.length || (c < conflicts.length && conflicts[c]!.position < held[h]!.position)) this.report(conflicts[c++]!);
+      else this.report(held[h++]!);
+    }
   }
 }

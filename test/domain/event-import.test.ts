@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/domain/accounts.ts';
 import type { AuditTrail } from '../../src/domain/audit.ts';
-import { EventImport, type ImportSource } from '../../src/domain/event-import.ts';
+import { EventImport, type ImportProblem, type ImportSource } from '../../src/domain/event-import.ts';
 import type { IngestOutcome } from '../../src/domain/events.ts';
 import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { sampleEvent } from '../support/harness.ts';
@@ -97,5 +97,63 @@ describe('EventImport: the next batch is read while the last one is written', ()
     const failed = recordingImport(1);
     await expect(failed.run(30, true)).rejects.toThrow('the store failed');
     expect(failed.log).toEqual(['drop indexes', 'read from 1', 'write 1 (10) with 10 read', 'read from 11', 'build indexes']);
+  });
+});
+
+describe('EventImport: problems are told in the order of the source', () => {
+  /** Records 1..count: those in `invalid` are not events, those in `conflicting` conflict with stored ones. */
+  function mixedImport(count: number, invalid: Set<number>, conflicting: Set<number>, batchSize: number) {
+    const events = new Map<string, number>();
+    const told: number[] = [];
+    let read = 0;
+    let mostHeld = 0;
+    const src: ImportSource = {
+      kind: 'sentrypeer-log',
+      size: count,
+      done: () => read,
+      async *records() {
+        for (let position = 1; position <= count; position++) {
+          read = position;
+          const invalidSoFar = [...invalid].filter((p) => p <= position).length;
+          mostHeld = Math.max(mostHeld, invalidSoFar - told.filter((p) => invalid.has(p)).length);
+          if (invalid.has(position)) yield { position, item: { not: 'an event' } };
+          else {
+            const event = sampleEvent();
+            events.set(event.event_uuid as string, position);
+            yield { position, item: event };
+          }
+        }
+      },
+      close: async () => {},
+    };
+    const repo = {
+      async ingest(_owner: unknown, batch: HoneypotEvent[]): Promise<IngestOutcome[]> {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return batch.map((e) => (conflicting.has(events.get(e.event_uuid)!) ? 'conflict' : 'created'));
+      },
+    };
+    const importer = new EventImport(repo, async () => ACCOUNT, { record: async () => {} } as unknown as AuditTrail, { drop: async () => {}, build: async () => {} });
+    return {
+      told,
+      mostHeld: () => mostHeld,
+      run: () => importer.run(ACCOUNT.account_id, src, { batchSize, onProblem: (p: ImportProblem) => void told.push(p.position) }),
+    };
+  }
+
+  it('tells conflicts and invalid records interleaved by position, although the next batch is read while the last is written', async () => {
+    const invalid = new Set([2, 5, 9, 12, 13, 20, 31, 33]);
+    const conflicting = new Set([1, 4, 10, 11, 21, 30, 32]);
+    const im = mixedImport(33, invalid, conflicting, 4);
+    const { totals } = await im.run();
+    expect(totals).toEqual({ read: 33, imported: 33 - invalid.size - conflicting.size, replayed: 0, conflict: conflicting.size, invalid: invalid.size });
+    expect(im.told).toEqual([...invalid, ...conflicting].sort((a, b) => a - b));
+  });
+
+  it('holds back at most a batch of invalid records, however many follow an unwritten one', async () => {
+    const invalid = new Set(Array.from({ length: 60 }, (_, i) => i + 2));
+    const im = mixedImport(61, invalid, new Set([1]), 5);
+    await im.run();
+    expect(im.told).toEqual(Array.from({ length: 61 }, (_, i) => i + 1));
+    expect(im.mostHeld()).toBeLessThanOrEqual(5);
   });
 });
