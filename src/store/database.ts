@@ -6,7 +6,7 @@ import type { AccessChangeNotices } from '../domain/access-changes.ts';
 import { copySqliteOnline } from './backup.ts';
 import { PostgresChangeNotices } from './change-notices.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
-import { MultiRowIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
+import { ArrayIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { ensureEventQueryIndexes } from './event-indexes.ts';
 import { migrateToLatest } from './migrations.ts';
 import { executorStatements, type StatementRunner } from './prepared-query.ts';
@@ -254,7 +254,7 @@ function openPostgres(url: string): Database {
     },
     externalChangeCounter: undefined,
     changeNotices: (log) => new PostgresChangeNotices(url, pool, log),
-    ingestWrites: new MultiRowIngestWrites(),
+    ingestWrites: new ArrayIngestWrites(),
     intakeOnWriterThread: false,
     statements: namedStatements(pool),
     onlineBackup: undefined,

@@ -41,8 +41,8 @@ export interface AggregateRow {
 /**
  * The writes of one ingest transaction. The stores differ in what is fast: SQLite runs
  * in-process, so one precompiled statement per row costs only the B-tree work, while
- * PostgreSQL pays a round trip per statement, so rows travel together in multi-row statements.
- * Both run the same SQL, built by Kysely from the builders below.
+ * PostgreSQL pays a round trip per statement, so all the rows of a table travel together in
+ * one statement, as arrays.
  */
 export interface IngestWrites {
   /** Opens an ingest transaction: on PostgreSQL it holds the fold's barrier shared (src/store/aggregate-fold.ts). */
@@ -93,29 +93,17 @@ const aggregateRow = (table: AggregateTable, v: Values): AggregateRow => {
 const tripleValues = (columns: readonly string[], row: readonly unknown[]): Values => Object.fromEntries(columns.map((c, i) => [c, row[i]]));
 
 /**
- * The statements of an ingest, for any number of rows. Their SQL is the same for both stores
- * and for one row or many; `returning` names the identifying columns of inserted rows where
- * the store reports them that way.
+ * SQLite's statements of an ingest, built by Kysely and compiled once for one row (see
+ * SqliteRowIngestWrites).
  */
 const statements = {
-  claimIds: (db: Db, rows: Values[], returning: boolean) => {
-    const query = db
-      .insertInto('event_ids')
-      .values(rows as never)
-      .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing());
-    return returning ? query.returning(['account_id', 'event_uuid']) : query;
-  },
-  insertEvents: (db: Db, rows: Values[]) => db.insertInto('events').values(rows as never),
   /** SQLite: the events table's own unique (account, uuid) index tells new from stored. */
   insertNewEvents: (db: Db, rows: Values[]) =>
     db
       .insertInto('events')
       .values(rows as never)
       .onConflict((oc) => oc.columns(['account_id', 'event_uuid']).doNothing()),
-  addMembers: (table: SetTable) => (db: Db, rows: Values[], returning: boolean) => {
-    const query = (db as Kysely<any>).insertInto(table).values(rows).onConflict((oc) => oc.doNothing());
-    return returning ? query.returning(SET_COLUMNS[table]) : query;
-  },
+  addMembers: (table: SetTable) => (db: Db, rows: Values[]) => (db as Kysely<any>).insertInto(table).values(rows).onConflict((oc) => oc.doNothing()),
   writeAggregates: (table: AggregateTable) => (db: Db, rows: Values[]) => {
     const { key, distinct, counts } = AGGREGATE_COLUMNS[table];
     return (db as Kysely<any>)
@@ -133,13 +121,19 @@ const statements = {
       .where(AGGREGATE_COLUMNS[table].key, '=', row![AGGREGATE_COLUMNS[table].key]),
 };
 
-/** Rows per statement: within both stores' bound-parameter limits for 20 columns. */
+/** Rows per multi-row statement: within both stores' bound-parameter limits for 20 columns. */
 const ROWS_PER_STATEMENT = 500;
 
 const identity = (...parts: unknown[]) => parts.join('\u0000');
 
-/** PostgreSQL: multi-row statements, each answering with the identities it inserted. */
-export class MultiRowIngestWrites implements IngestWrites {
+/**
+ * PostgreSQL: one statement per table and ingest, whatever the number of rows, each taking its
+ * rows as one array per column (`insert … select * from unnest($1::text[], …)`) and answering
+ * with the identities it inserted. Its text is the same for one row or ten thousand, so neither
+ * Kysely nor PostgreSQL builds and parses a statement of thousands of parameters per ingest, as
+ * multi-row VALUES lists of 500 rows did (bench/store-ceiling-postgres.ts writes the same way).
+ */
+export class ArrayIngestWrites implements IngestWrites {
   async beginIngest(trx: Transaction<Schema>): Promise<void> {
     await sql`select pg_advisory_xact_lock_shared(${FOLD_BARRIER_LOCK})`.execute(trx);
   }
@@ -149,12 +143,19 @@ export class MultiRowIngestWrites implements IngestWrites {
    * in `event_ids` (unpartitioned, across all months): claimed first, then the new events stored.
    */
   async storeNew(trx: Transaction<Schema>, rows: EventRow[]): Promise<boolean[]> {
-    const isNew = await this.claimIds(
-      trx,
-      rows.map(({ account_id, event_uuid, content_hash, event_time }) => ({ account_id, event_uuid, content_hash, event_time })),
-    );
+    if (rows.length === 0) return [];
+    const claimed = await sql<{ account_id: string; event_uuid: string }>`
+      insert into event_ids (account_id, event_uuid, content_hash, event_time)
+      select * from ${unnest(['account_id', 'event_uuid', 'content_hash', 'event_time'], rows)}
+      on conflict (account_id, event_uuid) do nothing
+      returning account_id, event_uuid`.execute(trx);
+    const inserted = new Set(claimed.rows.map((row) => identity(row.account_id, row.event_uuid)));
+    const isNew = rows.map((row) => inserted.has(identity(row.account_id, row.event_uuid)));
     const fresh = rows.filter((_, i) => isNew[i]);
-    for (const chunk of chunks(fresh as unknown as Values[])) await statements.insertEvents(trx, chunk).execute();
+    if (fresh.length > 0) {
+      const columns = Object.keys(fresh[0]!);
+      await sql`insert into events (${sql.join(columns.map((c) => sql.ref(c)))}) select * from ${unnest(columns, fresh)}`.execute(trx);
+    }
     return isNew;
   }
 
@@ -162,22 +163,15 @@ export class MultiRowIngestWrites implements IngestWrites {
     return trx.selectFrom('event_ids').select(['event_uuid', 'content_hash']).where('account_id', '=', accountId).where('event_uuid', 'in', uuids).execute();
   }
 
-  private async claimIds(trx: Transaction<Schema>, rows: EventIdRow[]): Promise<boolean[]> {
-    const inserted = new Set<string>();
-    for (const chunk of chunks(rows as unknown as Values[])) {
-      const returned = (await statements.claimIds(trx, chunk, true).execute()) as Array<{ account_id: string; event_uuid: string }>;
-      for (const row of returned) inserted.add(identity(row.account_id, row.event_uuid));
-    }
-    return rows.map((row) => inserted.has(identity(row.account_id, row.event_uuid)));
-  }
-
   async addMembers(trx: Transaction<Schema>, table: SetTable, rows: Array<[string, string, string]>): Promise<boolean[]> {
+    if (rows.length === 0) return [];
     const columns = SET_COLUMNS[table];
-    const inserted = new Set<string>();
-    for (const chunk of chunks(rows.map((row) => tripleValues(columns, row)))) {
-      const returned = (await statements.addMembers(table)(trx, chunk, true).execute()) as Values[];
-      for (const row of returned) inserted.add(identity(...columns.map((c) => row[c])));
-    }
+    const returned = await sql<Values>`
+      insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
+      select * from ${unnest(columns, rows.map((row) => tripleValues(columns, row)))}
+      on conflict do nothing
+      returning ${sql.join(columns.map((c) => sql.ref(c)))}`.execute(trx);
+    const inserted = new Set(returned.rows.map((row) => identity(...columns.map((c) => row[c]))));
     return rows.map((row) => inserted.has(identity(...row)));
   }
 
@@ -195,9 +189,29 @@ export class MultiRowIngestWrites implements IngestWrites {
     return rows.map((row) => aggregateRow(table, row));
   }
 
+  /** Whole rows, replacing those kept; the fold names each (scope, key) once per call. */
   async writeAggregates(trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void> {
-    for (const chunk of chunks(rows.map((row) => aggregateValues(table, row)))) await statements.writeAggregates(table)(trx, chunk).execute();
+    if (rows.length === 0) return;
+    const { key, distinct, counts } = AGGREGATE_COLUMNS[table];
+    const columns = ['scope', key, 'seen_count', 'first_seen', 'last_seen', distinct, ...counts];
+    const replaced = columns.slice(2).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`);
+    await sql`
+      insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
+      select * from ${unnest(columns, rows.map((row) => aggregateValues(table, row)))}
+      on conflict (scope, ${sql.ref(key)}) do update set ${sql.join(replaced)}`.execute(trx);
   }
+}
+
+/** Columns holding counts; every other column an ingest writes is text. */
+const COUNT_COLUMNS = new Set(['seen_count', 'source_ip_count', 'called_number_count']);
+
+/** `unnest(…)` of one array per column, in the order of `columns`, each cast to its column's type. */
+function unnest(columns: readonly string[], rows: readonly object[]) {
+  const arrays = columns.map((column) => {
+    const values = rows.map((row) => (row as Values)[column] ?? null);
+    return COUNT_COLUMNS.has(column) ? sql`cast(${values} as bigint[])` : sql`cast(${values} as text[])`;
+  });
+  return sql`unnest(${sql.join(arrays)})`;
 }
 
 /** One statement compiled for a single row, and which column each of its parameters takes. */
@@ -239,7 +253,7 @@ export class SqliteRowIngestWrites implements IngestWrites {
   }
 
   async addMembers(_trx: Transaction<Schema>, table: SetTable, rows: Array<[string, string, string]>): Promise<boolean[]> {
-    const { statement } = this.rowStatement(table, SET_COLUMNS[table], (db, r) => statements.addMembers(table)(db, r, false), true);
+    const { statement } = this.rowStatement(table, SET_COLUMNS[table], statements.addMembers(table), true);
     return rows.map((row) => statement.run(row).changes === 1);
   }
 
