@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import SQLiteDatabase from 'better-sqlite3';
@@ -25,6 +25,7 @@ const { values } = parseArgs({ options: { events: { type: 'string', default: '20
 const events = Number(values.events);
 const perCommit = Number(values['per-commit']);
 
+mkdirSync(join(ROOT, 'bench/.data'), { recursive: true });
 const dir = mkdtempSync(join(ROOT, 'bench/.data/ceiling-'));
 try {
   const path = join(dir, 'store.db');
