@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
+import { isPostgresUrl, sqlitePath } from '../src/store/store-files.ts';
 import { generateEvents } from './generate-events.ts';
 import { log, ROOT } from './support.ts';
 
@@ -27,4 +28,15 @@ export async function cachedStore(size: number): Promise<string> {
   for (const suffix of ['-wal', '-shm']) rmSync(`${path}.partial${suffix}`, { force: true });
   renameSync(`${path}.partial`, path);
   return `sqlite:${path}`;
+}
+
+/**
+ * The store a lookup tool measures: the one named, which must exist (opening a missing SQLite
+ * file would make an empty store there, which a later run would take for a built one), or the
+ * cached 10,000-event store.
+ */
+export async function measuredStore(database: string | undefined): Promise<string> {
+  if (database === undefined) return cachedStore(10_000);
+  if (!isPostgresUrl(database) && !existsSync(sqlitePath(database))) throw new Error(`${database}: no such store (leave out --database for the generated one)`);
+  return database;
 }

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { cachedStore } from './cached-stores.ts';
+import { measuredStore } from './cached-stores.ts';
 import { notFoundLoad, pathsLoad } from './loads.ts';
 import { cpuMicros, knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
@@ -23,7 +23,7 @@ const { values } = parseArgs({
   },
 });
 requireWrk();
-const database = values.database ?? (await cachedStore(10_000));
+const database = await measuredStore(values.database);
 const client = await prepareStore(database);
 const numbers = await knownNumbers(database);
 if (values.load === 'found' && numbers.length === 0) throw new Error(`${database} holds no numbers to find: give a store with events, or no --database for the generated one`);

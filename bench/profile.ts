@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cachedStore } from './cached-stores.ts';
+import { measuredStore } from './cached-stores.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
 import { knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
@@ -34,7 +34,7 @@ const load = values.load as Load;
 if (!loads.includes(load)) throw new Error(`--load must be one of ${loads.join(', ')}`);
 
 requireWrk();
-const database = values.database ?? (await cachedStore(10_000));
+const database = await measuredStore(values.database);
 const client = await prepareStore(database);
 const numbers = await knownNumbers(database);
 if (load === 'lookup' && numbers.length === 0) throw new Error(`${database} holds no numbers to find: give a store with events, or no --database for the generated one`);
