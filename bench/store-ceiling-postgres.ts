@@ -99,28 +99,18 @@ try {
     const addresses = deltas((r) => r.source_ip);
     await addHashes(on, [numbers.map(() => accountId), numbers.map(([key]) => createHash('sha256').update(key).digest('hex')), numbers.map(([key]) => key)]);
     const node = '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}';
-    await upsertNumbers(on, [
-      numbers.map(() => accountId),
-      numbers.map(([key]) => key),
-      numbers.map(([, d]) => d.count),
-      numbers.map(([, d]) => d.last),
-      numbers.map(([, d]) => d.last),
-      numbers.map(([key]) => freshSources.get(key) ?? 0),
-      numbers.map(() => '{"INVITE":1}'),
-      numbers.map(([key]) => `{"${key}":1}`),
-      numbers.map(() => node),
-    ]);
-    await upsertAddresses(on, [
-      addresses.map(() => accountId),
-      addresses.map(([key]) => key),
-      addresses.map(([, d]) => d.count),
-      addresses.map(([, d]) => d.last),
-      addresses.map(([, d]) => d.last),
-      addresses.map(([key]) => freshNumbers.get(key) ?? 0),
-      addresses.map(() => '{"friendly-scanner":1}'),
-      addresses.map(() => '{"UDP":1}'),
-      addresses.map(() => node),
-    ]);
+    /** An upsert's arrays: scope, key, count, first and last seen, fresh members, three named counts. */
+    const upserted = (keyed: typeof numbers, fresh: Map<string, number>, counts: Array<(key: string) => string>) => [
+      keyed.map(() => accountId),
+      keyed.map(([key]) => key),
+      keyed.map(([, d]) => d.count),
+      keyed.map(([, d]) => d.last),
+      keyed.map(([, d]) => d.last),
+      keyed.map(([key]) => fresh.get(key) ?? 0),
+      ...counts.map((named) => keyed.map(([key]) => named(key))),
+    ];
+    await upsertNumbers(on, upserted(numbers, freshSources, [() => '{"INVITE":1}', (key) => `{"${key}":1}`, () => node]));
+    await upsertAddresses(on, upserted(addresses, freshNumbers, [() => '{"friendly-scanner":1}', () => '{"UDP":1}', () => node]));
   };
 
   const run = async (label: string, table: string, options: { ids?: boolean; aggregates?: boolean } = {}) => {
