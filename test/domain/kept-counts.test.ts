@@ -56,7 +56,8 @@ describe('kept counts (space-saving, at most KEPT_NAMES names)', () => {
   });
 
   it('reads escaped names right after V8 has seen a look-alike key, as JSON.parse does not (nodejs/node#63785)', () => {
-    // Teaches V8's key cache a `\\` key: a plain JSON.parse then reads the `"` below as `\\`.
+    // Teaches V8's key cache a key of one backslash: a plain JSON.parse then reads the quote
+    // key below as a backslash.
     JSON.parse('{"h":[],"\\\\":0}');
     expect([...countsOf('{"h":1,"\\"":2}')]).toEqual([['h', 1], ['"', 2]]);
     JSON.parse('{"\\\\":0,"a":1}');
