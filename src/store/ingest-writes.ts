@@ -11,14 +11,6 @@ import type { Schema } from './schema.ts';
  */
 export const FOLD_BARRIER_LOCK = 727_051;
 
-/** A row of `event_ids`: who stored which uuid, with what content. */
-export interface EventIdRow {
-  account_id: string;
-  event_uuid: string;
-  content_hash: string;
-  event_time: string;
-}
-
 /** A row of `events`, as inserted. */
 export type EventRow = Omit<Schema['events'], 'id'>;
 
@@ -145,17 +137,13 @@ export class ArrayIngestWrites implements IngestWrites {
   async storeNew(trx: Transaction<Schema>, rows: EventRow[]): Promise<boolean[]> {
     if (rows.length === 0) return [];
     const claimed = await sql<{ account_id: string; event_uuid: string }>`
-      insert into event_ids (account_id, event_uuid, content_hash, event_time)
-      select * from ${unnest(['account_id', 'event_uuid', 'content_hash', 'event_time'], rows)}
+      ${insertArrays('event_ids', ['account_id', 'event_uuid', 'content_hash', 'event_time'], rows)}
       on conflict (account_id, event_uuid) do nothing
       returning account_id, event_uuid`.execute(trx);
     const inserted = new Set(claimed.rows.map((row) => identity(row.account_id, row.event_uuid)));
     const isNew = rows.map((row) => inserted.has(identity(row.account_id, row.event_uuid)));
     const fresh = rows.filter((_, i) => isNew[i]);
-    if (fresh.length > 0) {
-      const columns = Object.keys(fresh[0]!);
-      await sql`insert into events (${sql.join(columns.map((c) => sql.ref(c)))}) select * from ${unnest(columns, fresh)}`.execute(trx);
-    }
+    if (fresh.length > 0) await insertArrays('events', Object.keys(fresh[0]!), fresh).execute(trx);
     return isNew;
   }
 
@@ -167,10 +155,9 @@ export class ArrayIngestWrites implements IngestWrites {
     if (rows.length === 0) return [];
     const columns = SET_COLUMNS[table];
     const returned = await sql<Values>`
-      insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
-      select * from ${unnest(columns, rows.map((row) => tripleValues(columns, row)))}
+      ${insertArrays(table, columns, rows.map((row) => tripleValues(columns, row)))}
       on conflict do nothing
-      returning ${sql.join(columns.map((c) => sql.ref(c)))}`.execute(trx);
+      returning ${columnList(columns)}`.execute(trx);
     const inserted = new Set(returned.rows.map((row) => identity(...columns.map((c) => row[c]))));
     return rows.map((row) => inserted.has(identity(...row)));
   }
@@ -192,12 +179,13 @@ export class ArrayIngestWrites implements IngestWrites {
   /** Whole rows, replacing those kept; the fold names each (scope, key) once per call. */
   async writeAggregates(trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void> {
     if (rows.length === 0) return;
-    const { key, distinct, counts } = AGGREGATE_COLUMNS[table];
-    const columns = ['scope', key, 'seen_count', 'first_seen', 'last_seen', distinct, ...counts];
-    const replaced = columns.slice(2).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`);
+    const { key } = AGGREGATE_COLUMNS[table];
+    const values = rows.map((row) => aggregateValues(table, row));
+    const columns = Object.keys(values[0]!);
+    // Everything but the (scope, key) it is keyed by.
+    const replaced = columns.filter((c) => c !== 'scope' && c !== key).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`);
     await sql`
-      insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
-      select * from ${unnest(columns, rows.map((row) => aggregateValues(table, row)))}
+      ${insertArrays(table, columns, values)}
       on conflict (scope, ${sql.ref(key)}) do update set ${sql.join(replaced)}`.execute(trx);
   }
 }
@@ -205,13 +193,20 @@ export class ArrayIngestWrites implements IngestWrites {
 /** Columns holding counts; every other column an ingest writes is text. */
 const COUNT_COLUMNS = new Set(['seen_count', 'source_ip_count', 'called_number_count']);
 
-/** `unnest(…)` of one array per column, in the order of `columns`, each cast to its column's type. */
-function unnest(columns: readonly string[], rows: readonly object[]) {
+/**
+ * `insert into table (columns) select * from unnest(…)`: the rows as one array per column, in
+ * the order of `columns`, each cast to its column's type.
+ */
+function insertArrays(table: string, columns: readonly string[], rows: readonly object[]) {
   const arrays = columns.map((column) => {
     const values = rows.map((row) => (row as Values)[column] ?? null);
     return COUNT_COLUMNS.has(column) ? sql`cast(${values} as bigint[])` : sql`cast(${values} as text[])`;
   });
-  return sql`unnest(${sql.join(arrays)})`;
+  return sql`insert into ${sql.table(table)} (${columnList(columns)}) select * from unnest(${sql.join(arrays)})`;
+}
+
+function columnList(columns: readonly string[]) {
+  return sql.join(columns.map((c) => sql.ref(c)));
 }
 
 /** One statement compiled for a single row, and which column each of its parameters takes. */
