@@ -13,6 +13,7 @@ import { openDatabase, type Database } from '../../src/store/database.ts';
 import { keyFilePath, storeFilePath } from '../../src/store/store-files.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type TestAccount } from '../support/harness.ts';
 import { freshDatabase, TEST_STORE } from '../support/test-database.ts';
+import { eventually } from '../support/eventually.ts';
 
 const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
 
@@ -83,12 +84,15 @@ describe('tollwatch backup (docs/operations.md, Backups)', () => {
         }
       };
       const posters = Array.from({ length: 8 }, (_, loop) => poster(loop, loop % 2 === 0 ? fleet : own));
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Intake is sustained once a good number of events are acknowledged, however long that takes.
+      await eventually('150 events acknowledged before the backup', () => sent.filter((s) => s.ackedAt !== undefined).length, (n) => n > 150);
 
       const began = performance.now();
       const run = await tollwatch(h.config.databaseUrl, '--json', 'backup', copy);
       const ended = performance.now();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // And intake goes on after it: a few more acknowledged before the posters stop.
+      const ackedByEnd = sent.filter((s) => s.ackedAt !== undefined).length;
+      await eventually('intake to go on after the backup', () => sent.filter((s) => s.ackedAt !== undefined).length, (n) => n > ackedByEnd + 20);
       posting = false;
       await Promise.all(posters);
 

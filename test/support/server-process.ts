@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { SERVER_NODE_FLAGS } from '../../src/node-flags.ts';
+import { eventually } from './eventually.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -35,15 +36,12 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const reap = () => child.kill('SIGKILL');
   process.once('exit', reap);
   child.once('exit', () => process.removeListener('exit', reap));
-  for (let i = 0; i < 300; i++) {
+  // Ready, or a failure that says so: a server still starting after the deadline is not handed
+  // to the test as if it were up.
+  await eventually(`the server on port ${port} to be ready`, async () => {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return fetch(`${url}/readyz`).then((res) => res.status, (err: Error) => err.message);
+  }, (status) => status === 200, { timeoutMs: 90_000, everyMs: 100 });
   return {
     url,
     child,
