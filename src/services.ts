@@ -138,6 +138,8 @@ export interface ServiceOptions {
   plansTtlMs?: number;
   /** Alert timings (ALERT_DEFAULTS); tests shorten them. */
   alerts?: Partial<AlertSettings>;
+  /** Access-token lifetime in seconds instead of TOLLWATCH_TOKEN_TTL; tests go below its 60-second floor to see renewals. */
+  tokenTtlSeconds?: number;
 }
 
 /** How alerts are gathered, de-duplicated and delivered. */
@@ -225,7 +227,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
-    ttlSeconds: config.tokenTtlSeconds,
+    ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds,
   });
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
   const lookupsRepo = new SqlLookupsRepository((replica ?? database).db, (replica ?? database).statements);

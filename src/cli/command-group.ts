@@ -29,8 +29,17 @@ export type RunRemote = <A extends unknown[]>(
   action: (c: RemoteContext, ...args: A) => Promise<CommandOutput>,
 ) => (...args: A) => Promise<void>;
 
+/** What a command that needs neither a store nor a server works with: the environment it was run in. */
+export interface LocalContext {
+  env: Record<string, string | undefined>;
+}
+
+/** Turns the work of a command that needs neither a store nor a server (it writes text) into a commander action. */
+export type RunLocal = <A extends unknown[]>(action: (c: LocalContext, ...args: A) => Promise<CommandOutput>) => (...args: A) => Promise<void>;
+
 /**
  * Adds one group of commands to the program: operator commands use `run`, user commands
- * `runRemote`; `stderr` takes what a long command reports while it runs (its progress line).
+ * `runRemote`, commands that only print what they are given `runLocal`; `stderr` takes what a
+ * long command reports while it runs (its progress line).
  */
-export type CommandGroup = (program: Command, run: Run, runRemote: RunRemote, stderr: NodeJS.WritableStream) => void;
+export type CommandGroup = (program: Command, run: Run, runRemote: RunRemote, stderr: NodeJS.WritableStream, runLocal: RunLocal) => void;

@@ -7,10 +7,11 @@ import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } fro
 import { auditCommand } from './audit-command.ts';
 import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
-import type { CommandGroup, CommandOutput, Run, RunRemote } from './command-group.ts';
+import type { CommandGroup, CommandOutput, Run, RunLocal, RunRemote } from './command-group.ts';
 import { importCommand } from './import-command.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
 import { integrationsCommands } from './integrations-commands.ts';
+import { kamailioConfigCommand } from './kamailio-config-command.ts';
 import { keysCommands } from './keys-commands.ts';
 import { lookupCommands } from './lookup-commands.ts';
 import { openapiCommand } from './openapi-command.ts';
@@ -25,6 +26,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   lookupCommands,
   submitCommand,
   shipCommand,
+  kamailioConfigCommand,
   accountsCommands,
   clientsCommands,
   usersCommands,
@@ -78,12 +80,18 @@ export async function runCli(argv: string[], io: CliIo = { out: process.stdout, 
       output = await action({ client: (retry) => apiClientFromEnvironment(env, retry), stdin: io.in ?? process.stdin, stderr: io.err }, ...args);
     };
 
+  const runLocal: RunLocal =
+    (action) =>
+    async (...args) => {
+      output = await action({ env: { ...env } }, ...args);
+    };
+
   const program = new Command('tollwatch')
     .description('Look up numbers and addresses, and submit events, through a Tollwatch server; operate one: accounts, plans, API clients and node ingest URLs')
     .option('--json', 'print one JSON object on standard output and nothing else')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) });
-  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote, io.err);
+  for (const addGroup of COMMAND_GROUPS) addGroup(program, run, runRemote, io.err, runLocal);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

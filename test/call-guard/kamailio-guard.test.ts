@@ -1,0 +1,288 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { renderGuardConfig, GUARD_DEFAULTS, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
+import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';
+import { callPathMissing, freeUdpPort, placeCalls, scratchDir, startKamailio, startLink, startPbx, type Decision, type Kamailio, type Pbx, type TollwatchLink } from '../support/call-path.ts';
+import { eventually, sleep } from '../support/eventually.ts';
+import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { completedCallScenario, refusedCallScenario } from '../support/sipp-scenarios.ts';
+
+/**
+ * The Kamailio guard (integrations/kamailio/, docs/call-guard.md) with the real programs: Tollwatch
+ * in this process, Kamailio with the guard as `tollwatch kamailio-config` renders it, SIPp as the
+ * PBX behind it and as the callers in front, and a proxy between Kamailio and Tollwatch that
+ * stalls or refuses. Skipped where Kamailio or SIPp is not installed, unless
+ * TOLLWATCH_REQUIRE_CALL_PATH=1 (as in CI), where that fails.
+ */
+const missing = callPathMissing();
+const required = process.env.TOLLWATCH_REQUIRE_CALL_PATH === '1';
+
+const KNOWN = '+46812118532';
+const BELOW = '+442070000001';
+const UNKNOWN = '+15550100999';
+const THRESHOLD = 50;
+const REFUSED_REASON = `SIP;cause=403;text="Tollwatch: score [0-9]+, `;
+// tm ends a budget within one of its 62.5 ms ticks after it (docs/call-guard.md); the rest is
+// room for a loaded machine, still far below the 1 s at which http_client itself gives up.
+const BUDGET_BOUND_MS = GUARD_DEFAULTS.budgetMs + 62.5 + 250;
+
+if (required && missing) {
+  it('has Kamailio and SIPp to test the call guard with', () => expect(missing).toBeUndefined());
+}
+
+/** Submits events that give `number` a score of about 66 (8 sources, 3 nodes, 8 INVITEs), or 18. */
+async function makeKnown(fleet: TestAccount, number: string, strength: 'high' | 'low', sourceIp?: string) {
+  const nodes = ['732e7f50-637d-4fde-81e0-5c32f1bb5a92', '832e7f50-637d-4fde-81e0-5c32f1bb5a92', '932e7f50-637d-4fde-81e0-5c32f1bb5a92'];
+  const count = strength === 'high' ? 8 : 1;
+  // A fresh token: the tokens' tests make them short-lived.
+  const authorization = `Bearer ${await fleet.token()}`;
+  for (let i = 0; i < count; i++) {
+    const event = sampleEvent({
+      called_number: number,
+      source_ip: sourceIp ?? `203.0.113.${i + 1}`,
+      created_by_node_id: nodes[i % 3],
+      sip_method: strength === 'high' ? 'INVITE' : 'OPTIONS',
+    });
+    expect((await postEvent(fleet, event, { authorization })).status).toBe(201);
+  }
+}
+
+function tally(decisions: Decision[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const d of decisions) counts[d.decision] = (counts[d.decision] ?? 0) + 1;
+  return counts;
+}
+
+describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
+  let h: Harness;
+  let fleet: TestAccount;
+  let guardClient: TestAccount;
+  let link: TollwatchLink;
+  const dir = scratchDir('call-guard');
+  const running: Array<{ stop(): Promise<unknown> }> = [];
+
+  const settings = (overrides: Partial<GuardSettings> = {}): GuardSettings => ({
+    ...GUARD_DEFAULTS,
+    url: link.url,
+    clientId: guardClient.clientId,
+    clientSecret: guardClient.clientSecret,
+    threshold: THRESHOLD,
+    ...overrides,
+  });
+
+  /** A PBX and a Kamailio with the guard rendered from `overrides`, stopped after the file. */
+  async function callPath(overrides: Partial<GuardSettings> = {}): Promise<{ kamailio: Kamailio; pbx: Pbx }> {
+    const pbx = await startPbx(dir.path, await freeUdpPort());
+    const kamailio = await startKamailio(dir.path, { port: await freeUdpPort(), pbxPort: pbx.port, guard: renderGuardConfig(settings(overrides)) });
+    running.push(kamailio, pbx);
+    return { kamailio, pbx };
+  }
+
+  const completed = (kamailio: Kamailio, number: string, calls: number, rate = 50) =>
+    placeCalls(dir.path, { scenario: completedCallScenario(), number, calls, rate, proxyPort: kamailio.port });
+  const refused = (kamailio: Kamailio, number: string, calls: number, rate = 50, code = 403, reason = REFUSED_REASON) =>
+    placeCalls(dir.path, { scenario: refusedCallScenario(code, reason), number, calls, rate, proxyPort: kamailio.port });
+
+  beforeAll(async () => {
+    h = await startHarness({}, { metrics: new PrometheusMetrics() });
+    const plan = await saveUnlimitedPlan(h);
+    fleet = await h.account({ plan, trusted: true });
+    guardClient = await h.account({ plan, permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    await makeKnown(fleet, '0046812118532', 'high');
+    await makeKnown(fleet, BELOW, 'low');
+    await h.settled();
+    link = await startLink(h.url);
+  });
+  // Each test's programs stop with it: an idle guard still polls its queue.
+  afterEach(async () => {
+    for (const process of running.splice(0).reverse()) await process.stop();
+  });
+  afterAll(async () => {
+    await link?.close();
+    await h?.close();
+    dir.remove();
+  });
+
+  it('refuses calls to a number above the threshold with 403 and a Reason; the rest reach the PBX and complete', async () => {
+    const { kamailio, pbx } = await callPath();
+    const refusals = await refused(kamailio, '0046812118532', 150);
+    const unknown = await completed(kamailio, UNKNOWN, 75);
+    const below = await completed(kamailio, BELOW, 75);
+    expect(refusals).toMatchObject({ successful: 150, failed: 0 });
+    expect(unknown).toMatchObject({ successful: 75, failed: 0 });
+    expect(below).toMatchObject({ successful: 75, failed: 0 });
+    const counts = await pbx.stop();
+    expect(counts).toEqual({ successful: 150, failed: 0 });
+    const decisions = kamailio.decisions();
+    expect(tally(decisions)).toEqual({ refused: 150, passed: 150 });
+    expect(decisions.filter((d) => d.decision === 'refused').every((d) => d.score >= THRESHOLD && d.number === '0046812118532')).toBe(true);
+    expect(decisions.filter((d) => d.number === BELOW.replace('+', '%2b')).every((d) => d.score > 0 && d.score < THRESHOLD)).toBe(true);
+    expect(decisions.filter((d) => d.number === UNKNOWN.replace('+', '%2b')).every((d) => d.score === -1)).toBe(true);
+  });
+
+  it('asks well-formed questions for any Request-URI user, and decides hostile ones as Tollwatch reads them', async () => {
+    const { kamailio } = await callPath();
+    // Written otherwise, the known number is still the known number…
+    for (const user of ['+46812118532;npdi', '%2B46812118532', '0046%20812%20118%20532', '00-46-812-118-532', '01146812118532']) {
+      expect(await refused(kamailio, user, 2, 10), user).toMatchObject({ successful: 2, failed: 0 });
+    }
+    // …and text that is no number, or one escaping the path, is asked about or decided here,
+    // never answered 5xx and never mistaken for the known number.
+    const hostile = ['%25', 'a/b', 'a?b', '%23123', '1;2', '1%20234', 'x'.repeat(300), 'alice', '..%2F..%2Foauth%2Ftoken', '%2e%2e', '%00x', '46812118532%3F', '+46812118532%2F..'];
+    for (const user of hostile) {
+      expect(await completed(kamailio, user, 1, 10), user).toMatchObject({ successful: 1, failed: 0 });
+    }
+    const decisions = kamailio.decisions();
+    expect(JSON.stringify(decisions.filter((d) => d.decision === 'failed-open')), 'no question went unanswered').toBe('[]');
+    expect(tally(decisions)).toEqual({ refused: 10, passed: hostile.length });
+    expect(link.requests.filter((r) => r.startsWith('GET /api/phone-numbers/')).every((r) => /^GET \/api\/phone-numbers\/[A-Za-z0-9%._~-]+$/.test(r))).toBe(true);
+  });
+
+  it('fails open within its budget when Tollwatch hangs or is down, and decides again when it returns, without a restart', async () => {
+    const { kamailio, pbx } = await callPath();
+    expect(await refused(kamailio, KNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    await link.set('stall');
+    const stalled = await completed(kamailio, KNOWN, 20, 20);
+    await link.set('down');
+    const down = await completed(kamailio, KNOWN, 20, 20);
+    await link.set('pass');
+    const back = await refused(kamailio, KNOWN, 5, 10);
+    expect(stalled).toMatchObject({ successful: 20, failed: 0 });
+    expect(down).toMatchObject({ successful: 20, failed: 0 });
+    expect(back).toMatchObject({ successful: 5, failed: 0 });
+    expect(Math.max(...stalled.responseMs), `slowest of ${stalled.responseMs.join(', ')} ms`).toBeLessThanOrEqual(BUDGET_BOUND_MS);
+    expect(Math.max(...down.responseMs)).toBeLessThanOrEqual(BUDGET_BOUND_MS);
+    expect(await pbx.stop()).toEqual({ successful: 40, failed: 0 });
+    const failed = kamailio.decisions().filter((d) => d.decision === 'failed-open');
+    expect(failed).toHaveLength(40);
+    expect(failed.slice(0, 20).every((d) => d.outcome === `no answer within ${GUARD_DEFAULTS.budgetMs} ms`)).toBe(true);
+    expect(failed.slice(20).every((d) => /^(unreachable|no answer within)/.test(d.outcome))).toBe(true);
+  });
+
+  it('fails closed when so configured: the configured 5xx with a Reason, and decides again once Tollwatch returns', async () => {
+    const { kamailio, pbx } = await callPath({ failClosed: true, failCode: 503, refuseCode: 603 });
+    await link.set('stall');
+    const closed = await refused(kamailio, UNKNOWN, 10, 10, 503, 'SIP;cause=503;text="Tollwatch: no answer"');
+    await link.set('pass');
+    const declined = await refused(kamailio, KNOWN, 5, 10, 603, 'SIP;cause=603;text="Tollwatch: score [0-9]+, ');
+    const through = await completed(kamailio, UNKNOWN, 5, 10);
+    expect(closed).toMatchObject({ successful: 10, failed: 0 });
+    expect(Math.max(...closed.responseMs)).toBeLessThanOrEqual(BUDGET_BOUND_MS);
+    expect(declined).toMatchObject({ successful: 5, failed: 0 });
+    expect(through).toMatchObject({ successful: 5, failed: 0 });
+    expect(await pbx.stop()).toEqual({ successful: 5, failed: 0 });
+    expect(tally(kamailio.decisions())).toEqual({ 'failed-closed': 10, refused: 5, passed: 5 });
+  });
+
+  it('follows its fail mode when Tollwatch answers 429, and counts each lookup it asks', async () => {
+    await h.services.plans.save({ name: 'two-lookups', maySubmit: false, lookups: { limit: 2, windowSeconds: 3600 }, submissions: { limit: 1, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1, windowSeconds: 3600 } });
+    const limited = await h.account({ plan: 'two-lookups', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio } = await callPath({ clientId: limited.clientId, clientSecret: limited.clientSecret, checkSource: false });
+    const run = await completed(kamailio, UNKNOWN, 5, 5);
+    expect(run).toMatchObject({ successful: 5, failed: 0 });
+    expect(kamailio.decisions().map((d) => d.decision)).toEqual(['passed', 'passed', 'failed-open', 'failed-open', 'failed-open']);
+    expect(kamailio.decisions().slice(2).every((d) => d.outcome === 'answered 429')).toBe(true);
+  });
+
+  it('refuses a call whose source address is known, and checks only the number when told to', async () => {
+    const { kamailio } = await callPath();
+    const numberOnly = await callPath({ checkSource: false });
+    const source = '127.0.0.1';
+    for (let i = 0; i < 6; i++) await makeKnown(fleet, `+3314455${String(i).padStart(4, '0')}`, 'high', source);
+    await h.settled();
+    expect(await refused(kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    expect(kamailio.decisions().every((d) => d.decision === 'refused' && d.score >= THRESHOLD)).toBe(true);
+    expect(await completed(numberOnly.kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    // Later tests place their calls from the same address: it stays known, so they run number-only.
+  });
+});
+
+describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirror', () => {
+  let h: Harness;
+  let fleet: TestAccount;
+  let link: TollwatchLink;
+  const dir = scratchDir('call-guard-tokens');
+  const running: Array<{ stop(): Promise<unknown> }> = [];
+  const TOKEN_SECONDS = 4;
+
+  beforeAll(async () => {
+    h = await startHarness({}, { metrics: new PrometheusMetrics(), tokenTtlSeconds: TOKEN_SECONDS });
+    fleet = await h.account({ plan: await saveUnlimitedPlan(h), trusted: true });
+    await makeKnown(fleet, '0046812118532', 'high');
+    await h.settled();
+    link = await startLink(h.url);
+  });
+  // Each test's programs stop with it: an idle guard still polls its queue.
+  afterEach(async () => {
+    for (const process of running.splice(0).reverse()) await process.stop();
+  });
+  afterAll(async () => {
+    await link?.close();
+    await h?.close();
+    dir.remove();
+  });
+
+  async function callPath(guard: TestAccount, overrides: Partial<GuardSettings> = {}) {
+    const pbx = await startPbx(dir.path, await freeUdpPort());
+    const config = renderGuardConfig({ ...GUARD_DEFAULTS, url: link.url, clientId: guard.clientId, clientSecret: guard.clientSecret, threshold: THRESHOLD, ...overrides });
+    const kamailio = await startKamailio(dir.path, { port: await freeUdpPort(), pbxPort: pbx.port, guard: config });
+    running.push(kamailio, pbx);
+    return { kamailio, pbx };
+  }
+
+  it('renews its token before it expires, decides right across renewals, and fails open once its client is deleted', async () => {
+    const guard = await h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio } = await callPath(guard);
+    const tokenRequests = () => link.requests.filter((r) => r === 'POST /oauth/token').length;
+    // Three lifetimes of calls, one refused and one let through every 200 ms.
+    const rounds = Math.ceil((3 * TOKEN_SECONDS * 1000) / 200);
+    for (let i = 0; i < rounds; i++) {
+      const [refusedRun, passedRun] = await Promise.all([
+        placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: KNOWN, calls: 1, rate: 10, proxyPort: kamailio.port }),
+        placeCalls(dir.path, { scenario: completedCallScenario(), number: UNKNOWN, calls: 1, rate: 10, proxyPort: kamailio.port }),
+      ]);
+      expect([refusedRun.successful, passedRun.successful], `round ${i}`).toEqual([1, 1]);
+      await sleep(200);
+    }
+    expect(tokenRequests()).toBeGreaterThanOrEqual(3);
+    // Renewed ahead of expiry, never by a refusal: no lookup was answered 401.
+    expect(kamailio.decisions().every((d) => d.outcome === '')).toBe(true);
+
+    await h.services.accounts.deleteClient(guard.clientId);
+    // The token it holds is refused at once (docs/api.md §2); so is its secret at renewal.
+    const after = await placeCalls(dir.path, { scenario: completedCallScenario(), number: KNOWN, calls: 3, rate: 10, proxyPort: kamailio.port });
+    expect(after).toMatchObject({ successful: 3, failed: 0 });
+    const last = kamailio.decisions().slice(-3);
+    expect(last.map((d) => d.decision)).toEqual(['failed-open', 'failed-open', 'failed-open']);
+    expect(last.every((d) => d.outcome === 'no access token')).toBe(true);
+    expect(kamailio.lines.some((line) => /tollwatch: no access token \(token endpoint answered 401\)/.test(line))).toBe(true);
+    // Backing off: not a token request per call.
+    expect(tokenRequests()).toBeLessThan(rounds);
+  });
+
+  it('mirror mode: decides from the mirror with no lookups, and refuses a number that becomes known within one refresh', async () => {
+    const guard = await h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const interval = 5;
+    const { kamailio, pbx } = await callPath(guard, { mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: interval });
+    await eventually('the mirror to load both feeds', () => kamailio.lines.filter((l) => / i entries /.test(l)).length, (n) => n >= 1, { timeoutMs: 3 * interval * 1000 });
+    const lookups = async () => {
+      const text = await (await fetch(`${h.url}/metrics`)).text();
+      return [...text.matchAll(/^tollwatch_lookups_total\{[^}]*mode="single"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
+    const before = await lookups();
+    expect(await placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: '0046812118532', calls: 100, rate: 50, proxyPort: kamailio.port })).toMatchObject({ successful: 100, failed: 0 });
+    expect(await placeCalls(dir.path, { scenario: completedCallScenario(), number: UNKNOWN, calls: 100, rate: 50, proxyPort: kamailio.port })).toMatchObject({ successful: 100, failed: 0 });
+    expect(await lookups()).toBe(before);
+    expect(tally(kamailio.decisions())).toEqual({ refused: 100, passed: 100 });
+    expect(kamailio.decisions().every((d) => d.via === 'mirror')).toBe(true);
+
+    const fresh = '+33144556677';
+    await makeKnown(fleet, fresh, 'high');
+    await h.settled();
+    const known = performance.now();
+    // A call a second until one is refused: the mirror's next refresh takes the number in.
+    await eventually(`a call to ${fresh} refused`, () => placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: fresh, calls: 1, rate: 1, proxyPort: kamailio.port }), (run) => run.successful === 1, { timeoutMs: 4 * interval * 1000, everyMs: 500 });
+    expect(performance.now() - known).toBeLessThan(interval * 1000 + 2000);
+    expect(await lookups()).toBe(before);
+    await pbx.stop();
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * SIPp scenarios for the call path (test/call-guard/, bench/call-path.ts), written out by the
+ * caller. SIPp's built-in scenarios ignore Record-Route, so the ACK and BYE of a call through a
+ * proxy that records its route would miss the proxy: these follow the route set. Every one
+ * times INVITE to final response (`start_rtd` / `rtd`), which `-trace_rtt` writes per call.
+ */
+
+const INVITE = `
+  <send retrans="500" start_rtd="1">
+    <![CDATA[
+      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>
+      Call-ID: [call_id]
+      CSeq: 1 INVITE
+      Contact: sip:sipp@[local_ip]:[local_port]
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <recv response="100" optional="true"/>`;
+
+const inDialog = (method: string, cseq: number) => `
+  <send${method === 'BYE' ? ' retrans="500"' : ''}>
+    <![CDATA[
+      ${method} [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
+      [routes]
+      Call-ID: [call_id]
+      CSeq: ${cseq} ${method}
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]>
+  </send>`;
+
+/** A call that completes: INVITE, 200, ACK, BYE, 200, with the route the proxy recorded. */
+export function completedCallScenario(): string {
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="call">${INVITE}
+  <recv response="180" optional="true"/>
+  <recv response="200" rtd="1" rrs="true"/>${inDialog('ACK', 1)}${inDialog('BYE', 2)}
+  <recv response="200" crlf="true"/>
+</scenario>
+`;
+}
+
+/**
+ * A call refused with `code`, whose Reason header must match `reason` (a POSIX extended regular
+ * expression over the header's value): anything else fails the call in SIPp's count.
+ */
+export function refusedCallScenario(code: number, reason: string): string {
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="refused">${INVITE}
+  <recv response="${code}" rtd="1">
+    <action>
+      <ereg regexp="${escapeXml(reason)}" search_in="hdr" header="Reason:" check_it="true" assign_to="reason"/>
+    </action>
+  </recv>
+  <send>
+    <![CDATA[
+      ACK sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      [last_Via:]
+      From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+      [last_To:]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]>
+  </send>
+  <Reference variables="reason"/>
+</scenario>
+`;
+}
+
+/** The PBX behind the proxy: rings, answers, takes the ACK and the BYE; echoes Record-Route. */
+export function answeringScenario(): string {
+  const reply = (status: string, tag: boolean) => `
+  <send${status.startsWith('200') && tag ? ' retrans="500"' : ''}>
+    <![CDATA[
+      SIP/2.0 ${status}
+      [last_Via:]
+      [last_From:]
+      [last_To:]${tag ? ';tag=[pid]SIPpTag01[call_number]' : ''}
+      [last_Call-ID:]
+      [last_CSeq:]${tag ? '\n      [last_Record-Route:]\n      Contact: <sip:[local_ip]:[local_port];transport=[transport]>' : ''}
+      Content-Length: 0
+
+    ]]>
+  </send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="pbx">
+  <recv request="INVITE" crlf="true"/>${reply('180 Ringing', true)}${reply('200 OK', true)}
+  <recv request="ACK" crlf="true"/>
+  <recv request="BYE"/>${reply('200 OK', false)}
+</scenario>
+`;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
