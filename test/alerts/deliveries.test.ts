@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { FAST_ALERTS, startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
+import { eventually } from '../support/eventually.ts';
 
 /** Alerts delivered to webhooks and Slack (docs/api.md §12), on a real store, to a real local receiver. */
 describe('alert deliveries (docs/api.md §12)', () => {
@@ -113,11 +114,8 @@ describe('alert deliveries (docs/api.md §12)', () => {
     expect(deliveries[0]!.headers['webhook-id']).toBe(deliveries[1]!.headers['webhook-id']);
     const body = JSON.parse(deliveries[1]!.body) as { type: string; data: Record<string, unknown> };
     expect(body).toMatchObject({ type: 'number.first_seen', data: { phone_number: '+15550001111' } });
-    let log: { attempts: Array<Record<string, unknown>> } = { attempts: [] };
-    for (let i = 0; i < 40 && log.attempts.length < 2; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      log = (await (await owner.api(`/api/integrations/${id}/deliveries`)).json()) as typeof log;
-    }
+    type Log = { attempts: Array<Record<string, unknown>> };
+    const log = await eventually('both attempts in the delivery log', async () => (await (await owner.api(`/api/integrations/${id}/deliveries`)).json()) as Log, (seen) => seen.attempts.length >= 2);
     expect(log.attempts.map((a) => [a.attempt, a.status_code, a.outcome])).toEqual([
       [2, 200, 'delivered'],
       [1, 500, 'retrying'],
@@ -135,11 +133,11 @@ describe('alert deliveries (docs/api.md §12)', () => {
     receiver.answer('/down', 503, 503, 503);
     expect((await postEvent(owner, sampleEvent({ called_number: '+15550002222' }))).status).toBe(201);
     await receiver.waitFor(3, '/down');
-    let outcomes: unknown[] = [];
-    for (let i = 0; i < 40 && outcomes[0] !== 'failed'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      outcomes = ((await (await owner.api(`/api/integrations/${id}/deliveries`)).json()) as { attempts: Array<{ outcome: string }> }).attempts.map((a) => a.outcome);
-    }
+    const outcomes = await eventually(
+      'the delivery marked failed',
+      async () => ((await (await owner.api(`/api/integrations/${id}/deliveries`)).json()) as { attempts: Array<{ outcome: string }> }).attempts.map((a) => a.outcome),
+      (seen) => seen[0] === 'failed',
+    );
     expect(outcomes).toEqual(['failed', 'retrying', 'retrying']);
   });
 

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TESTER_PLAN } from '../../src/domain/plans.ts';
 import { startHarness } from '../support/harness.ts';
+import { eventually } from '../support/eventually.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 let database: TestDatabase;
@@ -306,10 +307,10 @@ describe('operator CLI (docs/api.md §10)', () => {
         detail: { kid: rotation.kid, previous_kid: first!.kid, previous_retires_at: rotation.previous.retires_at },
       });
 
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The server reads its keys again every 200 ms here: the next token after that is signed anew.
       const who = await h.account();
-      const token = await who.token();
-      expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid).toBe(rotation.kid);
+      const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid as string;
+      expect(await eventually('a token signed with the new key', async () => kidOf(await who.token()), (kid) => kid === rotation.kid)).toBe(rotation.kid);
       const jwks = (await (await fetch(`${h.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
       expect(jwks.keys.map((k) => k.kid).sort()).toEqual([first!.kid, rotation.kid].sort());
     } finally {

@@ -248,7 +248,7 @@ describe('tollwatch ship: a SentryPeer JSON log through the batch route (docs/cl
     } finally {
       await proxy.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('exits 2 on a log that does not exist (without --follow), or on credentials the server refuses', async () => {
     const { env, folder } = await shipperAccount();

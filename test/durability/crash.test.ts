@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleEvent } from '../support/harness.ts';
 import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
+import { eventually } from '../support/eventually.ts';
 
 /**
  * An acknowledged event survives a crash: the real server, under concurrent intake, is killed
@@ -65,7 +66,8 @@ describe('crash safety', () => {
         }
       };
       const loops = Array.from({ length: 16 }, loop);
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Killed mid-intake once a good number are acknowledged, however long that takes here.
+      await eventually('150 events acknowledged', () => acknowledged.size, (n) => n > 150);
       await server.stop('SIGKILL');
       running = false;
       await Promise.all(loops);

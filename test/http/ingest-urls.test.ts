@@ -12,6 +12,7 @@ import { USE_RESOLUTION_MS } from '../../src/domain/ingest-urls.ts';
 import { createLogger } from '../../src/logger.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const FIXTURE = new URL('../fixtures/sentrypeer-node-webhook-no-oauth.txt', import.meta.url);
 const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
@@ -285,9 +286,12 @@ describe('node ingest URLs (docs/api.md §11)', () => {
     const secret = pathOf(issued.ingest_url).slice('/ingest/'.length);
     await h.services.ingestUrls.revoke(issued.id);
     await ingest(pathOf(issued.ingest_url), sampleEvent());
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const rows = await h.services.database.db.selectFrom('audit_log').selectAll().where('account_id', '=', owner.account.account_id).execute();
-    const about = rows.filter((r) => r.detail?.includes(issued.id));
+    // The refusal is audited without holding the answer.
+    const about = await eventually(
+      'the refusal audited',
+      async () => (await h.services.database.db.selectFrom('audit_log').selectAll().where('account_id', '=', owner.account.account_id).execute()).filter((r) => r.detail?.includes(issued.id)),
+      (rows) => rows.length >= 3,
+    );
     expect(about.map((r) => r.action)).toEqual(['ingest_url.created', 'ingest_url.revoked', 'api.auth_failed']);
     expect(JSON.parse(about[0]!.detail!)).toEqual({ ingest_url_id: issued.id, name: 'audited' });
     expect(JSON.parse(about[2]!.detail!)).toEqual({ reason: 'ingest url revoked', path: '/ingest/{secret}', ingest_url_id: issued.id });
@@ -377,8 +381,8 @@ describe('logs never hold an ingest secret', () => {
     expect((await fetch(`${url}${path}`, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await fetch(`${url}${path}`)).status).toBe(405);
     expect((await fetch(`${url}/Ingest/${secret}`, { method: 'POST' })).status).toBe(404);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const text = lines.join('');
+    // Every answer logged: five requests, five completions.
+    const text = await eventually('five requests logged as completed', () => lines.join(''), (t) => (t.match(/"msg":"request completed"/g) ?? []).length >= 5);
     expect(text).toContain('"url":"/ingest/[redacted]?x=1"');
     expect(text).not.toContain(secret);
   });

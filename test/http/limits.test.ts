@@ -5,6 +5,7 @@ import { privateRedis, redisServerMissing } from '../support/redis.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf, remainingOf } from '../support/rate-limit.ts';
 import { signToken } from '../support/tokens.ts';
+import { eventually } from '../support/eventually.ts';
 
 function expectRateHeaders(res: Response, limit: number, window: number, policy = 'lookups') {
   expect(res.headers.get('ratelimit-policy')).toBe(`"${policy}";q=${limit};w=${window}`);
@@ -135,11 +136,18 @@ function basic(clientId: string, secret: string): string {
   return `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`;
 }
 
-async function auditRows(h: Harness) {
-  // Failure rows are written without holding the answer: give them a moment to land.
-  await new Promise((resolve) => setTimeout(resolve, 100));
+type AuditRow = Awaited<ReturnType<typeof readAudit>>[number];
+
+function readAudit(h: Harness) {
   return h.services.database.db.selectFrom('audit_log').selectAll().orderBy('id').execute();
 }
+
+/** The audit rows once `landed` holds of them: failure rows are written without holding the answer. */
+async function auditRows(h: Harness, landed: (rows: AuditRow[]) => boolean) {
+  return eventually('the audit rows to land', () => readAudit(h), landed);
+}
+
+const counted = (action: string | string[], n: number) => (rows: AuditRow[]) => rows.filter((r) => [action].flat().includes(r.action)).length >= n;
 
 describe('failed authentication is slowed, then refused (docs/api.md §2)', () => {
   let h: Harness;
@@ -187,7 +195,7 @@ describe('failed authentication is slowed, then refused (docs/api.md §2)', () =
       // The address has spent nothing: its first two failures are still answered 401.
       for (let i = 0; i < 2; i++) expect((await fetch(`${quiet.url}/api/events`, { headers: { authorization: 'Bearer x' } })).status).toBe(401);
       expect((await fetch(`${quiet.url}/api/events`, { headers: { authorization: 'Bearer x' } })).status).toBe(429);
-      expect((await auditRows(quiet)).filter((r) => r.action === 'api.auth_failed')).toHaveLength(2);
+      expect((await auditRows(quiet, counted('api.auth_failed', 2))).filter((r) => r.action === 'api.auth_failed')).toHaveLength(2);
     } finally {
       await quiet.close();
     }
@@ -273,7 +281,7 @@ describe('per-client throttling', () => {
       // One counter per client id, whichever endpoint the failures came through.
       expect((await badTokenRequest(h, who.clientId)).status).toBe(429);
       expect((await lookup(basic(who.clientId, who.clientSecret))).status).toBe(404);
-      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed');
+      const rows = (await auditRows(h, counted('api.auth_failed', 3))).filter((r) => r.action === 'api.auth_failed');
       expect(rows).toHaveLength(3);
       for (const row of rows) expect(row).toMatchObject({ client_id: who.clientId, ip: '127.0.0.1' });
     } finally {
@@ -310,7 +318,7 @@ describe('behind a proxy (TOLLWATCH_TRUST_PROXY)', () => {
       expect((await failWith(h, '198.51.100.1')).status).toBe(429);
       // Another client behind the same proxy has its own allowance.
       expect((await failWith(h, '203.0.113.9, 198.51.100.2')).status).toBe(401);
-      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed' || r.action === 'auth.throttled');
+      const rows = (await auditRows(h, counted(['api.auth_failed', 'auth.throttled'], 4))).filter((r) => r.action === 'api.auth_failed' || r.action === 'auth.throttled');
       expect(rows.map((r) => `${r.action} ${r.ip}`).sort()).toEqual([
         'api.auth_failed 198.51.100.1',
         'api.auth_failed 198.51.100.1',
@@ -354,7 +362,7 @@ describe('audit log', () => {
       const { client_secret } = await h.services.accounts.resetSecret(who.clientId);
       await h.services.accounts.deleteClient(who.clientId);
 
-      const rows = await auditRows(h);
+      const rows = await auditRows(h, (seen) => counted('token.refused', 2)(seen) && counted('api.auth_failed', 1)(seen));
       const actions = rows.map((r) => r.action);
       expect(actions).toEqual(
         expect.arrayContaining([
@@ -408,7 +416,7 @@ describe('audit log', () => {
       for (const token of [expired, revoked, disabled]) {
         expect((await fetch(`${h.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
       }
-      const rows = (await auditRows(h)).filter((r) => r.action === 'api.auth_failed');
+      const rows = (await auditRows(h, counted('api.auth_failed', 3))).filter((r) => r.action === 'api.auth_failed');
       const named = rows.map((r) => ({ client_id: r.client_id, account_id: r.account_id, reason: JSON.parse(r.detail!).reason as string }));
       expect(named.sort((a, b) => (a.reason < b.reason ? -1 : 1))).toEqual([
         { client_id: expiredOwner.clientId, account_id: expiredOwner.account.account_id, reason: 'ERR_JWT_EXPIRED' },
@@ -434,7 +442,7 @@ describe('audit log', () => {
       }
       // Three failures against the client id, then it is refused; the address follows at six.
       expect(statuses.slice(0, 4)).toEqual([401, 401, 401, 429]);
-      const rows = await auditRows(h);
+      const rows = await auditRows(h, counted('api.auth_failed', 3));
       const failures = rows.filter((r) => r.action === 'api.auth_failed');
       expect(failures).toHaveLength(3);
       for (const row of failures) expect(row).toMatchObject({ client_id: who.clientId, account_id: who.account.account_id });
@@ -447,10 +455,10 @@ describe('audit log', () => {
 
       // The token endpoint follows the same rule for its refusals and its 429s.
       const other = await h.account();
-      const before = (await auditRows(h)).length;
+      const before = (await readAudit(h)).length;
       for (let i = 0; i < 10; i++) await (await badTokenRequest(h, other.clientId)).arrayBuffer();
       // The address is already refused: no more rows, and the client id's refusal starts at once.
-      const after = (await auditRows(h)).slice(before);
+      const after = (await auditRows(h, (rows) => rows.length > before)).slice(before);
       expect(after.map((r) => r.action)).toEqual(['auth.throttled']);
       expect(after[0]).toMatchObject({ client_id: other.clientId });
       expect(JSON.parse(after[0]!.detail!)).toMatchObject({ key: 'client_id', after: 'token.refused' });

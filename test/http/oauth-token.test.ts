@@ -1,6 +1,7 @@
 import { decodeJwt, decodeProtectedHeader, createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SENTRYPEER_AUDIENCE, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { eventually } from '../support/eventually.ts';
 
 const AUDIENCE = 'http://tollwatch.test/api';
 
@@ -198,9 +199,9 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="tollwatch"');
     expect(await res.json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const rows = await h.services.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'token.refused').execute();
-    expect(rows.map((r) => JSON.parse(r.detail!).reason)).toContain('unreadable credentials');
+    // Failures are audited without holding the answer.
+    const reasons = await eventually('the refusal audited', async () => (await h.services.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'token.refused').execute()).map((r) => JSON.parse(r.detail!).reason), (seen) => seen.includes('unreadable credentials'));
+    expect(reasons).toContain('unreadable credentials');
   });
 
   it('refuses credentials sent both in the body and as Basic', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from '../../src/oauth/token-lifetime.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signToken } from '../support/tokens.ts';
+import { eventually } from '../support/eventually.ts';
 
 /**
  * Tokens signed with the server's real key (as a leaked key would sign them) that claim more
@@ -46,8 +47,7 @@ describe('bounds on a token’s times, whatever key signed it (docs/api.md §3)'
   it('records the refusal with the client and account the verified token named', async () => {
     const t = now();
     expect(await statusWith(await sign(t + 3600, t + 7200, 'audited'))).toBe(401);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const [entry] = await h.services.audit.list({ accountId: who.account.account_id, limit: 1 });
+    const [entry] = await eventually('the refusal audited', () => h.services.audit.list({ accountId: who.account.account_id, limit: 1 }), (rows) => rows[0]?.action === 'api.auth_failed');
     expect(entry).toMatchObject({ action: 'api.auth_failed', client_id: who.clientId, detail: { reason: 'iat in the future' } });
   });
 

@@ -182,35 +182,63 @@ export async function startPbx(dir: string, port: number): Promise<Pbx> {
 }
 
 export interface CallsRun extends SippCounts {
-  /** INVITE to final response, per call that got one, in milliseconds. */
+  /** INVITE sent to final response received, per call that got one, in milliseconds (µs precision). */
   responseMs: number[];
   exitCode: number | null;
+  /** From SIPp's start to its exit. */
+  elapsedMs: number;
 }
 
 /**
  * Places `calls` calls to `number` at `rate` a second through the proxy on `proxyPort`, each
- * running `scenario` (sipp-scenarios.ts); resolves when SIPp has finished them all.
+ * running `scenario` (sipp-scenarios.ts); resolves when SIPp has finished them all. With
+ * `numbers`, the calls take their numbers from that list in turn (SIPp's injection file, the
+ * scenario's `[field0]`). Response times come from SIPp's message log, whose timestamps have
+ * microseconds: its `-trace_rtt` counts whole milliseconds in 4 ms steps here.
  */
-export async function placeCalls(dir: string, options: { scenario: string; number: string; calls: number; rate: number; proxyPort: number; limit?: number }): Promise<CallsRun> {
+export async function placeCalls(
+  dir: string,
+  options: { scenario: string; number: string; calls: number; rate: number; proxyPort: number; limit?: number; numbers?: readonly string[] },
+): Promise<CallsRun> {
   const port = await freeUdpPort();
   const name = `calls-${port}`;
   const scenario = join(dir, `${name}.xml`);
   writeFileSync(scenario, options.scenario);
   const stats = join(dir, `${name}.csv`);
+  const messages = join(dir, `${name}-messages.log`);
   const args = ['-sf', scenario, '-s', options.number, '-i', '127.0.0.1', '-p', String(port), `127.0.0.1:${options.proxyPort}`];
-  args.push('-m', String(options.calls), '-r', String(options.rate), '-l', String(options.limit ?? 1000), '-nostdin');
-  args.push('-trace_stat', '-stf', stats, '-trace_rtt', '-rtt_freq', '1', '-recv_timeout', '10000', '-timeout', '300s');
+  args.push('-m', String(options.calls), '-r', String(options.rate), '-l', String(options.limit ?? 1000), '-nostdin', '-timer_resol', '1');
+  args.push('-trace_stat', '-stf', stats, '-trace_msg', '-message_file', messages, '-recv_timeout', '10000', '-timeout', '300s');
+  if (options.numbers) {
+    const injection = join(dir, `${name}-numbers.csv`);
+    writeFileSync(injection, `SEQUENTIAL\n${options.numbers.join('\n')}\n`);
+    args.push('-inf', injection);
+  }
+  const started = performance.now();
   const child = spawn('sipp', args, { cwd: dir, stdio: 'ignore' });
   const exitCode = await new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const rttFile = readdirSync(dir).find((f) => f.startsWith(`${name}_`) && f.endsWith('_rtt.csv'));
-  const responseMs = rttFile
-    ? readFileSync(join(dir, rttFile), 'utf8')
-        .split('\n')
-        .slice(1)
-        .map((line) => Number(line.split(';')[1]))
-        .filter((ms) => Number.isFinite(ms))
-    : [];
-  return { ...finalCounts(stats), responseMs, exitCode };
+  const elapsedMs = performance.now() - started;
+  return { ...finalCounts(stats), responseMs: responseTimes(readFileSync(messages, 'latin1')), exitCode, elapsedMs };
+}
+
+/** Per call, the first INVITE sent to the first final response received, from SIPp's message log. */
+export function responseTimes(log: string): number[] {
+  const sent = new Map<string, number>();
+  const times: number[] = [];
+  for (const block of log.split(/^-{47} /m)) {
+    const head = /^(\d{4}-\d\d-\d\d \d\d:\d\d:(\d\d\.\d{6}))\n\S+ message (sent|received)/.exec(block);
+    const callId = /^Call-ID:\s*(\S+)/im.exec(block)?.[1];
+    if (!head || !callId) continue;
+    const at = Date.parse(`${head[1]!.slice(0, 10)}T${head[1]!.slice(11, 19)}Z`) + Number(`0.${head[2]!.split('.')[1]}`) * 1000;
+    const firstLine = block.split('\n').find((line) => /^(INVITE |SIP\/2\.0 )/.test(line)) ?? '';
+    if (head[3] === 'sent' && firstLine.startsWith('INVITE ')) {
+      if (!sent.has(callId)) sent.set(callId, at);
+    } else if (head[3] === 'received' && /^SIP\/2\.0 [2-6]\d\d /.test(firstLine) && /^CSeq:\s*\d+ INVITE/im.test(block) && sent.has(callId)) {
+      times.push(at - sent.get(callId)!);
+      sent.delete(callId);
+    }
+  }
+  return times;
 }
 
 /** SIPp's last statistics line: cumulative successful and failed calls. */

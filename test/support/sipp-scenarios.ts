@@ -5,13 +5,13 @@
  * times INVITE to final response (`start_rtd` / `rtd`), which `-trace_rtt` writes per call.
  */
 
-const INVITE = `
+const invite = (user: string) => `
   <send retrans="500" start_rtd="1">
     <![CDATA[
-      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      INVITE sip:${user}@[remote_ip]:[remote_port] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
       From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>
+      To: <sip:${user}@[remote_ip]:[remote_port]>
       Call-ID: [call_id]
       CSeq: 1 INVITE
       Contact: sip:sipp@[local_ip]:[local_port]
@@ -22,13 +22,13 @@ const INVITE = `
   </send>
   <recv response="100" optional="true"/>`;
 
-const inDialog = (method: string, cseq: number) => `
+const inDialog = (method: string, cseq: number, user: string) => `
   <send${method === 'BYE' ? ' retrans="500"' : ''}>
     <![CDATA[
       ${method} [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
       From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
+      To: <sip:${user}@[remote_ip]:[remote_port]>[peer_tag_param]
       [routes]
       Call-ID: [call_id]
       CSeq: ${cseq} ${method}
@@ -38,12 +38,18 @@ const inDialog = (method: string, cseq: number) => `
     ]]>
   </send>`;
 
+/**
+ * The number called is SIPp's `-s` value, or `[field0]` to take each call's number from an
+ * injection file (call-path.ts, `numbers`).
+ */
+const SERVICE = '[service]';
+
 /** A call that completes: INVITE, 200, ACK, BYE, 200, with the route the proxy recorded. */
-export function completedCallScenario(): string {
+export function completedCallScenario(user = SERVICE): string {
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="call">${INVITE}
+<scenario name="call">${invite(user)}
   <recv response="180" optional="true"/>
-  <recv response="200" rtd="1" rrs="true"/>${inDialog('ACK', 1)}${inDialog('BYE', 2)}
+  <recv response="200" rtd="1" rrs="true"/>${inDialog('ACK', 1, user)}${inDialog('BYE', 2, user)}
   <recv response="200" crlf="true"/>
 </scenario>
 `;
@@ -53,9 +59,9 @@ export function completedCallScenario(): string {
  * A call refused with `code`, whose Reason header must match `reason` (a POSIX extended regular
  * expression over the header's value): anything else fails the call in SIPp's count.
  */
-export function refusedCallScenario(code: number, reason: string): string {
+export function refusedCallScenario(code: number, reason: string, user = SERVICE): string {
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="refused">${INVITE}
+<scenario name="refused">${invite(user)}
   <recv response="${code}" rtd="1">
     <action>
       <ereg regexp="${escapeXml(reason)}" search_in="hdr" header="Reason:" check_it="true" assign_to="reason"/>
@@ -63,7 +69,7 @@ export function refusedCallScenario(code: number, reason: string): string {
   </recv>
   <send>
     <![CDATA[
-      ACK sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      ACK sip:${user}@[remote_ip]:[remote_port] SIP/2.0
       [last_Via:]
       From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
       [last_To:]

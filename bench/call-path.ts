@@ -1,0 +1,143 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../src/cli/kamailio-guard-config.ts';
+import { callPathMissing, freeUdpPort, percentile, placeCalls, startKamailio, startPbx } from '../test/support/call-path.ts';
+import { completedCallScenario } from '../test/support/sipp-scenarios.ts';
+import { cpuMicros, log, prepareStore, ROOT, startProcess } from './support.ts';
+
+/**
+ * The call path: SIPp callers through Kamailio to a SIPp PBX at fixed call rates, with Kamailio
+ * alone, with the Tollwatch guard asking per call, and with the guard deciding from its mirror,
+ * side by side in one run (a shared machine drifts over minutes). Every call is to a number
+ * Tollwatch has not seen, taken in turn from 10,000, so every call is let through and, per call,
+ * costs two lookups (the number and the source). Reports calls completed a second and INVITE to
+ * final response at p50 and p99, from SIPp's message log (microseconds).
+ *
+ *     node bench/call-path.ts            (also phase 7 of `npm run bench`)
+ *
+ * BENCH_CALL_RATES (default 200,500) calls a second; BENCH_CALL_SECONDS (default 10) per run.
+ */
+const RATES = (process.env.BENCH_CALL_RATES ?? '200,500').split(',').map(Number);
+const SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
+
+export interface CallPathRow {
+  mode: string;
+  rate: number;
+  calls: number;
+  completed: number;
+  failed: number;
+  completedPerSecond: number;
+  p50: number;
+  p99: number;
+  /** Against Kamailio alone at the same rate, measured just before. */
+  addedP50?: number;
+  addedP99?: number;
+  ratioCompleted?: number;
+  /** Tollwatch's CPU (user + system) per call, from /proc across the run. */
+  tollwatchCpuMicrosPerCall: number;
+}
+
+const MODES: Array<[string, Partial<GuardSettings> | undefined]> = [
+  ['Kamailio alone', undefined],
+  ['guard, per call', {}],
+  ['guard, mirror', { mirror: true, mirrorPassesMisses: true }],
+];
+
+/** Runs every rate and mode; the rows, or undefined when Kamailio or SIPp is missing. */
+export async function callPathBench(): Promise<CallPathRow[] | undefined> {
+  const missing = callPathMissing();
+  if (missing) {
+    log(`call path skipped: ${missing}`);
+    return undefined;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tollwatch-bench-calls-'));
+  const databaseUrl = `sqlite:${join(dir, 'tollwatch.db')}`;
+  const client = await prepareStore(databaseUrl);
+  const server = await startProcess('src/server.ts', { DATABASE_URL: databaseUrl }, '/readyz');
+  const numbers = Array.from({ length: 10_000 }, (_, i) => `+1555${String(1_000_000 + i)}`);
+  const rows: CallPathRow[] = [];
+  try {
+    for (const rate of RATES) {
+      let alone: CallPathRow | undefined;
+      for (const [mode, overrides] of MODES) {
+        const settings: GuardSettings | undefined = overrides && { ...GUARD_DEFAULTS, url: server.url, clientId: client.client_id, clientSecret: client.client_secret, ...overrides };
+        const pbx = await startPbx(dir, await freeUdpPort());
+        const kamailio = await startKamailio(dir, { port: await freeUdpPort(), pbxPort: pbx.port, ...(settings ? { guard: renderGuardConfig(settings) } : {}) });
+        try {
+          if (settings?.mirror) await waitForMirror(kamailio.lines);
+          // A second's calls first, unmeasured: every process has its connections and pages.
+          await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'warm', calls: rate, rate, proxyPort: kamailio.port, numbers });
+          const cpuBefore = cpuMicros(server.child.pid);
+          const run = await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'bench', calls: rate * SECONDS, rate, proxyPort: kamailio.port, numbers });
+          const cpu = cpuMicros(server.child.pid) - cpuBefore;
+          const row: CallPathRow = {
+            mode,
+            rate,
+            calls: rate * SECONDS,
+            completed: run.successful,
+            failed: run.failed,
+            completedPerSecond: Math.round(run.successful / (run.elapsedMs / 1000)),
+            p50: round(percentile(run.responseMs, 50)),
+            p99: round(percentile(run.responseMs, 99)),
+            tollwatchCpuMicrosPerCall: Math.round(cpu / Math.max(1, run.successful)),
+          };
+          if (alone) {
+            row.addedP50 = round(row.p50 - alone.p50);
+            row.addedP99 = round(row.p99 - alone.p99);
+            row.ratioCompleted = Number((row.completedPerSecond / Math.max(1, alone.completedPerSecond)).toFixed(2));
+          } else {
+            alone = row;
+          }
+          rows.push(row);
+          log(`  ${mode} @${rate}/s: ${row.completedPerSecond} completed/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed ? `, ${row.failed} failed` : ''}`);
+        } finally {
+          await kamailio.stop();
+          await pbx.stop();
+        }
+      }
+    }
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+async function waitForMirror(lines: string[]): Promise<void> {
+  for (let i = 0; i < 300 && !lines.some((l) => / i entries /.test(l)); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+function round(ms: number): number {
+  return Number(ms.toFixed(2));
+}
+
+/** The rows as a table. */
+export function printCallPath(rows: CallPathRow[]): void {
+  const columns: Array<[string, number, (r: CallPathRow) => string | number | undefined]> = [
+    ['call path', -16, (r) => r.mode],
+    ['calls/s', 7, (r) => r.rate],
+    ['completed/s', 11, (r) => r.completedPerSecond],
+    ['failed', 6, (r) => r.failed],
+    ['p50 ms', 7, (r) => r.p50],
+    ['p99 ms', 7, (r) => r.p99],
+    ['+p50 ms', 7, (r) => r.addedP50],
+    ['+p99 ms', 7, (r) => r.addedP99],
+    ['× alone', 7, (r) => r.ratioCompleted],
+    ['Tollwatch CPU µs/call', 21, (r) => r.tollwatchCpuMicrosPerCall],
+  ];
+  const cell = (value: unknown, width: number) => (width < 0 ? String(value ?? '').padEnd(-width) : String(value ?? '').padStart(width));
+  console.log(`\n${columns.map(([name, width]) => cell(name, width)).join('  ')}`);
+  for (const r of rows) console.log(columns.map(([, width, value]) => cell(value(r), width)).join('  '));
+}
+
+if (import.meta.main) {
+  const rows = await callPathBench();
+  if (rows) {
+    printCallPath(rows);
+    mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+    const file = join(ROOT, 'bench/results', `call-path-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify({ seconds: SECONDS, rows }, null, 2));
+    console.log(`\nwritten to ${file}`);
+  }
+}
