@@ -1,0 +1,104 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
+import { runCli } from '../../src/cli/main.ts';
+import { callPathMissing, scratchDir } from '../support/call-path.ts';
+
+/** `tollwatch kamailio-config` (docs/cli.md, docs/call-guard.md): the guard with an operator's settings. */
+const settings: GuardSettings = { ...GUARD_DEFAULTS, url: 'https://tollwatch.example.com/', clientId: 'twc_abc-DEF_1', clientSecret: 'tws_secret-XYZ_9' };
+
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  err.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const status = await runCli(args, { out, err, env });
+  return { status, stdout, stderr };
+}
+
+const setting = (text: string, name: string) => new RegExp(`^#!substdef "!${name}!([^!]*)!"$`, 'm').exec(text)?.[1];
+const defined = (text: string, name: string) => new RegExp(`^#!define ${name}$`, 'm').test(text);
+
+describe('the guard rendered with settings', () => {
+  it('writes every setting into its substdef line and every switch as a define, leaving the rest of the template as it is', () => {
+    const text = renderGuardConfig({ ...settings, threshold: 70, refuseCode: 603, budgetMs: 150, failClosed: true, failCode: 500, checkSource: false, mirror: true, mirrorIntervalSeconds: 30, mirrorPassesMisses: true, pollMicros: 1000 });
+    expect(setting(text, 'TW_URL')).toBe('https://tollwatch.example.com');
+    expect(setting(text, 'TW_CLIENT_ID')).toBe('twc_abc-DEF_1');
+    expect(setting(text, 'TW_CLIENT_SECRET')).toBe('tws_secret-XYZ_9');
+    expect([setting(text, 'TW_THRESHOLD'), setting(text, 'TW_REFUSE_CODE'), setting(text, 'TW_REFUSE_TEXT')]).toEqual(['70', '603', 'Decline']);
+    expect([setting(text, 'TW_BUDGET_MS'), setting(text, 'TW_FAIL_CODE'), setting(text, 'TW_FAIL_TEXT')]).toEqual(['150', '500', 'Server Internal Error']);
+    expect([setting(text, 'TW_MIRROR_INTERVAL'), setting(text, 'TW_POLL_US')]).toEqual(['30', '1000']);
+    expect(['TW_FAIL_CLOSED', 'TW_SKIP_SOURCE', 'TW_MIRROR', 'TW_MIRROR_PASS_MISSES'].map((name) => defined(text, name))).toEqual([true, true, true, true]);
+    const strip = (t: string) => t.replace(/^#!substdef .*$/gm, '').replace(/^#?#!define TW_.*$/gm, '');
+    expect(strip(text)).toBe(strip(renderGuardConfig(settings)));
+  });
+
+  it('leaves the switches off by default: fail open, sources checked, per call', () => {
+    const text = renderGuardConfig(settings);
+    expect(['TW_FAIL_CLOSED', 'TW_SKIP_SOURCE', 'TW_MIRROR', 'TW_MIRROR_PASS_MISSES'].map((name) => defined(text, name))).toEqual([false, false, false, false]);
+    // Misses pass only in mirror mode.
+    expect(defined(renderGuardConfig({ ...settings, mirrorPassesMisses: true }), 'TW_MIRROR_PASS_MISSES')).toBe(false);
+  });
+
+  it('refuses what Kamailio would read as syntax, or what Tollwatch never issues', () => {
+    for (const url of ['ftp://x', 'not a url', 'http://x/$var(a)', 'http://x/a!b', 'http://x/?q=1', 'http://u:p@x/']) {
+      expect(() => renderGuardConfig({ ...settings, url }), url).toThrow(/URL/);
+    }
+    for (const clientSecret of ['', 'tws_"quoted', 'tws_$x', 'a!b', 'tws_ space', 'x'.repeat(201)]) {
+      expect(() => renderGuardConfig({ ...settings, clientSecret }), clientSecret).toThrow(/client secret/);
+    }
+    expect(() => renderGuardConfig({ ...settings, threshold: 101 })).toThrow(/threshold/);
+    expect(() => renderGuardConfig({ ...settings, budgetMs: 5 })).toThrow(/budget/);
+    expect(() => renderGuardConfig({ ...settings, failCode: 403 })).toThrow(/fail code/);
+    expect(() => renderGuardConfig({ ...settings, refuseCode: 404 as 403 })).toThrow(/403 or 603/);
+  });
+
+  it('is a configuration Kamailio accepts, in every mode', { skip: callPathMissing() !== undefined }, () => {
+    const dir = scratchDir('guard-check');
+    try {
+      copyFileSync(new URL('../../integrations/kamailio/kamailio.cfg', import.meta.url), join(dir.path, 'kamailio.cfg'));
+      for (const variant of [settings, { ...settings, mirror: true, mirrorPassesMisses: true, failClosed: true, checkSource: false }]) {
+        writeFileSync(join(dir.path, 'tollwatch-guard.cfg'), renderGuardConfig(variant));
+        const check = spawnSync('kamailio', ['-c', '-f', join(dir.path, 'kamailio.cfg')], { encoding: 'utf8' });
+        expect(check.status, check.stderr.split('\n').filter((l) => /ERROR|CRITICAL/.test(l)).join('\n')).toBe(0);
+        expect(check.stderr).toContain('config file ok');
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+});
+
+describe('tollwatch kamailio-config', () => {
+  it('prints the guard with the URL and client from the environment, the secret never from an argument', async () => {
+    const run = await cli(['kamailio-config', '--threshold', '65', '--mode', 'mirror', '--mirror-misses', 'pass'], { TOLLWATCH_URL: 'http://10.0.0.5:8080', TOLLWATCH_CLIENT_ID: 'twc_env', TOLLWATCH_CLIENT_SECRET: 'tws_env' });
+    expect(run).toMatchObject({ status: 0, stderr: '' });
+    expect([setting(run.stdout, 'TW_URL'), setting(run.stdout, 'TW_CLIENT_ID'), setting(run.stdout, 'TW_CLIENT_SECRET'), setting(run.stdout, 'TW_THRESHOLD')]).toEqual(['http://10.0.0.5:8080', 'twc_env', 'tws_env', '65']);
+    expect(defined(run.stdout, 'TW_MIRROR') && defined(run.stdout, 'TW_MIRROR_PASS_MISSES')).toBe(true);
+    expect(run.stdout.startsWith('#\n# Tollwatch call guard')).toBe(true);
+    expect((await cli(['kamailio-config', '--client-secret', 'tws_x'], { TOLLWATCH_URL: 'http://x', TOLLWATCH_CLIENT_ID: 'twc_x' })).status).toBe(2);
+  });
+
+  it('--json gives the file and the settings, without the secret', async () => {
+    const run = await cli(['--json', 'kamailio-config', '--url', 'http://x:1/', '--client-id', 'twc_a', '--fail', 'closed'], { TOLLWATCH_CLIENT_SECRET: 'tws_hidden' });
+    expect(run.status).toBe(0);
+    const answer = JSON.parse(run.stdout) as { config: string; settings: Record<string, unknown> };
+    expect(answer.settings).toMatchObject({ url: 'http://x:1/', clientId: 'twc_a', failClosed: true, threshold: 50 });
+    expect(JSON.stringify(answer.settings)).not.toContain('tws_hidden');
+    expect(setting(answer.config, 'TW_CLIENT_SECRET')).toBe('tws_hidden');
+  });
+
+  it('says what is missing or wrong, with a usage status for a malformed option', async () => {
+    expect(await cli(['kamailio-config', '--client-id', 'twc_a'], { TOLLWATCH_CLIENT_SECRET: 'tws_a' })).toMatchObject({ status: 1, stderr: 'tollwatch: no Tollwatch URL: give --url or set TOLLWATCH_URL\n' });
+    expect(await cli(['kamailio-config', '--url', 'http://x', '--client-id', 'twc_a'])).toMatchObject({ status: 1, stderr: 'tollwatch: no client secret: set TOLLWATCH_CLIENT_SECRET\n' });
+    expect(await cli(['kamailio-config', '--url', 'http://x', '--client-id', 'twc_a', '--threshold', '101'], { TOLLWATCH_CLIENT_SECRET: 'tws_a' })).toMatchObject({ status: 1, stderr: 'tollwatch: the threshold must be a whole number from 0 to 100\n' });
+    expect((await cli(['kamailio-config', '--threshold', 'high'])).status).toBe(2);
+    expect((await cli(['kamailio-config', '--refuse', '404'])).status).toBe(2);
+    expect((await cli(['kamailio-config', '--mode', 'sometimes'])).status).toBe(2);
+  });
+});
