@@ -38,8 +38,8 @@ export default defineConfig(async () => {
       maxWorkers: 2,
       // Deadlines for a loaded two-core machine, where one spawned CLI can take seconds to start
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
-      testTimeout: 60_000,
-      hookTimeout: 120_000,
+      testTimeout: 120_000,
+      hookTimeout: 180_000,
       projects: [
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', 'test/e2e/**'], env: { TEST_STORE: 'sqlite' } } },
         ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: postgresEnv } }]),

@@ -381,7 +381,8 @@ describe('GET /metrics under WORKERS=2: the sum over both workers, whichever ans
     // startServerProcess waited for one worker; count once both serve, so that both answer.
     for (let i = 0; ; i++) {
       const res = await getOnNewConnection(`${url}/metrics`);
-      if (res.status === 200 && new Scrape(res.body).value('tollwatch_processes') === 2) break;
+      // Both serving, and both have probed the store once (a worker reports it down until then).
+      if (res.status === 200 && new Scrape(res.body).value('tollwatch_processes') === 2 && new Scrape(res.body).value('tollwatch_store_up') === 1) break;
       if (i === 100) throw new Error('the second worker never served');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
