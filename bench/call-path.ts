@@ -8,7 +8,8 @@ import { cpuMicros, log, prepareStore, ROOT, startProcess } from './support.ts';
 
 /**
  * The call path: SIPp callers through Kamailio to a SIPp PBX at fixed call rates, with Kamailio
- * alone, with the Tollwatch guard asking per call, and with the guard deciding from its mirror,
+ * alone, with the Tollwatch guard asking per call (about the number and the source, or the number
+ * only), and with the guard deciding from its mirror,
  * side by side in one run (a shared machine drifts over minutes). Every call is to a number
  * Tollwatch has not seen, taken in turn from 10,000, so every call is let through and, per call,
  * costs two lookups (the number and the source). Reports calls completed a second and INVITE to
@@ -41,6 +42,7 @@ export interface CallPathRow {
 const MODES: Array<[string, Partial<GuardSettings> | undefined]> = [
   ['Kamailio alone', undefined],
   ['guard, per call', {}],
+  ['guard, number only', { checkSource: false }],
   ['guard, mirror', { mirror: true, mirrorPassesMisses: true }],
 ];
 
@@ -115,7 +117,7 @@ function round(ms: number): number {
 /** The rows as a table. */
 export function printCallPath(rows: CallPathRow[]): void {
   const columns: Array<[string, number, (r: CallPathRow) => string | number | undefined]> = [
-    ['call path', -16, (r) => r.mode],
+    ['call path', -18, (r) => r.mode],
     ['calls/s', 7, (r) => r.rate],
     ['completed/s', 11, (r) => r.completedPerSecond],
     ['failed', 6, (r) => r.failed],
