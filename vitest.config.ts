@@ -40,6 +40,9 @@ export default defineConfig(async () => {
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
       testTimeout: 120_000,
       hookTimeout: 180_000,
+      // expect.poll waits for a condition (test/support/eventually.ts does the same): 1 s by
+      // default, which a loaded machine outlasts with nothing wrong.
+      expect: { poll: { timeout: 20_000 } },
       projects: [
         { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', 'test/e2e/**'], env: { TEST_STORE: 'sqlite' } } },
         ...(unreachable ? [] : [{ extends: true, test: { name: 'postgres', include: storeSuites, env: postgresEnv } }]),

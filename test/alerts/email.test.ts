@@ -18,7 +18,7 @@ describe('email integrations (docs/api.md §12)', () => {
   let owner: TestAccount;
 
   async function nextMail(count: number): Promise<Mail> {
-    await expect.poll(() => mails.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(count);
+    await expect.poll(() => mails.length).toBeGreaterThanOrEqual(count);
     return mails[count - 1]!;
   }
 

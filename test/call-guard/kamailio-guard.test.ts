@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { renderGuardConfig, GUARD_DEFAULTS, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
 import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';
+import type { ServiceOptions } from '../../src/services.ts';
 import { callPathMissing, freeUdpPort, placeCalls, scratchDir, startKamailio, startLink, startPbx, type Decision, type Kamailio, type Pbx, type TollwatchLink } from '../support/call-path.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
@@ -58,56 +59,59 @@ function tally(decisions: Decision[]): Record<string, number> {
   return counts;
 }
 
-describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
-  let h: Harness;
-  let fleet: TestAccount;
-  let guardClient: TestAccount;
-  let link: TollwatchLink;
-  const dir = scratchDir('call-guard');
+/**
+ * Tollwatch in this process with a known number (and one below the threshold), a link in front of
+ * it, and call paths (a PBX and a Kamailio with the guard) made by each test and stopped after it:
+ * an idle guard still polls its queue.
+ */
+function callGuardFixture(name: string, options: ServiceOptions = {}) {
+  const dir = scratchDir(name);
   const running: Array<{ stop(): Promise<unknown> }> = [];
-
-  const settings = (overrides: Partial<GuardSettings> = {}): GuardSettings => ({
-    ...GUARD_DEFAULTS,
-    url: link.url,
-    clientId: guardClient.clientId,
-    clientSecret: guardClient.clientSecret,
-    threshold: THRESHOLD,
-    budgetMs: PATIENT_BUDGET_MS,
-    ...overrides,
+  const f = {} as { h: Harness; fleet: TestAccount; guard: TestAccount; link: TollwatchLink };
+  beforeAll(async () => {
+    f.h = await startHarness({}, { metrics: new PrometheusMetrics(), ...options });
+    const plan = await saveUnlimitedPlan(f.h);
+    f.fleet = await f.h.account({ plan, trusted: true });
+    f.guard = await f.h.account({ plan, permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    await makeKnown(f.fleet, '0046812118532', 'high');
+    await makeKnown(f.fleet, BELOW, 'low');
+    await f.h.settled();
+    f.link = await startLink(f.h.url);
+  });
+  afterEach(async () => {
+    for (const program of running.splice(0).reverse()) await program.stop();
+  });
+  afterAll(async () => {
+    await f.link?.close();
+    await f.h?.close();
+    dir.remove();
   });
 
-  /** A PBX and a Kamailio with the guard rendered from `overrides`, stopped after the file. */
+  /** A PBX and a Kamailio with the guard rendered from `overrides` (the fixture's client unless given). */
   async function callPath(overrides: Partial<GuardSettings> = {}): Promise<{ kamailio: Kamailio; pbx: Pbx }> {
     const pbx = await startPbx(dir.path, await freeUdpPort());
-    const kamailio = await startKamailio(dir.path, { port: await freeUdpPort(), pbxPort: pbx.port, guard: renderGuardConfig(settings(overrides)) });
+    const settings: GuardSettings = {
+      ...GUARD_DEFAULTS,
+      url: f.link.url,
+      clientId: f.guard.clientId,
+      clientSecret: f.guard.clientSecret,
+      threshold: THRESHOLD,
+      budgetMs: PATIENT_BUDGET_MS,
+      ...overrides,
+    };
+    const kamailio = await startKamailio(dir.path, { port: await freeUdpPort(), pbxPort: pbx.port, guard: renderGuardConfig(settings) });
     running.push(kamailio, pbx);
     return { kamailio, pbx };
   }
-
   const completed = (kamailio: Kamailio, number: string, calls: number, rate = 50) =>
     placeCalls(dir.path, { scenario: completedCallScenario(), number, calls, rate, proxyPort: kamailio.port });
   const refused = (kamailio: Kamailio, number: string, calls: number, rate = 50, code = 403, reason = REFUSED_REASON) =>
     placeCalls(dir.path, { scenario: refusedCallScenario(code, reason), number, calls, rate, proxyPort: kamailio.port });
+  return { f, callPath, completed, refused };
+}
 
-  beforeAll(async () => {
-    h = await startHarness({}, { metrics: new PrometheusMetrics() });
-    const plan = await saveUnlimitedPlan(h);
-    fleet = await h.account({ plan, trusted: true });
-    guardClient = await h.account({ plan, permissions: ['read:phone-numbers', 'read:ip-addresses'] });
-    await makeKnown(fleet, '0046812118532', 'high');
-    await makeKnown(fleet, BELOW, 'low');
-    await h.settled();
-    link = await startLink(h.url);
-  });
-  // Each test's programs stop with it: an idle guard still polls its queue.
-  afterEach(async () => {
-    for (const process of running.splice(0).reverse()) await process.stop();
-  });
-  afterAll(async () => {
-    await link?.close();
-    await h?.close();
-    dir.remove();
-  });
+describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
+  const { f, callPath, completed, refused } = callGuardFixture('call-guard');
 
   it('refuses calls to a number above the threshold with 403 and a Reason; the rest reach the PBX and complete', async () => {
     const { kamailio, pbx } = await callPath();
@@ -141,17 +145,17 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     const decisions = kamailio.decisions();
     expect(JSON.stringify(decisions.filter((d) => d.decision === 'failed-open')), 'no question went unanswered').toBe('[]');
     expect(tally(decisions)).toEqual({ refused: 10, passed: hostile.length });
-    expect(link.requests.filter((r) => r.startsWith('GET /api/phone-numbers/')).every((r) => /^GET \/api\/phone-numbers\/[A-Za-z0-9%._~-]+$/.test(r))).toBe(true);
+    expect(f.link.requests.filter((r) => r.startsWith('GET /api/phone-numbers/')).every((r) => /^GET \/api\/phone-numbers\/[A-Za-z0-9%._~-]+$/.test(r))).toBe(true);
   });
 
   it('fails open within its budget when Tollwatch hangs or is down, and decides again when it returns, without a restart', async () => {
     const { kamailio, pbx } = await callPath({ budgetMs: BUDGET_MS });
     expect(await refused(kamailio, KNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
-    await link.set('stall');
+    await f.link.set('stall');
     const stalled = await completed(kamailio, KNOWN, 20, 20);
-    await link.set('down');
+    await f.link.set('down');
     const down = await completed(kamailio, KNOWN, 20, 20);
-    await link.set('pass');
+    await f.link.set('pass');
     const back = await refused(kamailio, KNOWN, 5, 10);
     expect(stalled).toMatchObject({ successful: 20, failed: 0 });
     expect(down).toMatchObject({ successful: 20, failed: 0 });
@@ -167,9 +171,9 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
 
   it('fails closed when so configured: the configured 5xx with a Reason, and decides again once Tollwatch returns', async () => {
     const { kamailio, pbx } = await callPath({ failClosed: true, failCode: 503, refuseCode: 603, budgetMs: BUDGET_MS });
-    await link.set('stall');
+    await f.link.set('stall');
     const closed = await refused(kamailio, UNKNOWN, 10, 10, 503, 'SIP;cause=503;text="Tollwatch: no answer"');
-    await link.set('pass');
+    await f.link.set('pass');
     const declined = await refused(kamailio, KNOWN, 5, 10, 603, 'SIP;cause=603;text="Tollwatch: score [0-9]+, ');
     const through = await completed(kamailio, UNKNOWN, 5, 10);
     expect(closed).toMatchObject({ successful: 10, failed: 0 });
@@ -181,8 +185,8 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
   });
 
   it('follows its fail mode when Tollwatch answers 429, and counts each lookup it asks', async () => {
-    await h.services.plans.save({ name: 'two-lookups', maySubmit: false, lookups: { limit: 2, windowSeconds: 3600 }, submissions: { limit: 1, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1, windowSeconds: 3600 } });
-    const limited = await h.account({ plan: 'two-lookups', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    await f.h.services.plans.save({ name: 'two-lookups', maySubmit: false, lookups: { limit: 2, windowSeconds: 3600 }, submissions: { limit: 1, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1, windowSeconds: 3600 } });
+    const limited = await f.h.account({ plan: 'two-lookups', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     const { kamailio } = await callPath({ clientId: limited.clientId, clientSecret: limited.clientSecret, checkSource: false });
     const run = await completed(kamailio, UNKNOWN, 5, 5);
     expect(run).toMatchObject({ successful: 5, failed: 0 });
@@ -194,8 +198,8 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     const { kamailio } = await callPath();
     const numberOnly = await callPath({ checkSource: false });
     const source = '127.0.0.1';
-    for (let i = 0; i < 6; i++) await makeKnown(fleet, `+3314455${String(i).padStart(4, '0')}`, 'high', source);
-    await h.settled();
+    for (let i = 0; i < 6; i++) await makeKnown(f.fleet, `+3314455${String(i).padStart(4, '0')}`, 'high', source);
+    await f.h.settled();
     expect(await refused(kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
     expect(kamailio.decisions().every((d) => d.decision === 'refused' && d.score >= THRESHOLD)).toBe(true);
     expect(await completed(numberOnly.kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
@@ -204,49 +208,17 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
 });
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirror', () => {
-  let h: Harness;
-  let fleet: TestAccount;
-  let link: TollwatchLink;
-  const dir = scratchDir('call-guard-tokens');
-  const running: Array<{ stop(): Promise<unknown> }> = [];
   const TOKEN_SECONDS = 4;
-
-  beforeAll(async () => {
-    h = await startHarness({}, { metrics: new PrometheusMetrics(), tokenTtlSeconds: TOKEN_SECONDS });
-    fleet = await h.account({ plan: await saveUnlimitedPlan(h), trusted: true });
-    await makeKnown(fleet, '0046812118532', 'high');
-    await h.settled();
-    link = await startLink(h.url);
-  });
-  // Each test's programs stop with it: an idle guard still polls its queue.
-  afterEach(async () => {
-    for (const process of running.splice(0).reverse()) await process.stop();
-  });
-  afterAll(async () => {
-    await link?.close();
-    await h?.close();
-    dir.remove();
-  });
-
-  async function callPath(guard: TestAccount, overrides: Partial<GuardSettings> = {}) {
-    const pbx = await startPbx(dir.path, await freeUdpPort());
-    const config = renderGuardConfig({ ...GUARD_DEFAULTS, url: link.url, clientId: guard.clientId, clientSecret: guard.clientSecret, threshold: THRESHOLD, budgetMs: PATIENT_BUDGET_MS, ...overrides });
-    const kamailio = await startKamailio(dir.path, { port: await freeUdpPort(), pbxPort: pbx.port, guard: config });
-    running.push(kamailio, pbx);
-    return { kamailio, pbx };
-  }
+  const { f, callPath, completed, refused } = callGuardFixture('call-guard-tokens', { tokenTtlSeconds: TOKEN_SECONDS });
 
   it('renews its token before it expires, decides right across renewals, and fails open once its client is deleted', async () => {
-    const guard = await h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
-    const { kamailio } = await callPath(guard);
-    const tokenRequests = () => link.requests.filter((r) => r === 'POST /oauth/token').length;
+    const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio } = await callPath({ clientId: guard.clientId, clientSecret: guard.clientSecret });
+    const tokenRequests = () => f.link.requests.filter((r) => r === 'POST /oauth/token').length;
     // Three lifetimes of calls, one refused and one let through every 200 ms.
     const rounds = Math.ceil((3 * TOKEN_SECONDS * 1000) / 200);
     for (let i = 0; i < rounds; i++) {
-      const [refusedRun, passedRun] = await Promise.all([
-        placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: KNOWN, calls: 1, rate: 10, proxyPort: kamailio.port }),
-        placeCalls(dir.path, { scenario: completedCallScenario(), number: UNKNOWN, calls: 1, rate: 10, proxyPort: kamailio.port }),
-      ]);
+      const [refusedRun, passedRun] = await Promise.all([refused(kamailio, KNOWN, 1, 10), completed(kamailio, UNKNOWN, 1, 10)]);
       expect([refusedRun.successful, passedRun.successful], `round ${i}`).toEqual([1, 1]);
       await sleep(200);
     }
@@ -254,9 +226,9 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirr
     // Renewed ahead of expiry, never by a refusal: no lookup was answered 401.
     expect(kamailio.decisions().every((d) => d.outcome === '')).toBe(true);
 
-    await h.services.accounts.deleteClient(guard.clientId);
+    await f.h.services.accounts.deleteClient(guard.clientId);
     // The token it holds is refused at once (docs/api.md §2); so is its secret at renewal.
-    const after = await placeCalls(dir.path, { scenario: completedCallScenario(), number: KNOWN, calls: 3, rate: 10, proxyPort: kamailio.port });
+    const after = await completed(kamailio, KNOWN, 3, 10);
     expect(after).toMatchObject({ successful: 3, failed: 0 });
     const last = kamailio.decisions().slice(-3);
     expect(last.map((d) => d.decision)).toEqual(['failed-open', 'failed-open', 'failed-open']);
@@ -267,27 +239,27 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirr
   });
 
   it('mirror mode: decides from the mirror with no lookups, and refuses a number that becomes known within one refresh', async () => {
-    const guard = await h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     const interval = 5;
-    const { kamailio, pbx } = await callPath(guard, { mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: interval });
+    const { kamailio, pbx } = await callPath({ clientId: guard.clientId, clientSecret: guard.clientSecret, mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: interval });
     await eventually('the mirror to load both feeds', () => kamailio.lines.filter((l) => / i entries /.test(l)).length, (n) => n >= 1, { timeoutMs: 3 * interval * 1000 });
     const lookups = async () => {
-      const text = await (await fetch(`${h.url}/metrics`)).text();
+      const text = await (await fetch(`${f.h.url}/metrics`)).text();
       return [...text.matchAll(/^tollwatch_lookups_total\{[^}]*mode="single"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
     };
     const before = await lookups();
-    expect(await placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: '0046812118532', calls: 100, rate: 50, proxyPort: kamailio.port })).toMatchObject({ successful: 100, failed: 0 });
-    expect(await placeCalls(dir.path, { scenario: completedCallScenario(), number: UNKNOWN, calls: 100, rate: 50, proxyPort: kamailio.port })).toMatchObject({ successful: 100, failed: 0 });
+    expect(await refused(kamailio, '0046812118532', 100)).toMatchObject({ successful: 100, failed: 0 });
+    expect(await completed(kamailio, UNKNOWN, 100)).toMatchObject({ successful: 100, failed: 0 });
     expect(await lookups()).toBe(before);
     expect(tally(kamailio.decisions())).toEqual({ refused: 100, passed: 100 });
     expect(kamailio.decisions().every((d) => d.via === 'mirror')).toBe(true);
 
     const fresh = '+33144556677';
-    await makeKnown(fleet, fresh, 'high');
-    await h.settled();
+    await makeKnown(f.fleet, fresh, 'high');
+    await f.h.settled();
     const known = performance.now();
     // A call a second until one is refused: the mirror's next refresh takes the number in.
-    await eventually(`a call to ${fresh} refused`, () => placeCalls(dir.path, { scenario: refusedCallScenario(403, REFUSED_REASON), number: fresh, calls: 1, rate: 1, proxyPort: kamailio.port }), (run) => run.successful === 1, { timeoutMs: 4 * interval * 1000, everyMs: 500 });
+    await eventually(`a call to ${fresh} refused`, () => refused(kamailio, fresh, 1, 1), (run) => run.successful === 1, { timeoutMs: 4 * interval * 1000, everyMs: 500 });
     expect(performance.now() - known).toBeLessThan(interval * 1000 + 2000);
     expect(await lookups()).toBe(before);
     await pbx.stop();

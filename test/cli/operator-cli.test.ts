@@ -256,7 +256,7 @@ describe('operator CLI (docs/api.md §10)', () => {
       });
       expect(res.status).toBe(401);
       // The token endpoint writes its audit row without waiting for it.
-      await expect.poll(async () => (await h.services.audit.list({ limit: 1 }))[0]?.client_id, { timeout: 10_000 }).toBe(hostile);
+      await expect.poll(async () => (await h.services.audit.list({ limit: 1 }))[0]?.client_id).toBe(hostile);
     } finally {
       await h.close();
     }

@@ -339,7 +339,7 @@ describe('failed ingest secrets are throttled (docs/api.md §2, §11)', () => {
       // Audit rows are written without holding the answers: wait for them, and take them in any order.
       const actions = async () =>
         (await h.services.database.db.selectFrom('audit_log').select('action').where('action', 'in', ['api.auth_failed', 'auth.throttled']).execute()).map((r) => r.action).sort();
-      await expect.poll(actions, { timeout: 5000 }).toEqual(['api.auth_failed', 'api.auth_failed', 'api.auth_failed', 'auth.throttled']);
+      await expect.poll(actions).toEqual(['api.auth_failed', 'api.auth_failed', 'api.auth_failed', 'auth.throttled']);
     } finally {
       await h.close();
     }

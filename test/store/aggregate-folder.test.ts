@@ -121,7 +121,7 @@ describe('the aggregate folder', () => {
     const folder = new AggregateFolder(step, settings);
     folder.committed(new Map([['a', ['n:1']]]), 1);
     const looked = folder.ownWritesVisible('a');
-    await vi.waitFor(() => expect(calls).toBe(2));
+    await vi.waitFor(() => expect(calls).toBe(2), { timeout: 20_000 });
     // The other instance's fold is behind: intake here waits too, until it has caught up.
     const room = folder.roomForIntake();
     expect(room).toBeDefined();
