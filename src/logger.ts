@@ -1,21 +1,26 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
-import { INGEST_SECRET_PREFIX } from './domain/secrets.ts';
-
-/** An ingest URL's or a confirmation link's path value, wherever a path is written (docs/api.md §11, §12). */
-const INGEST_PATH_VALUE = /(\/ingest\/|\/integrations\/confirm\/)[^/?#\s"]*/gi;
-/** An ingest secret anywhere else: its prefix is what makes it findable. */
-const INGEST_SECRET = new RegExp(`${INGEST_SECRET_PREFIX}[A-Za-z0-9_-]+`, 'g');
-/** A cheap first look, so that the common line is not rewritten. */
-const MAY_HOLD_SECRET = new RegExp(`/ingest/|/integrations/confirm/|${INGEST_SECRET_PREFIX}`, 'i');
+import { INGEST_SECRET_PREFIX, INVITATION_TOKEN_PREFIX } from './domain/secrets.ts';
 
 /**
- * The text with every ingest URL secret and email confirmation token replaced. Each is a
- * credential in a path; request URLs are logged (Fastify's "incoming request" line), and logs
- * travel further than credentials should.
+ * The path value of a link that is its own credential, wherever a path is written: an ingest URL
+ * (docs/api.md §11), an email confirmation link (§12), and a dashboard invitation or
+ * password-reset link (docs/dashboard.md), whose token lets whoever holds it set the password.
+ */
+const SECRET_PATH_VALUE = /(\/ingest\/|\/integrations\/confirm\/|\/invitations\/)[^/?#\s"]*/gi;
+/** Such a secret anywhere else, by its prefix: an ingest secret, or an invitation's token. */
+const SECRET_PREFIXES = [INGEST_SECRET_PREFIX, INVITATION_TOKEN_PREFIX];
+const PREFIXED_SECRET = new RegExp(`(${SECRET_PREFIXES.join('|')})[A-Za-z0-9_-]+`, 'g');
+/** A cheap first look, so that the common line is not rewritten. */
+const MAY_HOLD_SECRET = new RegExp(`/ingest/|/integrations/confirm/|/invitations/|${SECRET_PREFIXES.join('|')}`, 'i');
+
+/**
+ * The text with every ingest URL secret, email confirmation token and invitation or reset
+ * token replaced. Each is a credential in a path; request URLs are logged (Fastify's "incoming
+ * request" line), and logs travel further than credentials should.
  */
 export function redactSecrets(text: string): string {
   if (!MAY_HOLD_SECRET.test(text)) return text;
-  return text.replace(INGEST_PATH_VALUE, '$1[redacted]').replace(INGEST_SECRET, `${INGEST_SECRET_PREFIX}[redacted]`);
+  return text.replace(SECRET_PATH_VALUE, '$1[redacted]').replace(PREFIXED_SECRET, '$1[redacted]');
 }
 
 /** What Fastify's own request serializer logs, with the URL's secrets redacted. */

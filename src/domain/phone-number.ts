@@ -16,8 +16,8 @@ const COUNTRY_CODE_AND_DIGITS = /^[1-9][0-9]*$/;
 
 /**
  * Normalises a number from a lookup path or an event's `called_number` (docs/api.md §7): trims,
- * reduces `tel:`/`sip:`/`sips:` URIs to their user part, drops visual separators. Null when
- * what remains is not a diallable string.
+ * reduces `tel:`/`sip:`/`sips:` URIs to their user part, drops URI parameters and headers and
+ * visual separators. Null when what remains is not a diallable string.
  */
 export function normalisePhoneNumber(input: string): NormalisedNumber | null {
   let value = input.trim();
@@ -28,9 +28,11 @@ export function normalisePhoneNumber(input: string): NormalisedNumber | null {
       const at = value.indexOf('@');
       if (at >= 0) value = value.slice(0, at);
     }
-    // URI parameters (`;user=phone`, `;phone-context=…`) and headers (`?…`) are not the number.
-    value = value.split(/[;?]/, 1)[0] ?? '';
   }
+  // URI parameters (`;user=phone`, `;phone-context=…`, `;npdi`) and headers (`?…`) are not the
+  // number, with a scheme or without: a honeypot writes the Request-URI's user part as it came,
+  // and attackers choose it, so `+44…;phone-context=x` must not escape the number's key.
+  value = value.split(/[;?]/, 1)[0] ?? '';
   value = value.replace(SEPARATORS, '');
   if (!DIALLABLE.test(value)) return null;
   return { written: value, key: internationalKey(value) ?? value.toLowerCase() };

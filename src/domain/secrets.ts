@@ -21,6 +21,9 @@ export function newIngestSecret(): string {
 /** What every ingest URL secret starts with. */
 export const INGEST_SECRET_PREFIX = 'twi_';
 
+/** What a dashboard invitation's or password reset's token starts with: how logs find it to redact it. */
+export const INVITATION_TOKEN_PREFIX = 'twu_';
+
 /** The exact shape of an ingest URL secret: the prefix and 32 bytes in unpadded base64url. */
 const INGEST_SECRET = /^twi_[A-Za-z0-9_-]{43}$/;
 

@@ -3,7 +3,7 @@ import type { Account, AccountsService } from './accounts.ts';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { ServiceError } from './errors.ts';
 import { checkPasswordRules, decoyHash, hashPassword, needsRehash, passwordMatches } from './passwords.ts';
-import { hashSecret } from './secrets.ts';
+import { hashSecret, INVITATION_TOKEN_PREFIX } from './secrets.ts';
 
 /**
  * The people who sign in to the dashboard (docs/dashboard.md). An account's users are its
@@ -72,7 +72,7 @@ export interface IssuedLink {
 /** How long an invitation or reset link works: 72 hours. */
 export const INVITATION_TTL_MS = 72 * 3600 * 1000;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
-const TOKEN = /^twu_[A-Za-z0-9_-]{43}$/;
+const TOKEN = new RegExp(`^${INVITATION_TOKEN_PREFIX}[A-Za-z0-9_-]{43}$`);
 
 export interface UsersServiceOptions {
   repo: UsersRepository;
@@ -210,7 +210,7 @@ export class UsersService {
   }
 
   private async issueLink(user: User, purpose: InvitationPurpose): Promise<IssuedLink> {
-    const token = `twu_${randomBytes(32).toString('base64url')}`;
+    const token = `${INVITATION_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const created = this.now();
     const expires = new Date(created.getTime() + INVITATION_TTL_MS).toISOString();
     await this.repo.insertInvitation({ token_hash: hashSecret(token), user_id: user.user_id, purpose, created_at: created.toISOString(), expires_at: expires, used_at: null });

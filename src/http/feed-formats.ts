@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { csvField } from '../domain/csv-cells.ts';
 import type { Feed, FeedEntry, FeedFormat, FeedKind } from '../domain/feed-service.ts';
 
 /** The media type each feed format is sent as (docs/api.md §14). */
@@ -122,9 +123,4 @@ function nameUuid(name: string): string {
 
 function valueName(kind: FeedKind): string {
   return kind === 'phone-numbers' ? 'phone_number' : 'ip_address';
-}
-
-/** RFC 4180: quoted when it holds a comma, quote or line break. */
-function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
 }

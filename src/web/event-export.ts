@@ -1,4 +1,5 @@
 import type { Account } from '../domain/accounts.ts';
+import { csvField } from '../domain/csv-cells.ts';
 import { EVENT_FIELDS } from '../domain/event-fields.ts';
 import { MAX_PAGE, type EventQuery, type EventQueryInput } from '../domain/event-query.ts';
 import type { StoredEvent } from '../domain/events.ts';
@@ -28,14 +29,4 @@ export async function* csvLines(events: AsyncIterable<StoredEvent>): AsyncGenera
 /** NDJSON: one JSON object per event and line. */
 export async function* ndjsonLines(events: AsyncIterable<StoredEvent>): AsyncGenerator<string> {
   for await (const event of events) yield `${JSON.stringify(event)}\n`;
-}
-
-/**
- * One CSV field. Events are attacker-written, and a spreadsheet runs a cell starting with `=`,
- * `@`, `+` or `-` as a formula (CSV injection): such a value gets a leading `'`, except a
- * number written with a sign (`+4681…`, a called number), which no spreadsheet runs.
- */
-export function csvField(value: string): string {
-  const guarded = /^[=@\t\r]/.test(value) || (/^[+-]/.test(value) && !/^[+-][\d\s().-]*$/.test(value)) ? `'${value}` : value;
-  return /[",\r\n]/.test(guarded) ? `"${guarded.replace(/"/g, '""')}"` : guarded;
 }

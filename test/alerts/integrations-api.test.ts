@@ -72,6 +72,8 @@ describe('/api/integrations (docs/api.md §12)', () => {
     ['IPv6 loopback', 'https://[::1]/hook'],
     ['AWS IPv6 metadata', 'https://[fd00:ec2::254]/hook'],
     ['an IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook'],
+    ['an IPv4-compatible loopback', 'https://[::127.0.0.1]:19443/'],
+    ['IPv4-compatible cloud metadata', 'https://[::a9fe:a9fe]/'],
     ['CGNAT', 'https://100.64.0.1/hook'],
     ['a name resolving to loopback', 'https://localhost/hook'],
   ])('refuses a URL on %s (server-side request forgery)', async (_what, url) => {

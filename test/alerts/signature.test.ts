@@ -35,6 +35,8 @@ describe('delivery targets (docs/api.md §12, server-side request forgery)', () 
   it.each([
     '127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',
     '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', '2002:7f00:1::', 'not an address',
+    // IPv4-compatible (::/96), which ipaddr.js calls unicast: loopback, cloud metadata, and even a public address inside.
+    '::127.0.0.1', '::7f00:1', '::a9fe:a9fe', '::8.8.8.8', '0:0:0:0:0:0:a9fe:a9fe',
   ])('forbids %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
   });

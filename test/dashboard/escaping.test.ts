@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvField } from '../../src/web/event-export.ts';
+import { csvField } from '../../src/domain/csv-cells.ts';
 import { html, trusted } from '../../src/web/html.ts';
 
 describe('the page template escapes whatever it is given (docs/dashboard.md, "Security")', () => {

@@ -40,9 +40,19 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
     const { email, password } = await makeUser(h, owner.account.account_id);
     for (const [next, landing] of [
       ['/nodes', '/nodes'],
+      ['/events?sip_method=INVITE#top', '/events?sip_method=INVITE#top'],
       ['//evil.example/x', '/'],
       ['/\\evil.example', '/'],
       ['https://evil.example/', '/'],
+      // Read as a browser reads them: tabs and line breaks dropped, a backslash a slash.
+      ['/\t/evil.example/', '/'],
+      ['/\n/evil.example/', '/'],
+      ['/\r\n/evil.example', '/'],
+      ['/\t\\evil.example', '/'],
+      // Characters a Location header cannot carry as they are: percent-encoded, never a 500.
+      ['/no\u000bdes', '/no%0Bdes'],
+      ['/\u3002', '/%E3%80%82'],
+      ['/a\nb', '/ab'],
     ]) {
       const browser = new WebClient(h.url);
       await browser.get(`/sign-in?next=${encodeURIComponent(next!)}`);

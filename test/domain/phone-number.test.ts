@@ -30,6 +30,11 @@ describe('normalisePhoneNumber', () => {
     ['sip:100;user=phone@host', '100', '100'],
     ['sip:100', '100', '100'],
     ['sip:100?x=y', '100', '100'],
+    // Parameters and headers without a scheme, as a honeypot writes a Request-URI's user part.
+    ['+442071838001;phone-context=example.com', '+442071838001', '+442071838001'],
+    ['0046812118532;npdi;rn=+46812000000', '0046812118532', '+46812118532'],
+    ['100?x=y', '100', '100'],
+    ['46;1', '46', '46'],
     // Separators and surrounding whitespace.
     ['  +1 (800) 555.0199  ', '+18005550199', '+18005550199'],
     ['\t0046 8 121 185 32\n', '0046812118532', '+46812118532'],
@@ -91,7 +96,8 @@ describe('normalisePhoneNumber', () => {
     `+${'4'.repeat(65)}`,
     '12@34',
     'ab$c',
-    '46;1',
+    ';46',
+    '?46',
     '46,1',
     '46/1',
     '+46\t8',

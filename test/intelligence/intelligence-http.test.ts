@@ -167,6 +167,14 @@ describe('scores, range lookups and feeds (docs/api.md §7, §13, §14)', () => 
       expect(body.entries.map((e: any) => [e.phone_number, e.score, e.seen_count])).toEqual(parsed.map((r) => [r[0], Number(r[1]), Number(r[2])]));
     });
 
+    it('guards CSV cells against formulas, as the dashboard export does; a signed number stays as it is', async () => {
+      const writer = await h.account();
+      for (const called_number of ['+a1', '+46812118599']) expect((await postEvent(writer, sampleEvent({ called_number }))).status).toBe(201);
+      const cells = (await (await feed(writer, 'phone-numbers?min_score=0&format=csv')).text()).trim().split('\r\n').slice(1).map((row) => row.split(',')[0]);
+      expect(cells).toEqual(expect.arrayContaining(["'+a1", '+46812118599']));
+      expect(cells).not.toContain('+a1');
+    });
+
     it('a STIX 2.1 bundle of indicators', async () => {
       const res = await feed(owner, 'ip-addresses?min_score=0', { accept: 'application/stix+json;version=2.1' });
       expect(res.headers.get('content-type')).toBe('application/stix+json;version=2.1');

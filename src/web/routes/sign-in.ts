@@ -111,8 +111,24 @@ function signInFailureAudit(ip: string, email: string, outcome: FailureOutcome):
 }
 
 /** Where to go after signing in: a path of this site only, never another site (`//host`, `/\host`). */
+/** Resolves the sign-in's `next` the way a browser will, to tell same-origin paths apart. */
+const SELF = 'http://tollwatch.invalid';
+
+/**
+ * Where a sign-in may lead: a path on this site, as the URL parser reads it. A browser drops tabs
+ * and line breaks and reads `\` as `/`, so `/\t/evil.example/` is `//evil.example/`, another
+ * site; judged after parsing, it is. What is answered is the parsed path, percent-encoded, so
+ * that no character of `next` can break the `Location` header either.
+ */
 function safeNext(next: string): string {
-  return /^\/(?![/\\])/.test(next) ? next : '/';
+  if (!next.startsWith('/')) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, SELF);
+  } catch {
+    return '/';
+  }
+  return url.origin === SELF ? `${url.pathname}${url.search}${url.hash}` : '/';
 }
 
 function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string) {
