@@ -224,6 +224,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     announce();
   });
   const limiters: LimiterFactory = redis ? redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
+  const serverSecrets = new SqlServerSecrets(database.db, keySecret.sealer);
   const tokens = new AccessTokens(keys, {
     issuer: config.issuer,
     audiences: config.audiences,
@@ -322,7 +323,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     credentials,
     intake,
     ingestUrls,
-    eventQuery: await EventQuery.open(eventsRepo, new SqlServerSecrets(database.db, keySecret.sealer)),
+    eventQuery: await EventQuery.open(eventsRepo, serverSecrets),
     // Not through group commit (its transactions are large already), but on the writer thread
     // where there is one, so the import reads and checks its next batch meanwhile.
     importer: new EventImport(
@@ -341,7 +342,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     sessions,
     activity: new AccountActivity(new SqlAccountActivityRepository(database.db)),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
-    feeds: new FeedService(new SqlFeedsRepository((replica ?? database).db, lookupsRepo), aggregateFolder, config.scoring),
+    feeds: new FeedService(new SqlFeedsRepository((replica ?? database).db, lookupsRepo), aggregateFolder, config.scoring, undefined, await serverSecrets.read('feed-tag')),
     aggregateFolder,
     lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer: lookupAlerts, scoring: config.scoring, cache: lookupCache, knownKeys }),
     integrations,

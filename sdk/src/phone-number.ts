@@ -1,7 +1,8 @@
 /**
  * The number key the server matches on (docs/api.md §7), worked out in the client so that a range
  * lookup (docs/api.md §13) can hash it without sending it. The same rules as the server's
- * normaliser: trim, reduce `tel:`/`sip:`/`sips:` URIs to their user part, drop the separators
+ * normaliser: trim, reduce `tel:`/`sip:`/`sips:` URIs to their user part, drop URI parameters and
+ * headers (from the first `;` or `?`, with a scheme or without), drop the separators
  * space `-` `.` `(` `)`, then `+CC…`, `00CC…` and `011CC…` are one key `+CC…`; anything else
  * diallable is its own key, lower-cased. Null when the server would refuse the number.
  */
@@ -14,8 +15,8 @@ export function phoneNumberKey(input: string): string | null {
       const at = value.indexOf('@');
       if (at >= 0) value = value.slice(0, at);
     }
-    value = value.split(/[;?]/, 1)[0] ?? '';
   }
+  value = value.split(/[;?]/, 1)[0] ?? '';
   value = value.replace(/[ \-.()]/g, '');
   if (!/^\+?[0-9A-Za-z*#]{1,64}$/.test(value)) return null;
   for (const prefix of ['+', '00', '011']) {

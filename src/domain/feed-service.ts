@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
@@ -7,6 +7,7 @@ import { queryText } from './query-text.ts';
 import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from './own-writes.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type Score, type ScoringSettings } from './scores.ts';
+import { FEED_TAG_KEY_BYTES } from './server-secrets.ts';
 import { readScopesOf } from './visibility.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
@@ -77,12 +78,24 @@ export class FeedService {
   private readonly ownWrites: OwnWritesBarrier;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
+  private readonly tagKey: Uint8Array;
 
-  constructor(repo: FeedsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date()) {
+  /**
+   * `tagKey` keys the ETag: every instance of a deployment must be given the same one (the
+   * store's `feed-tag` secret); without it, a key of this instance's own.
+   */
+  constructor(
+    repo: FeedsRepository,
+    ownWrites: OwnWritesBarrier = NO_BARRIER,
+    scoring: ScoringSettings = DEFAULT_SCORING,
+    now = () => new Date(),
+    tagKey: Uint8Array = randomBytes(FEED_TAG_KEY_BYTES),
+  ) {
     this.repo = repo;
     this.ownWrites = ownWrites;
     this.scoring = scoring;
     this.now = now;
+    this.tagKey = tagKey;
   }
 
   /** Reads a feed's query parameters; one 422 names every bad one. `format` may come from elsewhere (Accept). */
@@ -119,7 +132,9 @@ export class FeedService {
     const scopes = readScopesOf(account);
     const scoredAt = new Date(Math.floor(this.now().getTime() / HOUR_MS) * HOUR_MS);
     const position = await this.repo.foldPosition();
-    const tag = createHash('sha256')
+    // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
+    // would give away the position, how many events every account together has sent.
+    const tag = createHmac('sha256', this.tagKey)
       .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format]))
       .digest('base64url')
       .slice(0, 32);

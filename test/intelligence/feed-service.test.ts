@@ -63,8 +63,10 @@ describe('FeedService (docs/api.md §14)', () => {
 
   it('one ETag per fold position, hour and query; scores as of the hour', async () => {
     let now = new Date('2026-11-23T12:10:00Z');
-    const tag = async (position: number, query: Record<string, string> = {}) => {
-      const service = new FeedService(fakeRepo(0, position).repo, undefined, undefined, () => now);
+    // The deployment's one key (the store's feed-tag secret): the same tag on every instance.
+    const key = Buffer.alloc(32, 7);
+    const tag = async (position: number, query: Record<string, string> = {}, tagKey = key) => {
+      const service = new FeedService(fakeRepo(0, position).repo, undefined, undefined, () => now, tagKey);
       const feed = await service.feed(account, 'ip-addresses', service.parseQuery(query, 'text'));
       expect(feed.scoredAt.toISOString()).toBe(`${now.toISOString().slice(0, 13)}:00:00.000Z`);
       return feed.etag;
@@ -75,6 +77,8 @@ describe('FeedService (docs/api.md §14)', () => {
     expect(await tag(8)).not.toBe(first);
     expect(await tag(7, { format: 'csv' })).not.toBe(first);
     expect(await tag(7, { min_score: '51' })).not.toBe(first);
+    // Another key, another tag: nothing in it can be recomputed without the key.
+    expect(await tag(7, {}, Buffer.alloc(32, 8))).not.toBe(first);
     now = new Date('2026-11-23T13:00:00Z');
     expect(await tag(7)).not.toBe(first);
   });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { readScopesOf } from '../../src/domain/visibility.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
@@ -220,6 +221,26 @@ describe('scores, range lookups and feeds (docs/api.md §7, §13, §14)', () => 
       const changed = await feed(owner, 'ip-addresses', { 'if-none-match': etag });
       expect(changed.status).toBe(200);
       expect(changed.headers.get('etag')).not.toBe(etag);
+    });
+
+    it('an ETag gives away nothing of the fold: keyed with a secret, yet the same on every instance of the store', async () => {
+      // Every input of the tag but the fold's position is the caller's to know; unkeyed, trying
+      // positions finds the one that matches: how many events every account together has sent.
+      const res = await feed(owner, 'phone-numbers?min_score=50');
+      const etag = res.headers.get('etag');
+      const scoredAt = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+      const unkeyed = (position: number) =>
+        `"${createHash('sha256').update(JSON.stringify(['phone-numbers', readScopesOf(owner.account), position, scoredAt, 30, 50, null, 'text'])).digest('base64url').slice(0, 32)}"`;
+      const folded = await h.services.database.db.selectFrom('fold_state').select('through').execute();
+      expect(Math.max(...folded.map((row) => Number(row.through)))).toBeLessThanOrEqual(10_000);
+      for (let p = 0; p <= 10_000; p++) expect(unkeyed(p) === etag, `the tag is the unkeyed hash of position ${p}`).toBe(false);
+      const second = await startHarness({ DATABASE_URL: h.config.databaseUrl });
+      try {
+        const elsewhere = await fetch(`${second.url}/api/feeds/phone-numbers?min_score=50`, { headers: { authorization: `Bearer ${await owner.token()}` } });
+        expect(elsewhere.headers.get('etag')).toBe(etag);
+      } finally {
+        await second.close();
+      }
     });
 
     it('isolation: another account’s private events reach no feed but its own', async () => {

@@ -123,9 +123,12 @@ describe('keys at rest (docs/operations.md, "Keys")', () => {
       expect(() => sealer.open(row.private_jwk, 'signing_keys/another')).toThrow(/does not open/);
       if (TEST_STORE === 'sqlite') expect(storeBytes(url)).not.toContain(jwk.d);
     }
-    expect(secrets.map((row) => row.name)).toEqual(['cursor']);
-    expect(secrets[0]!.value).toMatch(/^sealed:v1:/);
-    expect(Buffer.from(sealer.open(secrets[0]!.value, 'server_secrets/cursor'), 'base64')).toHaveLength(32);
+    // The cursor key, and the key of the feeds' ETags (made at start, docs/api.md §14).
+    expect(secrets.map((row) => row.name).sort()).toEqual(['cursor', 'feed-tag']);
+    for (const row of secrets) {
+      expect(row.value).toMatch(/^sealed:v1:/);
+      expect(Buffer.from(sealer.open(row.value, `server_secrets/${row.name}`), 'base64')).toHaveLength(32);
+    }
   });
 
   it('a server restarted with the same key verifies earlier tokens and continues earlier cursors', async () => {
@@ -192,7 +195,10 @@ describe('keys at rest (docs/operations.md, "Keys")', () => {
     const { signing, secrets } = await storedKeys(url);
     const plainJwk = sealer.open(signing[0]!.private_jwk, `signing_keys/${signing[0]!.kid}`);
     await database.db.updateTable('signing_keys').set({ private_jwk: plainJwk }).where('kid', '=', signing[0]!.kid).execute();
-    await database.db.updateTable('server_secrets').set({ value: sealer.open(secrets[0]!.value, 'server_secrets/cursor') }).where('name', '=', 'cursor').execute();
+    const cursor = secrets.find((row) => row.name === 'cursor')!;
+    await database.db.updateTable('server_secrets').set({ value: sealer.open(cursor.value, 'server_secrets/cursor') }).where('name', '=', 'cursor').execute();
+    // An earlier version kept no other secret (the feeds' ETag key is made when first needed).
+    await database.db.deleteFrom('server_secrets').where('name', '!=', 'cursor').execute();
     await database.close();
     if (TEST_STORE === 'sqlite') rmSync(keyFilePath(storeFilePath(url)!));
     const { d } = JSON.parse(plainJwk) as { d: string };
@@ -203,7 +209,7 @@ describe('keys at rest (docs/operations.md, "Keys")', () => {
     const after = await storedKeys(url);
     expect(after.signing.map((row) => row.kid)).toEqual([signing[0]!.kid]);
     expect(after.signing[0]!.private_jwk).toMatch(/^sealed:v1:/);
-    expect(after.secrets[0]!.value).toMatch(/^sealed:v1:/);
+    for (const row of after.secrets) expect(row.value).toMatch(/^sealed:v1:/);
     // SQLite: the plain text is gone from the files too (secure_delete, then a truncating checkpoint).
     if (TEST_STORE === 'sqlite') expect(storeBytes(url)).not.toContain(d);
     expect(JSON.parse((await sealerOf(url)).open(after.signing[0]!.private_jwk, `signing_keys/${signing[0]!.kid}`))).toEqual(JSON.parse(plainJwk));
