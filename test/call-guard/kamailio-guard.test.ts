@@ -53,9 +53,14 @@ async function makeKnown(fleet: TestAccount, number: string, strength: 'high' | 
   }
 }
 
+/**
+ * Calls decided, by decision. A refusal from the mirror is stateless: an INVITE retransmitted
+ * before its 403 arrived (SIPp resends after 500 ms, which a loaded machine reaches) is decided
+ * again, alike, and logged again; counted here once per call.
+ */
 function tally(decisions: Decision[]): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const d of decisions) counts[d.decision] = (counts[d.decision] ?? 0) + 1;
+  for (const d of new Map(decisions.map((d) => [`${d.callId} ${d.decision}`, d])).values()) counts[d.decision] = (counts[d.decision] ?? 0) + 1;
   return counts;
 }
 

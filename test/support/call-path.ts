@@ -61,6 +61,7 @@ export interface Decision {
   score: number;
   ms: number;
   via: string;
+  callId: string;
   outcome: string;
 }
 
@@ -115,9 +116,9 @@ export async function startKamailio(dir: string, options: { port: number; pbxPor
 }
 
 function parseDecision(line: string): Decision | undefined {
-  const match = /tollwatch: decision=(\S+) number=(\S*) source=\S+ score=(-?\d+) ms=([\d.]+) via=(\S+) call-id=\S+ outcome="([^"]*)"/.exec(line);
+  const match = /tollwatch: decision=(\S+) number=(\S*) source=\S+ score=(-?\d+) ms=([\d.]+) via=(\S+) call-id=(\S+) outcome="([^"]*)"/.exec(line);
   if (!match) return undefined;
-  return { decision: match[1]!, number: match[2]!, score: Number(match[3]), ms: Number(match[4]), via: match[5]!, outcome: match[6]! };
+  return { decision: match[1]!, number: match[2]!, score: Number(match[3]), ms: Number(match[4]), via: match[5]!, callId: match[6]!, outcome: match[7]! };
 }
 
 /** Whether a SIP server on `port` answers an OPTIONS that may go no further (Max-Forwards: 0, answered 483). */
