@@ -1,10 +1,7 @@
-import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.ts';
-import { createLogger } from '../../src/logger.ts';
 import { eventually } from '../support/eventually.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { startLoggedApp, type LoggedApp } from '../support/logged-app.ts';
 import { WebClient } from './web-client.ts';
 
 /**
@@ -15,23 +12,16 @@ import { WebClient } from './web-client.ts';
 describe('logs never hold an invitation or reset link', () => {
   let h: Harness;
   let owner: TestAccount;
-  let logged: FastifyInstance;
+  let logged: LoggedApp;
   let url: string;
-  const lines: string[] = [];
+  let lines: string[];
 
   beforeAll(async () => {
     h = await startHarness();
     owner = await h.account();
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    // The server's own logger at the default level, over the same services, on a port of its own.
-    logged = await buildApp(h.services, { loggerInstance: createLogger('info', sink) });
-    await logged.listen({ port: 0, host: '127.0.0.1' });
-    url = `http://127.0.0.1:${(logged.server.address() as { port: number }).port}`;
+    // The server's own logger at the default level.
+    logged = await startLoggedApp(h, 'info');
+    ({ url, lines } = logged);
   });
   afterAll(async () => {
     await logged.close();

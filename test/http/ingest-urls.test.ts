@@ -1,18 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.ts';
 import { USE_RESOLUTION_MS } from '../../src/domain/ingest-urls.ts';
-import { createLogger } from '../../src/logger.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
 import { eventually } from '../support/eventually.ts';
+import { startLoggedApp, type LoggedApp } from '../support/logged-app.ts';
 
 const FIXTURE = new URL('../fixtures/sentrypeer-node-webhook-no-oauth.txt', import.meta.url);
 const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
@@ -348,22 +345,14 @@ describe('failed ingest secrets are throttled (docs/api.md §2, §11)', () => {
 
 describe('logs never hold an ingest secret', () => {
   let h: Harness;
-  let logged: FastifyInstance;
+  let logged: LoggedApp;
   let url: string;
-  const lines: string[] = [];
+  let lines: string[];
 
   beforeAll(async () => {
     h = await startHarness();
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    // The server's own logger over the same services, on a port of its own.
-    logged = await buildApp(h.services, { loggerInstance: createLogger('debug', sink) });
-    await logged.listen({ port: 0, host: '127.0.0.1' });
-    url = `http://127.0.0.1:${(logged.server.address() as { port: number }).port}`;
+    logged = await startLoggedApp(h, 'debug');
+    ({ url, lines } = logged);
   });
   afterAll(async () => {
     await logged.close();
