@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../src/cli/kamailio-guard-config.ts';
 import { callPathMissing, freeUdpPort, percentile, placeCalls, startKamailio, startPbx } from '../test/support/call-path.ts';
 import { completedCallScenario } from '../test/support/sipp-scenarios.ts';
-import { cpuMicros, log, prepareStore, ROOT, startProcess } from './support.ts';
+import { cpuMicros, log, prepareStore, printTable, ROOT, startProcess, type TableColumn } from './support.ts';
 
 /**
  * The call path: SIPp callers through Kamailio to a SIPp PBX at fixed call rates, with Kamailio
@@ -116,7 +116,7 @@ function round(ms: number): number {
 
 /** The rows as a table. */
 export function printCallPath(rows: CallPathRow[]): void {
-  const columns: Array<[string, number, (r: CallPathRow) => string | number | undefined]> = [
+  const columns: TableColumn<CallPathRow>[] = [
     ['call path', -18, (r) => r.mode],
     ['calls/s', 7, (r) => r.rate],
     ['completed/s', 11, (r) => r.completedPerSecond],
@@ -128,9 +128,7 @@ export function printCallPath(rows: CallPathRow[]): void {
     ['× alone', 7, (r) => r.ratioCompleted],
     ['Tollwatch CPU µs/call', 21, (r) => r.tollwatchCpuMicrosPerCall],
   ];
-  const cell = (value: unknown, width: number) => (width < 0 ? String(value ?? '').padEnd(-width) : String(value ?? '').padStart(width));
-  console.log(`\n${columns.map(([name, width]) => cell(name, width)).join('  ')}`);
-  for (const r of rows) console.log(columns.map(([, width, value]) => cell(value(r), width)).join('  '));
+  printTable(columns, rows);
 }
 
 if (import.meta.main) {

@@ -7,7 +7,7 @@ import { BENCH_DATA, cachedStore, POOL_NUMBERS } from './cached-stores.ts';
 import { callPathBench, printCallPath, type CallPathRow } from './call-path.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, ROOT, rssMiB, startProcess, tokenFor } from './support.ts';
+import { cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -271,7 +271,7 @@ async function main() {
 }
 
 function print(growthRatio: number | undefined): void {
-  const columns: Array<[string, number, (r: Row) => string | number | undefined]> = [
+  const columns: TableColumn<Row>[] = [
     ['phase', -44, (r) => r.phase],
     ['conns', 5, (r) => r.connections],
     ['req/s', 8, (r) => r.requestsPerSecond],
@@ -286,9 +286,7 @@ function print(growthRatio: number | undefined): void {
     ['unexpected', 10, (r) => r.unexpected],
     ['errors', 6, (r) => r.errors],
   ];
-  const cell = (value: unknown, width: number) => (width < 0 ? String(value ?? '').padEnd(-width) : String(value ?? '').padStart(width));
-  console.log(`\n${columns.map(([name, width]) => cell(name, width)).join('  ')}`);
-  for (const r of rows) console.log(columns.map(([, width, value]) => cell(value(r), width)).join('  '));
+  printTable(columns, rows);
   if (growthRatio !== undefined) console.log(`\ngrowth: single-event intake into the largest store runs at ${growthRatio} × the rate into an empty one`);
 }
 

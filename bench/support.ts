@@ -167,3 +167,13 @@ export async function postgresBenchDatabase(): Promise<{ url: string; keySecret:
     },
   };
 }
+
+/** A table column: its heading, its width (negative: left-aligned) and its value in a row. */
+export type TableColumn<R> = [string, number, (row: R) => string | number | undefined];
+
+/** Prints `rows` as a table of fixed-width columns, after a blank line. */
+export function printTable<R>(columns: TableColumn<R>[], rows: R[]): void {
+  const cell = (value: unknown, width: number) => (width < 0 ? String(value ?? '').padEnd(-width) : String(value ?? '').padStart(width));
+  console.log(`\n${columns.map(([name, width]) => cell(name, width)).join('  ')}`);
+  for (const row of rows) console.log(columns.map(([, width, value]) => cell(value(row), width)).join('  '));
+}
