@@ -9,6 +9,18 @@ export const COLLECTED_METHODS = ['responsive', 'passive'] as const;
 /** Values of `transport_type`, also the query filter's allowed values. */
 export const TRANSPORT_TYPES = ['UDP', 'TCP', 'TLS'] as const;
 
+/**
+ * What a SentryPeer node writes in a text field its probe did not carry: it never sends an empty
+ * `called_number` or `sip_user_agent`, it sends this (test/fixtures/sentrypeer_json.log). Stored
+ * as sent, but read as absent: never a number, never a user agent (docs/api.md §5).
+ */
+export const ABSENT_MARKER = 'NOT_FOUND';
+
+/** Whether a free-text value says "absent": empty, or a node's marker for it. */
+export function isAbsentValue(value: string): boolean {
+  return value === '' || value === ABSENT_MARKER;
+}
+
 /** The longest SIP method accepted: RFC 3261 sets no bound, the contract does. */
 export const SIP_METHOD_MAX_CHARS = 32;
 

@@ -4,7 +4,7 @@ import { EventCursors } from './event-cursor.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
 import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
 import type { FieldError } from './field-error.ts';
-import { COLLECTED_METHODS, TRANSPORT_TYPES } from './event-fields.ts';
+import { COLLECTED_METHODS, isAbsentValue, TRANSPORT_TYPES } from './event-fields.ts';
 import { sipMethodError } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
@@ -123,9 +123,11 @@ function parseQuery(
   }
   const calledNumber = text('called_number');
   if (calledNumber !== undefined) {
-    const number = normalisePhoneNumber(calledNumber);
+    // A number matches every form it was written in; any other value an event can hold (empty,
+    // NOT_FOUND, `test_user`, 70 digits) matches exactly, so an owner can filter by what they see.
+    const number = isAbsentValue(calledNumber) ? null : normalisePhoneNumber(calledNumber);
     if (number) filter.numberKey = number.key;
-    else refuse('called_number', 'must be a phone number: up to 64 digits, letters, * or #, optionally after +');
+    else filter.calledNumberUnkeyed = calledNumber;
   }
   const sourceIp = text('source_ip');
   if (sourceIp !== undefined) {

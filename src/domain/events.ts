@@ -17,6 +17,8 @@ export interface EventFilter {
   since?: string;
   until?: string;
   numberKey?: string;
+  /** An exact stored `called_number` that names no number (empty, NOT_FOUND, `test_user`…). */
+  calledNumberUnkeyed?: string;
   sourceIp?: string;
   sipMethod?: string;
   nodeId?: string;

@@ -3,6 +3,7 @@ import {
   EVENT_FIELD_SPECS,
   EVENT_FIELDS,
   FORMAT_RULES,
+  isAbsentValue,
   SIP_METHOD_MAX_CHARS,
   type EventField,
   type EventFieldFormat,
@@ -18,7 +19,7 @@ import { canonicalUuid } from './uuid.ts';
 export interface HoneypotEvent extends Record<EventField, string> {
   /** Normalised instant of `event_timestamp`. */
   event_time: string;
-  /** `called_number` normalised, and its lookup key; null when it is empty or not a number. */
+  /** `called_number` normalised, and its lookup key; null when it is absent (§5) or not a number. */
   number_written: string | null;
   number_key: string | null;
   /** Hash of the 13 stored values: tells an identical replay from a conflicting reuse of a uuid. */
@@ -102,7 +103,7 @@ export function validateHoneypotEvent(body: unknown, now: Date): { ok: true; eve
     }
   }
   if (errors.length > 0) return { ok: false, errors };
-  const number = stored.called_number === '' ? null : normalisePhoneNumber(stored.called_number);
+  const number = isAbsentValue(stored.called_number) ? null : normalisePhoneNumber(stored.called_number);
   return {
     ok: true,
     event: {

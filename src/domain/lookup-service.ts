@@ -1,5 +1,6 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
+import { ABSENT_MARKER } from './event-fields.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
@@ -126,12 +127,7 @@ export class LookupService {
   /** Looks up a number as written by the caller (already URL-decoded). */
   async phoneNumber(account: Account, input: string): Promise<PhoneNumberAnswer> {
     const number = normalisePhoneNumber(input);
-    if (!number) {
-      throw new ServiceError(
-        'invalid_phone_number',
-        'a phone number is up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)',
-      );
-    }
+    if (!number) throw new ServiceError('invalid_phone_number', invalidNumberMessage(input));
     const waiting = this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
@@ -240,4 +236,11 @@ export class LookupService {
  */
 function echoable(input: unknown): number | boolean | null {
   return typeof input === 'number' || typeof input === 'boolean' ? input : null;
+}
+
+/** Why a lookup's value is no number; a node's marker for "no number" is told as such. */
+function invalidNumberMessage(input: string): string {
+  return input.trim() === ABSENT_MARKER
+    ? `${ABSENT_MARKER} is what a honeypot node writes when a probe carried no number: it names no number to look up`
+    : 'a phone number is up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)';
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { AccountActivityRepository, ActivityColumn, CountedValue, NodeBreakdownRow, NodeTotals } from '../domain/account-activity.ts';
+import { ABSENT_MARKER } from '../domain/event-fields.ts';
 import type { Schema } from './schema.ts';
 
 /**
@@ -62,6 +63,8 @@ export class SqlAccountActivityRepository implements AccountActivityRepository {
       .limit(limit);
     // Events without a usable called number have no key; they belong to no number.
     if (column === 'number_key') query = query.where('number_key', 'is not', null);
+    // Nor does an empty or NOT_FOUND user agent name a program (docs/api.md §5).
+    if (column === 'sip_user_agent') query = query.where('sip_user_agent', 'not in', ['', ABSENT_MARKER]);
     return (await query.execute()).map((r) => ({ value: String(r.value), count: Number(r.n) }));
   }
 }

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { isAbsentValue } from '../domain/event-fields.ts';
 import { addCount, countsJson, countsOf } from '../domain/kept-counts.ts';
 import { userAgentKey } from '../domain/lookup-aggregates.ts';
 import { numberHash } from '../domain/number-hash.ts';
@@ -226,7 +227,8 @@ export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWr
   const ipNumbers = new Map<string, [string, string, string]>();
   for (const { scope, event } of items) {
     const address = widen(addresses, scope, event.source_ip, event.event_time);
-    addCount(address.counts[0], userAgentKey(event.sip_user_agent), 1);
+    // An empty or NOT_FOUND user agent names no program: the address is counted, the agent not.
+    if (!isAbsentValue(event.sip_user_agent)) addCount(address.counts[0], userAgentKey(event.sip_user_agent), 1);
     addCount(address.counts[1], event.transport_type, 1);
     addCount(address.counts[2], event.created_by_node_id, 1);
     if (event.number_key === null) continue;

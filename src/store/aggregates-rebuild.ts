@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { ABSENT_MARKER } from '../domain/event-fields.ts';
 import { KEPT_NAMES } from '../domain/kept-counts.ts';
 import { USER_AGENT_KEPT_CHARACTERS } from '../domain/lookup-aggregates.ts';
 import { numberHash } from '../domain/number-hash.ts';
@@ -30,6 +31,8 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
       // Inlined, not bound: PostgreSQL matches the select list to GROUP BY by expression text.
       const agent = sql`substr(sip_user_agent, 1, ${sql.lit(USER_AGENT_KEPT_CHARACTERS)})`;
       const numbered = sql`${scoped} s where number_key is not null`;
+      // An empty or NOT_FOUND user agent names no program (docs/api.md §5), as in the fold.
+      const named = sql`${scoped} s where sip_user_agent not in ('', ${sql.lit(ABSENT_MARKER)})`;
       const statements = [
         sql`insert into number_aggregates (scope, number_key, seen_count, first_seen, last_seen, source_ip_count, sip_methods, forms, nodes)
             select t.scope, t.k, t.n, t.first_seen, t.last_seen, t.d, m.counts, f.counts, o.counts
@@ -40,10 +43,10 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
             join ${namedCounts(caps, numbered, sql`number_key`, sql`created_by_node_id`)} o on o.scope = t.scope and o.k = t.k`,
         sql`insert into number_sources (scope, number_key, source_ip) select distinct scope, number_key, source_ip from ${numbered}`,
         sql`insert into ip_aggregates (scope, source_ip, seen_count, first_seen, last_seen, called_number_count, user_agents, transports, nodes)
-            select t.scope, t.k, t.n, t.first_seen, t.last_seen, t.d, u.counts, r.counts, o.counts
+            select t.scope, t.k, t.n, t.first_seen, t.last_seen, t.d, coalesce(u.counts, '{}'), r.counts, o.counts
             from (select scope, source_ip as k, count(*) as n, min(event_time) as first_seen, max(event_time) as last_seen, count(distinct number_key) as d
                   from ${scoped} s group by scope, source_ip) t
-            join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, agent)} u on u.scope = t.scope and u.k = t.k
+            left join ${namedCounts(caps, named, sql`source_ip`, agent)} u on u.scope = t.scope and u.k = t.k
             join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, sql`transport_type`)} r on r.scope = t.scope and r.k = t.k
             join ${namedCounts(caps, sql`${scoped} s`, sql`source_ip`, sql`created_by_node_id`)} o on o.scope = t.scope and o.k = t.k`,
         sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${numbered}`,

@@ -101,6 +101,10 @@ export class SqlEventsRepository implements EventsRepository {
     if (filter.since !== undefined) query = query.where('event_time', '>=', filter.since);
     if (filter.until !== undefined) query = query.where('event_time', '<', filter.until);
     if (filter.numberKey !== undefined) query = query.where('number_key', '=', filter.numberKey);
+    // Such events have no key, so the account's number index narrows them to the keyless ones.
+    if (filter.calledNumberUnkeyed !== undefined) {
+      query = query.where('number_key', 'is', null).where('called_number', '=', filter.calledNumberUnkeyed);
+    }
     if (filter.sourceIp !== undefined) query = query.where('source_ip', '=', filter.sourceIp);
     if (filter.sipMethod !== undefined) query = query.where('sip_method', '=', filter.sipMethod);
     if (filter.nodeId !== undefined) query = query.where('created_by_node_id', '=', filter.nodeId);

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { HashedNumber, IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import { isAbsentValue } from '../domain/event-fields.ts';
 import { countsOf } from '../domain/kept-counts.ts';
 import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
@@ -104,7 +105,9 @@ export function ipAggregateOf(rows: LookupRow[], calledNumberCount: number, topU
   return {
     ...span(rows),
     calledNumberCount,
+    // Stores folded before absent values were left out (docs/api.md §5) still hold them.
     userAgents: [...sumCounts(rows, 'first_counts')]
+      .filter(([userAgent]) => !isAbsentValue(userAgent))
       .sort(byCountThenName)
       .slice(0, topUserAgents)
       .map(([user_agent, count]) => ({ user_agent, count })),

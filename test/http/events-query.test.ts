@@ -81,9 +81,9 @@ describe('querying one’s own events (docs/api.md §8)', () => {
     const body = (await res.json()) as { error: string; errors: Array<{ field: string }> };
     expect(body.error).toBe('validation_failed');
     expect(body.errors.map((e) => e.field)).toEqual(['since', 'source_ip', 'node_id', 'limit', 'cursor']);
-    const semantic = await owner.api('/api/events?since=yesterday&source_ip=nope&cursor=garbage&node_id=x&called_number=%24');
+    const semantic = await owner.api('/api/events?since=yesterday&source_ip=nope&cursor=garbage&node_id=x&sip_method=%24');
     const fields = ((await semantic.json()) as { errors: Array<{ field: string }> }).errors.map((e) => e.field);
-    expect(fields).toEqual(['since', 'called_number', 'source_ip', 'node_id', 'cursor']);
+    expect(fields).toEqual(['since', 'source_ip', 'sip_method', 'node_id', 'cursor']);
     for (const bad of ['?limit=0', '?limit=abc', '?transport_type=SCTP', '?collected_method=all', '?unknown=1', '?sip_method=%00', '?sip_method=IN%20VITE']) {
       expect((await owner.api(`/api/events${bad}`)).status, bad).toBe(422);
     }
@@ -191,6 +191,42 @@ describe('querying one’s own events (docs/api.md §8)', () => {
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ error: 'not_found' });
     }
+  });
+});
+
+describe('a called number that names no number (docs/api.md §5, §8)', () => {
+  let h: Harness;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    owner = await h.account();
+  });
+  afterAll(() => h.close());
+
+  it('is an exact filter for every value an event can hold, and NOT_FOUND is never a number or a user agent', async () => {
+    // What a real node sends when the probe lacked a field (test/fixtures/sentrypeer_json.log),
+    // and values it sends that no lookup can read.
+    const held = ['NOT_FOUND', 'test_user', '7'.repeat(70), '', '$', '+442071838001;phone-context=example.com'];
+    for (const [i, called_number] of held.entries()) {
+      const sip_user_agent = i % 2 === 0 ? 'NOT_FOUND' : i === 1 ? '' : 'friendly-scanner';
+      expect((await postEvent(owner, sampleEvent({ called_number, sip_user_agent, source_ip: '198.51.100.40' }))).status).toBe(201);
+    }
+    for (const value of held) {
+      const res = await owner.api(`/api/events?called_number=${encodeURIComponent(value)}`);
+      expect(res.status, value).toBe(200);
+      const { data } = (await res.json()) as Page;
+      expect(data.map((e) => e.called_number), value).toEqual([value]);
+    }
+    // A number still matches every form it was written in, parameters and all.
+    const number = (await (await owner.api('/api/events?called_number=00442071838001')).json()) as Page;
+    expect(number.data.map((e) => e.called_number)).toEqual(['+442071838001;phone-context=example.com']);
+
+    const marker = await owner.api('/api/phone-numbers/NOT_FOUND');
+    expect(marker.status).toBe(400);
+    expect(await marker.json()).toMatchObject({ error: 'invalid_phone_number', detail: expect.stringContaining('NOT_FOUND is what a honeypot node writes') });
+    const address = (await (await owner.api('/api/ip-addresses/198.51.100.40')).json()) as { seen_count: number; called_number_count: number; user_agents: unknown };
+    expect(address).toMatchObject({ seen_count: held.length, called_number_count: 1, user_agents: [{ user_agent: 'friendly-scanner', count: 2 }] });
   });
 });
 

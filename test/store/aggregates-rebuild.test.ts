@@ -16,7 +16,7 @@ describe('rebuilding aggregates from events', () => {
   it('recomputes exactly what incremental updates kept', async () => {
     const fleet = await h.account({ trusted: true });
     const a = await h.account();
-    const numbers = ['0046812118532', '+46812118532', '01146812118532', '100', '', 'not a number!'];
+    const numbers = ['0046812118532', '+46812118532', '01146812118532', '100', '', 'not a number!', 'NOT_FOUND'];
     const ips = ['203.0.113.1', '203.0.113.2', '2001:db8::9'];
     let i = 0;
     for (const who of [fleet, a, fleet, a]) {
@@ -25,7 +25,7 @@ describe('rebuilding aggregates from events', () => {
           called_number,
           source_ip: ips[i % ips.length],
           sip_method: ['INVITE', 'OPTIONS'][i % 2],
-          sip_user_agent: ['x', 'y', ''][i % 3],
+          sip_user_agent: ['x', 'y', '', 'NOT_FOUND'][i % 4],
           transport_type: ['UDP', 'TCP', 'TLS'][i % 3],
           event_timestamp: `2026-11-${10 + (i % 9)} 0${i % 10}:00:00.${i}`,
         });

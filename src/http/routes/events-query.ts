@@ -16,7 +16,11 @@ const ListQuery = Type.Object(
     since: Type.Optional(formatSchema('timestamp', { description: 'Events at or after this instant', example: '2026-11-20T10:00:00Z' })),
     until: Type.Optional(formatSchema('timestamp', { description: 'Events before this instant' })),
     called_number: Type.Optional(
-      Type.String({ description: 'Normalised like a lookup (`tel:`/`sip:` forms, separators); `+CC`, `00CC` and `011CC` forms match', example: '+46812118532' }),
+      Type.String({
+        description:
+          'A number is normalised like a lookup (`tel:`/`sip:` forms, separators) and `+CC`, `00CC` and `011CC` forms match; any other value (empty, `NOT_FOUND`, `test_user`) matches the stored value exactly',
+        example: '+46812118532',
+      }),
     ),
     source_ip: Type.Optional(formatSchema('ip', { description: 'Source address; IPv6 in any of its spellings', example: '203.0.113.7' })),
     sip_method: Type.Optional(formatSchema('sip-token', { description: 'SIP method, matched exactly', example: 'INVITE' })),
