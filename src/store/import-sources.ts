@@ -6,6 +6,7 @@ import { ServiceError } from '../domain/errors.ts';
 import type { ImportRecord, ImportSource } from '../domain/event-import.ts';
 import { UnreadableItem } from '../domain/event-intake.ts';
 import { canonicalIpAddress } from '../domain/ip-address.ts';
+import { lockFreeSnapshot } from './sqlite-snapshot.ts';
 
 /**
  * What a SentryPeer database does not keep, and an imported event needs (docs/api.md §5): its
@@ -96,16 +97,27 @@ interface HoneyRow {
  * A SentryPeer database (`-f <path>`, `sentrypeer.db`), read-only, row by row in `honey_id`
  * order; progress in rows. A NULL column becomes "", as the node writes it in its JSON log, and
  * is then judged by the field's rule like any other value.
+ *
+ * A running node keeps writing it, with no busy timeout: it reads a lock-free snapshot, so the
+ * node never finds its database locked (and never loses a probe) while an import runs. Rows the
+ * node adds after the snapshot come with the next import; those already stored are replays.
  */
-function openSentryPeerDatabase(path: string, defaults: DatabaseDefaults): ImportSource {
-  const db = new SQLiteDatabase(path, { readonly: true, fileMustExist: true });
+async function openSentryPeerDatabase(path: string, defaults: DatabaseDefaults): Promise<ImportSource> {
+  const snapshot = await lockFreeSnapshot(path).catch((err: Error) => {
+    throw new ServiceError('unavailable', err.message);
+  });
+  const db = new SQLiteDatabase(snapshot.path, { readonly: true, fileMustExist: true });
+  const close = async () => {
+    db.close();
+    await snapshot.dispose();
+  };
   let rows: number;
   let statement: SQLiteDatabase.Statement;
   try {
     rows = (db.prepare('select count(*) from honey').pluck().get() as number) ?? 0;
     statement = db.prepare(HONEY_QUERY);
   } catch (err) {
-    db.close();
+    await close();
     throw new ServiceError('validation_failed', `${path} is a SQLite database but not a SentryPeer one (no honey table as SentryPeer writes it): ${(err as Error).message}`);
   }
   let done = 0;
@@ -137,8 +149,6 @@ function openSentryPeerDatabase(path: string, defaults: DatabaseDefaults): Impor
         };
       }
     },
-    close: async () => {
-      db.close();
-    },
+    close,
   };
 }

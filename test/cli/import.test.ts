@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +166,31 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
     // The same events from the node's log are the same content: all replays.
     expect(await importJson('--account', owner.account.account_id, FIXTURE)).toMatchObject({ imported: 0, replayed: 26 });
     expect(await importJson(...args)).toMatchObject({ read: 29, imported: 0, replayed: 27, conflict: 1, invalid: 1 });
+  });
+
+  it('imports a live node’s database without ever locking it: the node loses no probe, the import no row', async () => {
+    const owner = await h.account();
+    const path = join(dir, 'live.db');
+    const events = [...sentryPeerLogLines({ events: 4_000, numbers: 300, addresses: 100, seed: 23 })].map((l) => JSON.parse(l) as Event);
+    sentryPeerDatabase(path, events);
+    // The node, in its own process: an autocommit INSERT every 2 ms, no busy timeout, for as
+    // long as the imports run. Before imports read a snapshot, it lost 191 of 1,500 probes so.
+    const writer = spawn(process.execPath, [new URL('../support/sentrypeer-writer.ts', import.meta.url).pathname, path, '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let written = '';
+    writer.stdout.setEncoding('utf8').on('data', (s: string) => (written += s));
+    const finished = new Promise<number | null>((resolve) => writer.on('close', resolve));
+    const args = ['--account', owner.account.account_id, '--app-version', '4.0.6', '--destination-ip', '127.0.0.1', path];
+    const during = await importJson(...args);
+    expect(during.read as number).toBeGreaterThanOrEqual(events.length);
+    expect(during).toMatchObject({ conflict: 0, invalid: 0 });
+    writer.kill('SIGTERM');
+    expect(await finished).toBe(0);
+    const { inserted, busy } = JSON.parse(written) as { inserted: number; busy: number };
+    expect(busy).toBe(0);
+    expect(inserted).toBeGreaterThan(0);
+    // Once the node is done, one more import brings what came after the last snapshot.
+    expect(await importJson(...args)).toMatchObject({ read: events.length + inserted, conflict: 0, invalid: 0 });
+    expect(await storedUuids(owner)).toHaveLength(events.length + inserted);
   });
 
   it('counts and lists what it refuses in a log, and keeps what is valid', async () => {
