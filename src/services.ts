@@ -17,6 +17,7 @@ import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
 import { PlanCatalog } from './domain/plans.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from './limits/failure-throttle.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from './limits/plan-limiter.ts';
+import { DEFAULT_SIGN_IN_LOCKS, SignInLocks, type SignInLockSettings } from './limits/sign-in-locks.ts';
 import { AccessTokens } from './oauth/access-tokens.ts';
 import { ApiAuthenticator } from './oauth/api-authenticator.ts';
 import { CredentialsCache } from './oauth/credentials-cache.ts';
@@ -64,6 +65,8 @@ export interface Services {
   auditRetention: AuditRetention;
   limiter: PlanLimiter;
   authFailures: FailureThrottle;
+  /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
+  signInLocks: SignInLocks;
   accounts: AccountsService;
   accountsRepo: SqlAccountsRepository;
   tokens: AccessTokens;
@@ -128,6 +131,8 @@ export interface ServiceOptions {
   log?: Logger;
   /** How failed authentications are slowed and refused. */
   throttle?: Partial<ThrottleSettings>;
+  /** How many password guesses sign-in allows (DEFAULT_SIGN_IN_LOCKS); tests lower them. */
+  signInLocks?: Partial<SignInLockSettings>;
   /** Where counts go; nowhere when absent (the CLI). The server passes its Prometheus metrics. */
   metrics?: Metrics;
   /** How long signing keys are used before the store is read again (KEYS_RELOAD_MS); tests shorten it. */
@@ -275,11 +280,11 @@ async function servicesOver(database: Database, config: Config, options: Service
   });
   const usersRepo = new SqlUsersRepository(database.db);
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds });
-  const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl });
+  const mailer = new SmtpMailer(config.alerts.smtpUrl, config.alerts.mailFrom);
+  const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer });
   const alertSettings: AlertSettings = { ...ALERT_DEFAULTS, ...options.alerts };
   const outbox = new SqlAlertOutbox(database.db, database.caps, keySecret.sealer);
   const guard = new TargetGuard(config.alerts.allowPrivateTargets);
-  const mailer = new SmtpMailer(config.alerts.smtpUrl, config.alerts.mailFrom);
   const lookupAlerts = new LookupAlerts(
     outbox,
     { flushMs: alertSettings.lookupFlushMs, maxBuffered: 1000, dedupWindowMs: alertSettings.dedupWindowMs },
@@ -315,6 +320,11 @@ async function servicesOver(database: Database, config: Config, options: Service
     // Alone, allowances are counted in memory; shared counters only where others share them.
     limiter: new PlanLimiter(redis || cluster.isWorker ? limiters : undefined),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
+    signInLocks: new SignInLocks(limiters, {
+      ...DEFAULT_SIGN_IN_LOCKS,
+      perAddress: { ...DEFAULT_SIGN_IN_LOCKS.perAddress, short: config.authThrottle.perAddress },
+      ...options.signInLocks,
+    }),
     accounts,
     accountsRepo,
     tokens,

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Account, AccountsService } from './accounts.ts';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { ServiceError } from './errors.ts';
+import type { Mailer } from './integrations.ts';
 import { checkPasswordRules, decoyHash, hashPassword, needsRehash, passwordMatches } from './passwords.ts';
 import { hashSecret, INVITATION_TOKEN_PREFIX } from './secrets.ts';
 
@@ -81,6 +82,8 @@ export interface UsersServiceOptions {
   endSessions: EndSessions;
   /** Links are `<publicUrl>/invitations/<token>`. */
   publicUrl: string;
+  /** Tells users what happens to their sign-in; none configured, nothing is sent. */
+  mailer?: Mailer;
   now?: () => Date;
 }
 
@@ -90,6 +93,7 @@ export class UsersService {
   private readonly audit: AuditTrail;
   private readonly endSessions: EndSessions;
   private readonly publicUrl: string;
+  private readonly mailer: Mailer | undefined;
   private readonly now: () => Date;
 
   constructor(options: UsersServiceOptions) {
@@ -98,7 +102,31 @@ export class UsersService {
     this.audit = options.audit ?? NO_AUDIT;
     this.endSessions = options.endSessions;
     this.publicUrl = options.publicUrl;
+    this.mailer = options.mailer;
     this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Tells the user of `email`, if there is one, that sign-in to it is locked after repeated wrong
+   * passwords, and until when. Answers whether a mail went out: none without a user or SMTP.
+   */
+  async warnOfSignInLock(email: string, ip: string, retryAfterSeconds: number): Promise<boolean> {
+    if (!this.mailer?.configured || !EMAIL.test(email.trim())) return false;
+    const user = await this.repo.findUserByEmail(email.trim().toLowerCase());
+    if (!user || user.disabled) return false;
+    const until = new Date(this.now().getTime() + retryAfterSeconds * 1000).toISOString();
+    await this.mailer.send({
+      to: user.email,
+      subject: 'Tollwatch: sign-in to your account is locked',
+      text: [
+        `Someone failed to sign in to Tollwatch as ${user.email} too many times, most recently from ${ip}.`,
+        `Sign-in as ${user.email} is refused until ${until}, even with the right password.`,
+        '',
+        'If that was you, wait until then. If not, someone is guessing your password: ask your operator for a',
+        'password reset link, which also lifts the lock, and choose a password you use nowhere else.',
+      ].join('\n'),
+    });
+    return true;
   }
 
   /** Creates a user of an account (or an operator, with no account) and its invitation link. */

@@ -112,7 +112,7 @@ export function auditEntriesFor(failure: AuditEntry, outcome: FailureOutcome): A
 }
 
 /** Spends one point; a counter over its limit answers with its state rather than throwing. */
-async function spend(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
+export async function spend(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
   try {
     return await limiter.consume(key, 1);
   } catch (rejection) {

@@ -1,19 +1,13 @@
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactSecrets } from '../../src/logger.ts';
 import { FAST_ALERTS } from '../support/alert-receiver.ts';
+import { startMailCatcher, type Mail, type MailCatcher } from '../support/mail-catcher.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
-
-interface Mail {
-  to: string[];
-  raw: string;
-}
 
 /** Email integrations (docs/api.md §12) against a real local SMTP server. */
 describe('email integrations (docs/api.md §12)', () => {
-  let smtp: SMTPServer;
-  const mails: Mail[] = [];
+  let catcher: MailCatcher;
+  let mails: Mail[];
   let h: Harness;
   let owner: TestAccount;
 
@@ -23,26 +17,14 @@ describe('email integrations (docs/api.md §12)', () => {
   }
 
   beforeAll(async () => {
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      onData(stream, session, callback) {
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks).toString('utf8') });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    const { port } = smtp.server.address() as AddressInfo;
-    h = await startHarness({ TOLLWATCH_SMTP_URL: `smtp://127.0.0.1:${port}`, TOLLWATCH_MAIL_FROM: 'alerts@tollwatch.test' }, { alerts: FAST_ALERTS });
+    catcher = await startMailCatcher();
+    mails = catcher.mails;
+    h = await startHarness({ TOLLWATCH_SMTP_URL: catcher.url, TOLLWATCH_MAIL_FROM: 'alerts@tollwatch.test' }, { alerts: FAST_ALERTS });
     owner = await h.account({ permissions: ['write:events', 'read:phone-numbers', 'manage:integrations'] });
   });
   afterAll(async () => {
     await h.close();
-    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await catcher.close();
   });
 
   it('mails a one-time confirmation link, sends nothing before it is followed, then the alerts', async () => {

@@ -9,7 +9,7 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
   let owner: TestAccount;
 
   beforeAll(async () => {
-    h = await startHarness({}, { throttle: { perAddress: 4, freeFailures: 100 } });
+    h = await startHarness({}, { signInLocks: { perAddress: { short: 4, long: 100 }, freeFailures: 100 } });
     owner = await h.account();
   });
   afterAll(() => h.close());

@@ -18,9 +18,12 @@ export class WebClient {
   /** The Set-Cookie lines of the last answer, for tests of their flags. */
   lastSetCookies: string[] = [];
   private csrf = '';
+  /** Sent with every request: `x-forwarded-for` makes a browser behind a trusted proxy. */
+  private readonly extraHeaders: Record<string, string>;
 
-  constructor(base: string) {
+  constructor(base: string, headers: Record<string, string> = {}) {
     this.base = base;
+    this.extraHeaders = headers;
   }
 
   async get(path: string): Promise<Page> {
@@ -47,6 +50,7 @@ export class WebClient {
 
   private async request(path: string, init: RequestInit): Promise<Page> {
     const headers = new Headers(init.headers);
+    for (const [name, value] of Object.entries(this.extraHeaders)) headers.set(name, value);
     if (this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
     const res = await fetch(`${this.base}${path}`, { ...init, headers, redirect: 'manual' });
     this.lastSetCookies = res.headers.getSetCookie();

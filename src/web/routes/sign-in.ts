@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.ts';
 import { MIN_PASSWORD_LENGTH } from '../../domain/passwords.ts';
 import type { AuditEntry } from '../../domain/audit.ts';
-import { slowDown, type FailureOutcome } from '../../limits/failure-throttle.ts';
+import type { LockKey } from '../../limits/sign-in-locks.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
@@ -11,9 +11,9 @@ import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
 
 /**
- * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). A
- * failed sign-in is counted by the same throttle as a failed token request (docs/api.md §2):
- * per address and per email, slowed, then refused with 429.
+ * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
+ * guesses are bounded per email and per address over time (limits/sign-in-locks.ts), slowed from
+ * an address's sixth failure, and refused with 429 past the bound, right password or not.
  */
 export async function signInRoutes(app: FastifyInstance, { services }: { services: Services }) {
   const { dashboard } = services.config;
@@ -28,16 +28,26 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     const email = formText(request, 'email');
     const password = formText(request, 'password');
     const next = formText(request, 'next');
-    const user = await services.users.authenticate(email, password);
-    if (!user) {
-      const outcome = await services.authFailures.failed(request.ip, `email:${email.trim().toLowerCase()}`);
-      for (const entry of signInFailureAudit(request.ip, email, outcome)) {
+    // The guess is spent before the password is looked at: past the bound, the answer is the
+    // same whatever the password, the right one included, so it tells a guesser nothing.
+    const attempt = await services.signInLocks.attempt(request.ip, email);
+    if (!attempt.allowed) {
+      for (const entry of lockAudit(request.ip, email, attempt.lockStarted, attempt.retryAfterSeconds)) {
         services.audit.record(entry).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
       }
-      if (outcome.refused) throw new WebRefusal(429, `Too many failed sign-ins. Try again in ${outcome.retryAfterSeconds} seconds.`, outcome.retryAfterSeconds);
-      await slowDown(outcome);
+      if (attempt.lockStarted.includes('email')) {
+        services.users.warnOfSignInLock(email, request.ip, attempt.retryAfterSeconds).catch((err: unknown) => request.log.warn({ err }, 'sign-in lock mail failed'));
+      }
+      throw new WebRefusal(429, `Too many failed sign-ins. Try again in ${minutesText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
+    }
+    const user = await services.users.authenticate(email, password);
+    if (!user) {
+      const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
+      services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
+      await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
       return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.');
     }
+    await services.signInLocks.succeeded(request.ip, email);
     // A new id at every sign-in: an id planted in this browser before (session fixation) never becomes a signed-in one.
     const previous = request.cookies[SESSION_COOKIE];
     if (previous) await services.sessions.end(previous);
@@ -79,6 +89,8 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       if (err instanceof ServiceError && err.code === 'validation_failed') return passwordPage(request, reply, 422, token, user.email, invitation.purpose === 'reset', err.message);
       throw err;
     }
+    // Whoever holds a fresh link may sign in again at once, even while guessers hold a lock.
+    await services.signInLocks.release(user.email);
     return reply.redirect('/sign-in?done=password', 303);
   });
 
@@ -96,21 +108,26 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
 }
 
 /**
- * The audit rows of a failed sign-in, as the token endpoint writes them (failure-throttle.ts):
- * one per failure while answered 401; once refused, one `auth.throttled` row for each counter
- * whose refusal this failure started, and nothing for the refused attempts after it.
+ * The audit rows of a refused sign-in: one `auth.throttled` row for each lock this attempt was
+ * the first to meet, and nothing for the refused attempts after it.
  */
-function signInFailureAudit(ip: string, email: string, outcome: FailureOutcome): AuditEntry[] {
-  const address = { actor: 'anonymous', ip, clientId: null, accountId: null };
-  if (!outcome.refused) return [{ ...address, action: 'user.sign_in_failed', detail: { email: email.slice(0, 320) } }];
-  return outcome.refusalStarted.map((key) => ({
-    ...address,
+function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeconds: number): AuditEntry[] {
+  return started.map((key) => ({
+    actor: 'anonymous',
+    ip,
+    clientId: null,
+    accountId: null,
     action: 'auth.throttled' as const,
-    detail: { key: key === 'client' ? 'email' : 'address', ...(key === 'client' ? { email: email.slice(0, 320) } : {}), after: 'user.sign_in_failed', retry_after: outcome.retryAfterSeconds },
+    detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after: 'user.sign_in_failed', retry_after: retryAfterSeconds },
   }));
 }
 
-/** Where to go after signing in: a path of this site only, never another site (`//host`, `/\host`). */
+/** "14 minutes", "1 minute": a lock is minutes to hours long, and people read this. */
+function minutesText(seconds: number): string {
+  const minutes = Math.max(1, Math.ceil(seconds / 60));
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
+}
+
 /** Resolves the sign-in's `next` the way a browser will, to tell same-origin paths apart. */
 const SELF = 'http://tollwatch.invalid';
 
