@@ -222,9 +222,14 @@ const STATEMENT_CACHE_SIZE = 500;
  */
 function withStatementCache(native: SQLiteDatabase.Database) {
   const statements = new Map<string, SQLiteDatabase.Statement>();
+  // SQLite ends a transaction itself on some errors (SQLITE_FULL: the disk is full); Kysely
+  // then sends its `rollback` anyway, and "no transaction is active" would replace the error
+  // that says what happened (and answers 503) with one that says nothing (a 500).
+  const noRollback = native.prepare('select 1 where 0');
   return {
     close: () => native.close(),
     prepare(text: string) {
+      if (text === 'rollback' && !native.inTransaction) return noRollback;
       let statement = statements.get(text);
       if (!statement) {
         if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();

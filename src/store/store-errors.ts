@@ -17,6 +17,7 @@ const UNAVAILABLE_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
+  '53100', // disk_full: intake resumes by itself once space returns
 ]);
 
 /** Whether an error means the store cannot be reached or written just now. */
@@ -24,5 +25,7 @@ export function isStoreUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR') || code.startsWith('08'))) return true;
   const message = (error as { message?: unknown } | null)?.message;
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect/i.test(message);
+  // node-postgres's own words for a connection that broke: the last raised by a ROLLBACK on a
+  // client whose server went away mid-transaction (issue 31 saw it answer 500 once).
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(message);
 }
