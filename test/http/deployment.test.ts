@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { get } from 'node:http';
+import { get, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.ts';
 import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
@@ -56,6 +56,54 @@ describe('WORKERS=2: two processes on one port', () => {
     for (let round = 0; round < 600 / 64; round++) await Promise.all(Array.from({ length: 64 }, one));
     expect([...statuses.keys()].every((status) => status === 401 || status === 429), JSON.stringify([...statuses])).toBe(true);
     expect(statuses.get(429)).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * A dashboard form sent as a browser would, but each request on a connection of its own, so the
+ * cluster's primary deals them to its workers in turn: GET the page for its form cookie and CSRF
+ * token, then POST the fields. Answers the POST's status.
+ */
+async function postFormOnNewConnections(base: string, path: string, fields: Record<string, string>): Promise<number> {
+  const page = await new Promise<{ cookie: string; csrf: string }>((resolve, reject) => {
+    get(`${base}${path}`, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (s: string) => (body += s));
+      res.on('end', () => resolve({ cookie: (res.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; '), csrf: /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '' }));
+    }).on('error', reject);
+  });
+  const body = new URLSearchParams({ ...fields, _csrf: page.csrf }).toString();
+  return new Promise((resolve, reject) => {
+    const post = request(`${base}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: page.cookie } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    post.on('error', reject);
+    post.end(body);
+  });
+}
+
+describe('WORKERS=2: the sign-in lock is one lock for both workers (no Redis)', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+    server = await startServerProcess({ DATABASE_URL: database.url, WORKERS: '2' });
+  });
+  afterAll(async () => {
+    await server.stop();
+    await database.drop();
+  });
+
+  it('counts guesses at one email on both workers and refuses the right password on both', async () => {
+    const account = cli(database.url, 'accounts', 'create', '--name', 'w', '--plan', 'contributor');
+    const invited = cli(database.url, 'users', 'invite', '--account', account.account_id, '--email', 'guessed@example.test');
+    const password = 'the right password, at last';
+    expect(await postFormOnNewConnections(server.url, new URL(invited.link).pathname, { password, confirm: password })).toBe(303);
+    // Ten wrong guesses (the default bound per email in 15 minutes), dealt to both workers.
+    for (let i = 0; i < 10; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password: `guess ${i}` })).toBe(401);
+    for (let i = 0; i < 2; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password })).toBe(429);
   });
 });
 

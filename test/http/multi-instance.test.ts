@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOOKUP_VISIBILITY_MS, postEvent, sampleEvent, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
 import { redisUnreachable, TEST_REDIS_URL } from '../support/redis.ts';
 import { TEST_STORE } from '../support/test-database.ts';
+import { makeUser, WebClient } from '../dashboard/web-client.ts';
 
 const redisProblem = TEST_STORE === 'postgres' ? await redisUnreachable() : 'not a PostgreSQL run';
 if (redisProblem && TEST_STORE === 'postgres') {
@@ -18,8 +19,10 @@ describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and 
   let b: Harness;
 
   beforeAll(async () => {
-    a = await startHarness({ REDIS_URL: TEST_REDIS_URL });
-    b = await startHarness({ DATABASE_URL: a.config.databaseUrl, REDIS_URL: TEST_REDIS_URL });
+    // Few sign-in guesses, so that one test can spend them all across the two instances.
+    const locks = { signInLocks: { perEmail: { short: 3, long: 50 } } };
+    a = await startHarness({ REDIS_URL: TEST_REDIS_URL }, locks);
+    b = await startHarness({ DATABASE_URL: a.config.databaseUrl, REDIS_URL: TEST_REDIS_URL }, locks);
   });
   afterAll(async () => {
     await b.app.close();
@@ -88,5 +91,41 @@ describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and 
       body: JSON.stringify(event),
     });
     expect(again.status).toBe(200);
+  });
+
+  // What an attacker's probe tried on one instance (issue 23), across two.
+  it('a sign-in lock holds on both: guesses at either count, and the right password is refused at either', async () => {
+    const { email, password } = await makeUser(a, (await a.account()).account.account_id);
+    expect((await new WebClient(a.url).signIn(email, 'guess 1')).status).toBe(401);
+    expect((await new WebClient(b.url).signIn(email, 'guess 2')).status).toBe(401);
+    expect((await new WebClient(a.url).signIn(email, 'guess 3')).status).toBe(401);
+    expect((await new WebClient(b.url).signIn(email, password)).status).toBe(429);
+    expect((await new WebClient(a.url).signIn(email, password)).status).toBe(429);
+  });
+
+  it('an invitation link works once, on whichever instance it is opened, and its session on both', async () => {
+    const who = await a.account();
+    const issued = await a.services.users.invite({ accountId: who.account.account_id, email: `invited-${Date.now()}@example.test`, role: 'owner' });
+    const path = new URL(issued.link).pathname;
+    const browser = new WebClient(b.url);
+    expect((await browser.get(path)).status).toBe(200);
+    expect((await browser.post(path, { password: 'chosen on instance b', confirm: 'chosen on instance b' })).status).toBe(303);
+    expect((await new WebClient(a.url).get(path)).status).toBe(404);
+    const signedIn = new WebClient(a.url);
+    expect((await signedIn.signIn(issued.user.email, 'chosen on instance b')).status).toBe(303);
+    // The session is kept in the store: the other instance knows it.
+    const elsewhere = new WebClient(b.url);
+    for (const [name, value] of signedIn.cookies) elsewhere.cookies.set(name, value);
+    expect((await elsewhere.get('/overview')).status).toBe(200);
+  });
+
+  it('an ingest URL revoked on one instance is refused by the other on its next request', async () => {
+    const who = await a.account();
+    const { id, ingest_url } = await a.services.ingestUrls.create({ accountId: who.account.account_id, name: 'node' });
+    const path = new URL(ingest_url).pathname;
+    const ingest = () => fetch(`${b.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: JSON.stringify(sampleEvent()) });
+    expect((await ingest()).status).toBe(201);
+    await a.services.ingestUrls.revoke(id);
+    expect((await ingest()).status).toBe(404);
   });
 });
