@@ -57,6 +57,16 @@ describe('WORKERS=2: two processes on one port', () => {
     expect([...statuses.keys()].every((status) => status === 401 || status === 429), JSON.stringify([...statuses])).toBe(true);
     expect(statuses.get(429)).toBeGreaterThan(0);
   });
+
+  it('keeps one sign-in lock for both workers (no Redis): guesses count on either, the right password is refused on both', async () => {
+    const account = cli(database.url, 'accounts', 'create', '--name', 'w', '--plan', 'contributor');
+    const invited = cli(database.url, 'users', 'invite', '--account', account.account_id, '--email', 'guessed@example.test');
+    const password = 'the right password, at last';
+    expect(await postFormOnNewConnections(server.url, new URL(invited.link).pathname, { password, confirm: password })).toBe(303);
+    // Ten wrong guesses (the default bound per email in 15 minutes), dealt to both workers.
+    for (let i = 0; i < 10; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password: `guess ${i}` })).toBe(401);
+    for (let i = 0; i < 2; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password })).toBe(429);
+  });
 });
 
 /**
@@ -82,30 +92,6 @@ async function postFormOnNewConnections(base: string, path: string, fields: Reco
     post.end(body);
   });
 }
-
-describe('WORKERS=2: the sign-in lock is one lock for both workers (no Redis)', () => {
-  let database: TestDatabase;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await freshDatabase();
-    server = await startServerProcess({ DATABASE_URL: database.url, WORKERS: '2' });
-  });
-  afterAll(async () => {
-    await server.stop();
-    await database.drop();
-  });
-
-  it('counts guesses at one email on both workers and refuses the right password on both', async () => {
-    const account = cli(database.url, 'accounts', 'create', '--name', 'w', '--plan', 'contributor');
-    const invited = cli(database.url, 'users', 'invite', '--account', account.account_id, '--email', 'guessed@example.test');
-    const password = 'the right password, at last';
-    expect(await postFormOnNewConnections(server.url, new URL(invited.link).pathname, { password, confirm: password })).toBe(303);
-    // Ten wrong guesses (the default bound per email in 15 minutes), dealt to both workers.
-    for (let i = 0; i < 10; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password: `guess ${i}` })).toBe(401);
-    for (let i = 0; i < 2; i++) expect(await postFormOnNewConnections(server.url, '/sign-in', { email: 'guessed@example.test', password })).toBe(429);
-  });
-});
 
 describe('WORKERS=2 with a retention: maintenance survives the death of its worker', () => {
   let database: TestDatabase;
