@@ -8,7 +8,7 @@ import { PostgresChangeNotices } from './change-notices.ts';
 import { POSTGRES, SQLITE, type DialectCapabilities } from './dialect.ts';
 import { ArrayIngestWrites, SqliteRowIngestWrites, type IngestWrites } from './ingest-writes.ts';
 import { ensureEventQueryIndexes } from './event-indexes.ts';
-import { migrateToLatest } from './migrations.ts';
+import { migrateToLatest } from './migrate.ts';
 import { executorStatements, type StatementRunner } from './prepared-query.ts';
 import { isStoreUnavailable } from './store-errors.ts';
 import { isPostgresUrl, prepareStoreFile, sqlitePath } from './store-files.ts';

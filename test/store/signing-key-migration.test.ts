@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openReadDatabase, type Database } from '../../src/store/database.ts';
-import { migrateToLatest, migrateUpTo } from '../../src/store/migrations.ts';
+import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 /** A key row as an earlier version wrote it (the content does not matter to the migration). */
