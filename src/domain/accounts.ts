@@ -27,7 +27,7 @@ export interface Client {
    */
   secret_version: number;
   created_at: string;
-  /** When a token was last issued to it, to the minute (USE_RESOLUTION_MS); null or absent if never. */
+  /** When a token was last issued to it, to the minute (CLIENT_USE_RESOLUTION_MS); null or absent if never. */
   last_used_at?: string | null;
 }
 
@@ -54,7 +54,7 @@ export interface AccountsRepository {
 }
 
 /** A client's last use is kept to the minute: one write a minute per client at most, not one per token. */
-export const USE_RESOLUTION_MS = 60_000;
+export const CLIENT_USE_RESOLUTION_MS = 60_000;
 
 /** A client as shown to its owner: never the secret or its hash. */
 export interface ClientView {
@@ -202,10 +202,10 @@ export class AccountsService {
    */
   async recordClientUse(clientId: string, now = new Date()): Promise<void> {
     const last = this.usesWritten.get(clientId);
-    if (last !== undefined && now.getTime() - last < USE_RESOLUTION_MS) return;
+    if (last !== undefined && now.getTime() - last < CLIENT_USE_RESOLUTION_MS) return;
     if (this.usesWritten.size > 10_000) this.usesWritten.clear();
     this.usesWritten.set(clientId, now.getTime());
-    await this.repo.recordClientUse(clientId, now.toISOString(), new Date(now.getTime() - USE_RESOLUTION_MS).toISOString());
+    await this.repo.recordClientUse(clientId, now.toISOString(), new Date(now.getTime() - CLIENT_USE_RESOLUTION_MS).toISOString());
   }
 
   /** Deletes a client; its tokens stop working at once. */

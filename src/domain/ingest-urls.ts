@@ -18,7 +18,7 @@ export interface IngestUrl {
   account_id: string;
   name: string;
   created_at: string;
-  /** When a request last authenticated with it, to the minute (USE_RESOLUTION_MS); null if never. */
+  /** When a request last authenticated with it, to the minute (INGEST_URL_USE_RESOLUTION_MS); null if never. */
   last_used_at: string | null;
   /** When it was revoked; null while it works. */
   revoked_at: string | null;
@@ -76,7 +76,7 @@ export interface IngestUrlsDependencies {
  * Last use is kept to this resolution: a store write per event would cost as much as the
  * event's own, for a value an operator reads to the minute at best.
  */
-export const USE_RESOLUTION_MS = 60_000;
+export const INGEST_URL_USE_RESOLUTION_MS = 60_000;
 
 /** In-process memory of recent use writes, so concurrent requests do not all write; bounded. */
 const MAX_REMEMBERED_USES = 10_000;
@@ -151,20 +151,20 @@ export class IngestUrls {
   }
 
   /**
-   * Records a use at most once per USE_RESOLUTION_MS per URL: skipped when the stored value is
+   * Records a use at most once per INGEST_URL_USE_RESOLUTION_MS per URL: skipped when the stored value is
    * recent or this process wrote one lately, and the store's own condition keeps instances from
    * piling on. Not awaited: last use is a hint for the owner, and an event must not wait for,
    * or fail by, it. A write that fails is forgotten, so the next request tries again.
    */
   private noteUse(ingestUrl: IngestUrl): void {
     const now = this.deps.now().getTime();
-    if (ingestUrl.last_used_at !== null && now - Date.parse(ingestUrl.last_used_at) < USE_RESOLUTION_MS) return;
+    if (ingestUrl.last_used_at !== null && now - Date.parse(ingestUrl.last_used_at) < INGEST_URL_USE_RESOLUTION_MS) return;
     const written = this.usesWritten.get(ingestUrl.id);
-    if (written !== undefined && now - written < USE_RESOLUTION_MS) return;
+    if (written !== undefined && now - written < INGEST_URL_USE_RESOLUTION_MS) return;
     if (this.usesWritten.size >= MAX_REMEMBERED_USES) this.usesWritten.clear();
     this.usesWritten.set(ingestUrl.id, now);
     const at = new Date(now).toISOString();
-    const notBefore = new Date(now - USE_RESOLUTION_MS).toISOString();
+    const notBefore = new Date(now - INGEST_URL_USE_RESOLUTION_MS).toISOString();
     this.deps.repo.recordUse(ingestUrl.id, at, notBefore).catch(() => this.usesWritten.delete(ingestUrl.id));
   }
 

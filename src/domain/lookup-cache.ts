@@ -18,15 +18,12 @@ export interface LookupChange {
  * What the store side calls once aggregates have changed, so that lookups of this process
  * answer from the new rows at once instead of up to a cache lifetime later.
  */
-export interface AggregateChanges {
+export interface AggregateChangeListener {
   /** These keys changed, in any scope. */
   invalidate(changes: readonly LookupChange[]): void;
   /** Anything may have changed (a rebuild, an import). */
   clear(): void;
 }
-
-/** Tells nobody: for services without a cache, and for tests. */
-export const NO_AGGREGATE_CHANGES: AggregateChanges = { invalidate() {}, clear() {} };
 
 export interface LookupCacheOptions {
   /**
@@ -132,7 +129,7 @@ class Shelf {
  * to the key drops them all in one step. Found aggregates and "never seen" live on shelves of
  * their own lifetimes.
  */
-export class LookupCache implements AggregateChanges {
+export class LookupCache implements AggregateChangeListener {
   private readonly now: () => number;
   private readonly found: Shelf;
   private readonly missing: Shelf;

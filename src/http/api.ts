@@ -4,7 +4,7 @@ import { apiAuthHook, apiAuthOptions } from './api-auth.ts';
 import { AllowedMethods } from './allowed-methods.ts';
 import { apiErrorHandler } from './api-errors.ts';
 import { readBodiesAsJson } from './json-body.ts';
-import { LOOKUP_SCHEMAS } from './lookup-answers.ts';
+import { LOOKUP_SCHEMAS } from './lookup-schemas.ts';
 import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
@@ -17,7 +17,7 @@ import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
 import { feedRoutes } from './routes/feeds.ts';
 import { rangeLookupRoutes } from './routes/range-lookups.ts';
 import { IntegrationSchema, integrationRoutes } from './routes/integrations.ts';
-import { documentationOnly, HoneypotEventSchema, Problem, StoredEventSchema } from './schemas.ts';
+import { documentationOnly, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from './schemas.ts';
 
 /** What an `/api` answer carries beyond every answer's security headers. Answers hold one account's private data: never stored by shared caches. */
 const API_ONLY_HEADERS = { 'api-version': '1', 'cache-control': 'no-store' };
@@ -35,7 +35,7 @@ export function apiHeaders(): Record<string, string> {
  * 405s. Call it before the scope adds any hook of its own.
  */
 export function apiConventions(app: FastifyInstance): AllowedMethods {
-  app.addSchema(Problem);
+  app.addSchema(ProblemSchema);
   app.addSchema(HoneypotEventSchema);
   app.setValidatorCompiler(documentationOnly);
   // The security headers were set by the application's first hook (app.ts), for every answer.

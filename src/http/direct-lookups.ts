@@ -4,11 +4,11 @@ import type { IpAddressAnswer, LookupService, PhoneNumberAnswer } from '../domai
 import type { Permission } from '../domain/permissions.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitState, PlanLimiter } from '../limits/plan-limiter.ts';
-import type { LookupKind, Metrics, RouteMetrics } from '../metrics/metrics.ts';
+import type { LookupMetricKind, Metrics, RouteMetrics } from '../metrics/metrics.ts';
 import type { ApiAuthenticator } from '../oauth/api-authenticator.ts';
-import { answerJson } from './answer-json.ts';
+import { answerJson } from './lookup-serialiser.ts';
 import { MAX_PATH_VALUE_LENGTH } from './malformed-path.ts';
-import { PolicyFields, rateLimitField } from './ratelimit-fields.ts';
+import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 
 /** The node:http request handler the lane stands in front of (Fastify's). */
 export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void;
@@ -40,7 +40,7 @@ declare module 'node:http' {
 
 interface Route {
   prefix: string;
-  kind: LookupKind;
+  kind: LookupMetricKind;
   permission: Permission;
   metrics: RouteMetrics;
   answer(lookups: LookupService, account: Account, value: string): Promise<PhoneNumberAnswer | IpAddressAnswer>;

@@ -1,7 +1,7 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import { PERMISSIONS, type Permission } from '../domain/permissions.ts';
 import type { Services } from '../services.ts';
-import { liftRequiredHeaders } from './answers.ts';
+import { liftRequiredHeaders } from './route-responses.ts';
 
 /** What each permission lets a token do, as the OAuth2 scopes of the document say it. */
 const SCOPE_DESCRIPTIONS: Record<Permission, string> = {

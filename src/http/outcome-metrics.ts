@@ -1,5 +1,5 @@
 import type { onResponseHookHandler } from 'fastify';
-import type { IntakeOutcome, LookupKind, LookupResult, Metrics } from '../metrics/metrics.ts';
+import type { IntakeOutcome, LookupMetricKind, LookupResult, Metrics } from '../metrics/metrics.ts';
 
 /**
  * What the event and lookup routes count. A single-value route is counted from the status it
@@ -14,7 +14,7 @@ const LOOKUP_RESULT_OF: Partial<Record<number, LookupResult>> = { 200: 'found', 
 const INTAKE_OUTCOME_OF: Partial<Record<number, IntakeOutcome>> = { 201: 'created', 200: 'replayed', 409: 'conflict', 422: 'invalid' };
 
 /** The onResponse hook of GET /api/phone-numbers/{…} or /api/ip-addresses/{…}. */
-export function countLookupAnswer(metrics: Metrics, kind: LookupKind): onResponseHookHandler {
+export function countLookupAnswer(metrics: Metrics, kind: LookupMetricKind): onResponseHookHandler {
   return (_request, reply, done) => {
     const result = LOOKUP_RESULT_OF[reply.statusCode];
     if (result) metrics.lookups(kind, 'single', result);
@@ -32,7 +32,7 @@ export function countSubmissionAnswer(metrics: Metrics): onResponseHookHandler {
 }
 
 /** Counts the values of a bulk lookup, each by its own result. */
-export function countBulkLookup(metrics: Metrics, kind: LookupKind, results: ReadonlyArray<{ found: boolean } | { error: string }>): void {
+export function countBulkLookup(metrics: Metrics, kind: LookupMetricKind, results: ReadonlyArray<{ found: boolean } | { error: string }>): void {
   let found = 0;
   let notFound = 0;
   for (const result of results) {

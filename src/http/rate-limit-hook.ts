@@ -5,7 +5,7 @@ import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { SPENT_BY_LANE } from './direct-lookups.ts';
-import { PolicyFields, rateLimitField } from './ratelimit-fields.ts';
+import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 
 /**
  * The `/api` preHandler that spends a request's cost from its account's plan allowance and

@@ -33,7 +33,7 @@ export function nullable<T>(types: readonly ('string' | 'integer' | 'number' | '
 export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
 
 /** The problem document every `/api` error answers with (docs/api.md §4). */
-export const Problem = Type.Object(
+export const ProblemSchema = Type.Object(
   {
     type: Type.String({ format: 'uri', description: 'Where the code is explained: <public url>/problems#<code>', example: 'https://tollwatch.example/problems#validation_failed' }),
     title: Type.String(),

@@ -7,7 +7,7 @@
  */
 
 /** Which kind of value a lookup was about. */
-export type LookupKind = 'phone' | 'ip';
+export type LookupMetricKind = 'phone' | 'ip';
 
 /** What a looked-up value turned out to be (docs/api.md §7). */
 export type LookupResult = 'found' | 'not_found' | 'invalid';
@@ -50,7 +50,7 @@ export interface Metrics {
   /** `count` events of a single submission or a batch met `outcome`. */
   eventsIngested(mode: 'single' | 'batch', outcome: IntakeOutcome, count?: number): void;
   /** `count` values of a single or bulk lookup of `kind` had `result`. */
-  lookups(kind: LookupKind, mode: 'single' | 'bulk', result: LookupResult, count?: number): void;
+  lookups(kind: LookupMetricKind, mode: 'single' | 'bulk', result: LookupResult, count?: number): void;
   /** The token endpoint issued an access token. */
   tokenIssued(): void;
   /** The token endpoint refused, with this RFC 6749 error code (a fixed set: `OAuthErrorCode`). */

@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { workerExposition } from './cluster-metrics.ts';
 import { HealthProbe } from './health-probe.ts';
-import type { HealthSources, IntakeOutcome, LookupKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
+import type { HealthSources, IntakeOutcome, LookupMetricKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
 
 /**
  * Latency buckets in seconds. Lookups answer in about 1 ms and single submissions in 5–15 ms
@@ -32,7 +32,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly latency: Histogram<'route' | 'method'>;
   private readonly routes = new Map<string, PrometheusRoute>();
   private readonly events: Record<'single' | 'batch', Record<IntakeOutcome, Child>>;
-  private readonly lookupValues: Record<LookupKind, Record<'single' | 'bulk', Record<LookupResult, Child>>>;
+  private readonly lookupValues: Record<LookupMetricKind, Record<'single' | 'bulk', Record<LookupResult, Child>>>;
   private readonly issued: Child;
   private readonly refusals: TalliedCounter<'reason'>;
   private readonly refusalsByReason = new Map<string, Child>();
@@ -70,7 +70,7 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['kind', 'mode', 'result'],
       registers,
     });
-    const results = (kind: LookupKind, mode: 'single' | 'bulk') => bind(['found', 'not_found', 'invalid'], (result) => lookups.tally(kind, mode, result));
+    const results = (kind: LookupMetricKind, mode: 'single' | 'bulk') => bind(['found', 'not_found', 'invalid'], (result) => lookups.tally(kind, mode, result));
     this.lookupValues = {
       phone: { single: results('phone', 'single'), bulk: results('phone', 'bulk') },
       ip: { single: results('ip', 'single'), bulk: results('ip', 'bulk') },
@@ -107,7 +107,7 @@ export class PrometheusMetrics implements Metrics {
     if (count > 0) this.events[mode][outcome].inc(count);
   }
 
-  lookups(kind: LookupKind, mode: 'single' | 'bulk', result: LookupResult, count = 1): void {
+  lookups(kind: LookupMetricKind, mode: 'single' | 'bulk', result: LookupResult, count = 1): void {
     if (count > 0) this.lookupValues[kind][mode][result].inc(count);
   }
 

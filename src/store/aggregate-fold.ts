@@ -30,7 +30,7 @@ export const FOLD_CHUNK = 2000;
 const FOLD_LOCK = 727_052;
 
 /** Keys whose aggregates a fold changed, in every scope: what caches of lookups must drop. */
-export interface AggregateChanges {
+export interface FoldedKeys {
   numbers: string[];
   addresses: string[];
 }
@@ -54,7 +54,7 @@ export interface FoldResult {
   behind: number;
   /** Another instance held the turn (PostgreSQL): nothing was folded here, and `behind` is from before its step. */
   skipped?: true;
-  changes: AggregateChanges;
+  changes: FoldedKeys;
   /** Where the fold stood, as this step read it. */
   position?: FoldPosition;
 }
@@ -140,7 +140,7 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
  * that did not fold them. Undefined when more than `limit` events are there (an import, a long
  * outage): reading them all would hold lookups up longer than forgetting every key.
  */
-export async function keysFoldedBetween(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<AggregateChanges | undefined> {
+export async function keysFoldedBetween(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<FoldedKeys | undefined> {
   const rows = await db.selectFrom('events').select(['number_key', 'source_ip']).where('id', '>', after).where('id', '<=', upTo).limit(limit + 1).execute();
   return rows.length > limit ? undefined : changesOf(rows);
 }
@@ -176,7 +176,7 @@ async function idsSettled(db: Kysely<Schema>): Promise<number> {
   });
 }
 
-function changesOf(events: Array<Pick<Schema['events'], 'number_key' | 'source_ip'>>): AggregateChanges {
+function changesOf(events: Array<Pick<Schema['events'], 'number_key' | 'source_ip'>>): FoldedKeys {
   const numbers = new Set<string>();
   const addresses = new Set<string>();
   for (const event of events) {
@@ -219,7 +219,7 @@ const SEP = '\u0000';
  * which members are new), then one row per scope and key, read, merged here and written whole,
  * whatever the number of events. Answers the keys it changed.
  */
-export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[]): Promise<AggregateChanges> {
+export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[]): Promise<FoldedKeys> {
   if (items.length === 0) return { numbers: [], addresses: [] };
   const numbers = new Map<string, Delta>();
   const addresses = new Map<string, Delta>();

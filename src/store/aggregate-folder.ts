@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/own-writes.ts';
-import { FOLD_CHUNK, type AggregateChanges, type FoldPosition, type FoldResult } from './aggregate-fold.ts';
+import { FOLD_CHUNK, type FoldedKeys, type FoldPosition, type FoldResult } from './aggregate-fold.ts';
 
 /** Runs one fold step of at most `chunk` events where this process's store writes (on its writer thread for a SQLite file). */
 export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;
@@ -9,10 +9,10 @@ export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;
  * The keys of the events another process folded in, between two positions (keysFoldedBetween);
  * undefined when there are too many to read.
  */
-export type FoldedElsewhere = (after: number, upTo: number) => Promise<AggregateChanges | undefined>;
+export type FoldedElsewhere = (after: number, upTo: number) => Promise<FoldedKeys | undefined>;
 
 /** What listeners hear: these keys changed, or anything may have (a rebuild, too many to name). */
-export type AggregateChangeNotice = AggregateChanges | 'everything';
+export type AggregateChangeNotice = FoldedKeys | 'everything';
 
 /** Most events whose keys are read to learn what another process folded; beyond, caches forget all. */
 export const FOLDED_ELSEWHERE_READ = 20_000;
@@ -256,7 +256,7 @@ export class AggregateFolder implements OwnWritesBarrier {
     this.covered = Math.max(this.covered, upTo);
     // Another instance may have folded this process's events in (it held the turn): lookups here
     // were not told by a step of their own, so the keys those events named are dropped now.
-    const covered: AggregateChanges = { numbers: [], addresses: [] };
+    const covered: FoldedKeys = { numbers: [], addresses: [] };
     for (const [accountId, pending] of this.pending) {
       for (const [key, commit] of pending.keys) {
         if (commit > this.covered) continue;

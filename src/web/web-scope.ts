@@ -11,7 +11,7 @@ import { sendMessage } from './layout.ts';
 import { accountRoutes } from './routes/account.ts';
 import { clientRoutes } from './routes/clients.ts';
 import { eventRoutes } from './routes/events.ts';
-import { integrationRoutes } from './routes/integrations.ts';
+import { integrationPages } from './routes/integrations.ts';
 import { lookupRoute } from './routes/lookup.ts';
 import { nodeRoutes } from './routes/nodes.ts';
 import { operatorRoutes } from './routes/operator.ts';
@@ -77,7 +77,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(nodeRoutes, { services });
   await app.register(lookupRoute, { services });
   await app.register(clientRoutes, { services });
-  await app.register(integrationRoutes, { services });
+  await app.register(integrationPages, { services });
   await app.register(accountRoutes, { services });
   await app.register(operatorRoutes, { services });
 }

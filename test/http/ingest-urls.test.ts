@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { USE_RESOLUTION_MS } from '../../src/domain/ingest-urls.ts';
+import { INGEST_URL_USE_RESOLUTION_MS } from '../../src/domain/ingest-urls.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
 import { eventually } from '../support/eventually.ts';
@@ -267,7 +267,7 @@ describe('node ingest URLs (docs/api.md §11)', () => {
     for (let i = 0; i < 50 && (await lastUse()) === null; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     const first = await lastUse();
     expect(first).toEqual(expect.any(String));
-    expect(Date.now() - Date.parse(first!)).toBeLessThan(USE_RESOLUTION_MS);
+    expect(Date.now() - Date.parse(first!)).toBeLessThan(INGEST_URL_USE_RESOLUTION_MS);
     expect((await ingest(path, sampleEvent())).status).toBe(201);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await lastUse()).toBe(first);

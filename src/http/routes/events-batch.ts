@@ -7,7 +7,7 @@ import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { BatchParser } from '../batch-parser.ts';
 import { assertIdentityCoding, assertJsonLike } from '../json-body.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { countBatch } from '../outcome-metrics.ts';
 import { jsonBodyContent, nullable, SAMPLE_EVENT } from '../schemas.ts';
 

@@ -4,7 +4,7 @@ import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { formatSchema, nullable, SAMPLE_EVENT } from '../schemas.ts';
 
 /**

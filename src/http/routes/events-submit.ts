@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 

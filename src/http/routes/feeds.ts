@@ -3,7 +3,7 @@ import { Type, type TSchema } from 'typebox';
 import { DEFAULT_MIN_SCORE, FEED_FORMATS, MAX_FEED_ENTRIES, type FeedKind } from '../../domain/feed-service.ts';
 import type { Permission } from '../../domain/permissions.ts';
 import type { Services } from '../../services.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 import { feedBody, FEED_MEDIA_TYPES, formatFromAccept, matchesIfNoneMatch, STIX_NUMBER_TYPE } from '../feed-formats.ts';
 import { formatSchema } from '../schemas.ts';

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ALERT_TYPES } from '../../domain/alerts.ts';
 import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 import { formatSchema, nullable } from '../schemas.ts';
 

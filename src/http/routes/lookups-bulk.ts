@@ -4,8 +4,8 @@ import { MAX_BULK } from '../../domain/lookup-service.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
-import { apiAnswers } from '../answers.ts';
-import { bulkRequest, bulkResults, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../lookup-answers.ts';
+import { apiAnswers } from '../route-responses.ts';
+import { bulkRequest, bulkResults, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../lookup-schemas.ts';
 import { countBulkLookup } from '../outcome-metrics.ts';
 
 type BulkField = 'phone_numbers' | 'ip_addresses';

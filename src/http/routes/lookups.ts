@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 import { countLookupAnswer } from '../outcome-metrics.ts';
 

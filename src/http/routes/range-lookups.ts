@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { RANGE_PREFIX_LENGTH } from '../../domain/number-hash.ts';
 import { RANGE_MAX_ENTRIES, RANGE_MIN_ENTRIES } from '../../domain/range-lookup.ts';
 import type { Services } from '../../services.ts';
-import { apiAnswers } from '../answers.ts';
+import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 
 const RangeAnswer = Type.Object(

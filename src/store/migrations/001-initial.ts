@@ -1,7 +1,7 @@
 import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import type { MigrationCapabilities } from './capabilities.ts';
-import { ensurePartitions } from './monthly-partitions.ts';
+import { monthlyPartitions } from './monthly-partitions.ts';
 
 /** A table counting occurrences of a key tuple. */
 async function countTable(db: Kysely<any>, name: string, key: string[], counter: 'integer' | 'bigint') {
@@ -88,7 +88,7 @@ export function migration(caps: MigrationCapabilities): Migration {
         ? events.addPrimaryKeyConstraint('events_pk', ['event_time', 'id']).modifyEnd(sql`partition by range (event_time)`)
         : events.addUniqueConstraint('events_account_uuid', ['account_id', 'event_uuid'])
       ).execute();
-      if (caps.partitionedEvents) await ensurePartitions(db, new Date());
+      if (caps.partitionedEvents) await monthlyPartitions(db, new Date());
       // Own-event queries: newest first per account, and the filters of docs/api.md §8.
       await db.schema.createIndex('events_by_time').on('events').columns(['account_id', 'event_time', 'id']).execute();
       await db.schema

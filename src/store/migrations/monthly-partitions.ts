@@ -19,7 +19,7 @@ function month(date: Date, offset: number): string {
  * are `event_time` text prefixes: ISO-8601 text sorts as time does. Safe to run from several
  * instances at once.
  */
-export async function ensurePartitions(db: Kysely<any>, now: Date): Promise<void> {
+export async function monthlyPartitions(db: Kysely<any>, now: Date): Promise<void> {
   await sql`create table if not exists events_default partition of events default`.execute(db);
   for (let offset = -1; offset <= MONTHS_AHEAD; offset++) {
     const from = month(now, offset);

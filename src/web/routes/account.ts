@@ -10,7 +10,7 @@ import { sendPage } from '../layout.ts';
 import { accountOf } from '../web-session.ts';
 
 /** One allowance of a plan with what the account spent of it in the current window. */
-export interface Usage {
+export interface AllowanceUsage {
   group: LimitGroup;
   label: string;
   window: RateWindow;
@@ -19,13 +19,13 @@ export interface Usage {
 }
 
 /** The plan's allowances and this window's use of each, read from the same counters the API spends. */
-export async function usageOf(services: Services, account: Account, plan: Plan): Promise<Usage[]> {
+export async function usageOf(services: Services, account: Account, plan: Plan): Promise<AllowanceUsage[]> {
   const groups: Array<[LimitGroup, string, RateWindow | null]> = [
     ['lookups', 'Lookups (phone numbers and addresses)', plan.lookups],
     ['submissions', 'Event submissions', plan.submissions],
     ['event_reads', 'Event reads through the API', plan.eventReads],
   ];
-  const usage: Usage[] = [];
+  const usage: AllowanceUsage[] = [];
   for (const [group, label, window] of groups) {
     if (!window) continue;
     usage.push({ group, label, window, ...(await services.limiter.usage(group, account.account_id, window)) });

@@ -26,7 +26,7 @@ const FORM_REFUSALS = new Set(['validation_failed', 'limit_reached', 'email_not_
  * the Integrations service the API's `/api/integrations` routes call (docs/api.md §12), so URL
  * checks (SSRF), email confirmation, limits and the audit trail are the same.
  */
-export async function integrationRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function integrationPages(app: FastifyInstance, { services }: { services: Services }) {
   const { integrations } = services;
   const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
