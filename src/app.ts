@@ -20,7 +20,7 @@ import { problemPages } from './http/routes/problem-pages.ts';
 import { integrationConfirmPages } from './http/routes/integration-confirm.ts';
 import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
-import { tokenEndpoint } from './oauth/token-endpoint.ts';
+import { tokenEndpoint } from './http/routes/token.ts';
 import type { Services } from './services.ts';
 import { webScope } from './web/web-scope.ts';
 

@@ -54,6 +54,10 @@ import { SmtpMailer } from './delivery/mailer.ts';
 import { TargetGuard } from './delivery/target-guard.ts';
 import { SqlAlertOutbox } from './store/alert-outbox.ts';
 import { SqlIntegrationsRepository } from './store/integrations-repository.ts';
+import { backupStore, type BackupReport } from './store/backup.ts';
+
+/** Why a store cannot be backed up by `backup`, asked before it is opened (the CLI, on PostgreSQL). */
+export { backupRefusal } from './store/backup.ts';
 
 /** Everything the HTTP layer and the CLI call, wired to one store. */
 export interface Services {
@@ -68,7 +72,6 @@ export interface Services {
   /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
   signInLocks: SignInLocks;
   accounts: AccountsService;
-  accountsRepo: SqlAccountsRepository;
   tokens: AccessTokens;
   /** The keys tokens are signed and verified with (tests sign genuine tokens with them). */
   signingKeys: SigningKeys;
@@ -108,6 +111,8 @@ export interface Services {
   metrics: Metrics;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
   rebuildAggregates(): Promise<void>;
+  /** Copies a SQLite store into a new file while it is in use (docs/operations.md, Backups). */
+  backup(destination: string): Promise<BackupReport>;
   close(): Promise<void>;
 }
 
@@ -326,7 +331,6 @@ async function servicesOver(database: Database, config: Config, options: Service
       ...options.signInLocks,
     }),
     accounts,
-    accountsRepo,
     tokens,
     signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),
@@ -359,6 +363,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     lookupAlerts,
     alertWorker,
     metrics,
+    backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async rebuildAggregates() {
       await rebuildAggregates(database.db, database.caps);
       lookupCache.clear();

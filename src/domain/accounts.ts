@@ -196,6 +196,16 @@ export class AccountsService {
   }
 
   /**
+   * A client and its account, read from the store, not a cache: for the token endpoint, where a
+   * secret reset on another instance must bite at once. Undefined when either is missing.
+   */
+  async credentialsOf(clientId: string): Promise<{ client: Client; account: Account } | undefined> {
+    const client = await this.repo.findClient(clientId);
+    const account = client && (await this.repo.findAccount(client.account_id));
+    return client && account ? { client, account } : undefined;
+  }
+
+  /**
    * Notes that a token was issued to the client (the dashboard's "last used"). Kept to the
    * minute, and written at most once a minute per client by this process; the write itself is
    * conditional, so several instances cost one real change.

@@ -86,3 +86,8 @@ export class KeySealer {
     return KeySealer.isSealed(value) ? this.open(value, context) : value;
   }
 }
+
+/** Where a signing key's private half lives, bound into its encryption. */
+export const signingKeyContext = (kid: string) => `signing_keys/${kid}`;
+/** Where a server secret lives, bound into its encryption. */
+export const serverSecretContext = (name: string) => `server_secrets/${name}`;

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
 import type { FieldError } from '../domain/field-error.ts';
-import { isStoreUnavailable } from '../store/store-errors.ts';
+import { faultClass, UNAVAILABLE_RETRY_SECONDS } from './fault-class.ts';
 import { UnsupportedContentCoding } from './json-body.ts';
 import { problem, sendProblem, serverProblem } from './problem.ts';
 
@@ -39,12 +39,9 @@ export function apiErrorHandler(error: FastifyError, request: FastifyRequest, re
     return sendProblem(reply, problem('invalid_json', 'the request body is not valid JSON'));
   }
   if (error.statusCode === 429) return sendProblem(reply, problem('rate_limited', 'too many requests; see Retry-After'));
-  // Only the store's own faults are outages: one Fastify marked 4xx (a body the client stopped
-  // sending, ECONNRESET and all) is the client's, and must not raise a false outage warning.
-  const clientFault = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
-  if (!clientFault && isStoreUnavailable(error)) {
+  if (faultClass(error).kind === 'unavailable') {
     request.log.warn({ err: error }, 'store unavailable');
-    reply.header('retry-after', '5');
+    reply.header('retry-after', UNAVAILABLE_RETRY_SECONDS);
     return sendProblem(reply, problem('unavailable', 'the service cannot reach its store just now; retry shortly'));
   }
   request.log.error({ err: error }, 'unhandled error');

@@ -3,7 +3,7 @@ import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 
 import type { Kysely } from 'kysely';
 import { NO_AUDIT, type AuditTrail } from '../domain/audit.ts';
 import { KeySealer, WrongKeySecretError } from '../domain/key-sealing.ts';
-import { signingKeyContext } from '../store/keys-at-rest.ts';
+import { signingKeyContext } from '../domain/key-sealing.ts';
 import type { Schema } from '../store/schema.ts';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from './token-lifetime.ts';
 

@@ -102,7 +102,7 @@ export class AuditRetention {
     let removed = 0;
     for (;;) {
       const deleted = await db.transaction().execute(async (trx) => {
-        if (caps.name === 'postgres') {
+        if (caps.advisoryLocks) {
           const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`.execute(trx);
           if (!locked.rows[0]?.locked) return 0;
         }

@@ -1,7 +1,7 @@
 import { rmSync, statSync, writeFileSync } from 'node:fs';
 import type SQLiteDatabase from 'better-sqlite3';
 import type { Database } from './database.ts';
-import { isPostgresUrl } from './store-files.ts';
+import { isPostgresUrl, keyFilePath, storeFilePath } from './store-files.ts';
 
 /** What a backup wrote. */
 export interface BackupReport {
@@ -9,6 +9,11 @@ export interface BackupReport {
   pages: number;
   bytes: number;
   seconds: number;
+  /**
+   * What unseals the copy's keys and must be kept with it: `TOLLWATCH_KEY_SECRET`, or the path of
+   * the key file beside the store.
+   */
+  key: string | null;
 }
 
 /** Pages per backup step: every page at once (SQLite's step takes at most 2^31 − 1). */
@@ -48,8 +53,8 @@ export function backupRefusal(databaseUrl: string): string | undefined {
  * Backs the store up into a new file while the service runs (docs/operations.md, Backups).
  * SQLite only: a PostgreSQL store is backed up with PostgreSQL's own tools.
  */
-export async function backupStore(database: Database, destination: string): Promise<BackupReport> {
-  if (!database.onlineBackup) throw new Error(database.caps.name === 'postgres' ? POSTGRES_BACKUP : 'an in-memory store has nothing to back up');
+export async function backupStore(database: Database, destination: string, keySecretSet: boolean, databaseUrl: string): Promise<BackupReport> {
+  if (!database.onlineBackup) throw new Error(!database.caps.embedded ? POSTGRES_BACKUP : 'an in-memory store has nothing to back up');
   const started = Date.now();
   let pages: number;
   try {
@@ -60,5 +65,7 @@ export async function backupStore(database: Database, destination: string): Prom
     if (code === 'ENOENT') throw new Error(`cannot create ${destination}: no such directory`);
     throw err;
   }
-  return { file: destination, pages, bytes: statSync(destination).size, seconds: (Date.now() - started) / 1000 };
+  const store = storeFilePath(databaseUrl);
+  const key = keySecretSet ? 'TOLLWATCH_KEY_SECRET' : store ? keyFilePath(store) : null;
+  return { file: destination, pages, bytes: statSync(destination).size, seconds: (Date.now() - started) / 1000, key };
 }

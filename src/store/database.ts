@@ -94,7 +94,7 @@ async function migrateWithRetry(database: Database): Promise<void> {
       await migrateToLatest(database.db, database.caps);
       return;
     } catch (err) {
-      if (database.caps.name !== 'sqlite' || attempt >= 5) {
+      if (database.caps.advisoryLocks || attempt >= 5) {
         await database.close();
         throw err;
       }

@@ -31,6 +31,20 @@ export interface DialectCapabilities {
   skipLockedClaims: boolean;
   /** Where the catalogue names the indexes: SQLite's schema table, PostgreSQL's pg_indexes view. */
   indexCatalogue: 'sqlite_master' | 'pg_indexes';
+  /**
+   * Processes take turns through advisory locks (PostgreSQL): migrations run under Kysely's, and
+   * maintenance under ours. Without them (SQLite), work two processes may start together is
+   * idempotent or retried.
+   */
+  advisoryLocks: boolean;
+  /**
+   * How the bytes of replaced secrets are made to leave the store's files: SQLite zeroes freed
+   * space (`secure_delete`) and empties its WAL; PostgreSQL rewrites the tables (`VACUUM FULL`),
+   * dropping the old row versions it keeps until then.
+   */
+  scrubFreedSpace: 'secure_delete' | 'vacuum_full';
+  /** The store is a file this process opens (SQLite), so `tollwatch backup` can copy it. */
+  embedded: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -43,6 +57,9 @@ export const SQLITE: DialectCapabilities = {
   jsonObjectAgg: 'json_group_object',
   skipLockedClaims: false,
   indexCatalogue: 'sqlite_master',
+  advisoryLocks: false,
+  scrubFreedSpace: 'secure_delete',
+  embedded: true,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -55,4 +72,7 @@ export const POSTGRES: DialectCapabilities = {
   jsonObjectAgg: 'json_object_agg',
   skipLockedClaims: true,
   indexCatalogue: 'pg_indexes',
+  advisoryLocks: true,
+  scrubFreedSpace: 'vacuum_full',
+  embedded: false,
 };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { KEY_SECRET_BYTES, KeySealer, newKeySecret, parseKeySecret, WrongKeySecretError } from '../domain/key-sealing.ts';
+import { KEY_SECRET_BYTES, KeySealer, newKeySecret, parseKeySecret, serverSecretContext, signingKeyContext, WrongKeySecretError } from '../domain/key-sealing.ts';
 import type { Database } from './database.ts';
 import type { Schema } from './schema.ts';
 import { createOwnerOnlyFile, isPostgresUrl, keyFilePath, readFileIfPresent, restrictToOwner, storeFilePath } from './store-files.ts';
@@ -16,10 +16,6 @@ export interface KeySecret {
   origin: string;
 }
 
-/** Where a signing key's private half lives, bound into its encryption. */
-export const signingKeyContext = (kid: string) => `signing_keys/${kid}`;
-/** Where a server secret lives, bound into its encryption. */
-export const serverSecretContext = (name: string) => `server_secrets/${name}`;
 
 /**
  * The key secret of a store: `TOLLWATCH_KEY_SECRET` when configured; otherwise, for a SQLite
@@ -115,7 +111,7 @@ export async function sealKeysAtRest(database: Database, { sealer, origin }: Key
  */
 async function scrubbing(database: Database, update: () => Promise<void>): Promise<void> {
   const { db, caps } = database;
-  if (caps.name === 'sqlite') {
+  if (caps.scrubFreedSpace === 'secure_delete') {
     await sql`PRAGMA secure_delete = ON`.execute(db);
     try {
       await update();

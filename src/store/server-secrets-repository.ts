@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { KeySealer } from '../domain/key-sealing.ts';
 import { SERVER_SECRET_BYTES, type ServerSecretName, type ServerSecrets } from '../domain/server-secrets.ts';
-import { serverSecretContext } from './keys-at-rest.ts';
+import { serverSecretContext } from '../domain/key-sealing.ts';
 import type { Schema } from './schema.ts';
 
 /** Server secrets in the SQL store, sealed with the key secret (src/store/keys-at-rest.ts). */

@@ -3,10 +3,10 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../domain/errors.ts';
+import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../http/fault-class.ts';
 import { PROBLEMS } from '../http/problem.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
-import { isStoreUnavailable } from '../store/store-errors.ts';
 import { sendMessage } from './layout.ts';
 import { accountRoutes } from './routes/account.ts';
 import { clientRoutes } from './routes/clients.ts';
@@ -93,10 +93,10 @@ function webErrorPage(error: FastifyError | Error, request: FastifyRequest, repl
   if (error instanceof ServiceError) {
     return sendMessage(request, reply, PROBLEMS[error.code].status, PROBLEMS[error.code].title, error.message);
   }
-  const status = (error as FastifyError).statusCode;
-  if (status !== undefined && status >= 400 && status < 500) return sendMessage(request, reply, status, titleOf(status), 'The request could not be read.');
-  if (isStoreUnavailable(error)) {
-    reply.header('retry-after', '5');
+  const fault = faultClass(error);
+  if (fault.kind === 'client') return sendMessage(request, reply, fault.status, titleOf(fault.status), 'The request could not be read.');
+  if (fault.kind === 'unavailable') {
+    reply.header('retry-after', UNAVAILABLE_RETRY_SECONDS);
     return sendMessage(request, reply, 503, 'Unavailable', 'The service cannot reach its store just now; try again shortly.');
   }
   request.log.error({ err: error }, 'dashboard failure');

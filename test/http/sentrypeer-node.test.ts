@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '../../src/domain/secrets.ts';
+import { SqlAccountsRepository } from '../../src/store/accounts-repository.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { recordedEvents, recordedRequests, type RecordedRequest } from '../support/recorded-requests.ts';
 
@@ -34,7 +35,8 @@ describe('the public SentryPeer node, replayed as recorded', () => {
     const account = await h.services.accounts.createAccount({ name: 'honeypot owner', plan: 'contributor' });
     accountId = account.account_id;
     // The recorded node was configured with these literal credentials; give them to a client.
-    await h.services.accountsRepo.insertClient({
+    // Straight into the store: the service makes its own ids and secrets, and the node's are fixed.
+    await new SqlAccountsRepository(h.services.database.db).insertClient({
       client_id: 'test-client-id',
       account_id: account.account_id,
       name: 'sentrypeer node',

@@ -1,12 +1,12 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditEntry } from '../domain/audit.ts';
-import { isPermission, PERMISSIONS, type Permission } from '../domain/permissions.ts';
-import { securityHeaders } from '../http/security-headers.ts';
-import type { Services } from '../services.ts';
-import { isStoreUnavailable } from '../store/store-errors.ts';
-import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from './client-authentication.ts';
-import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType, type OAuthErrorCode } from './oauth-errors.ts';
+import type { AuditEntry } from '../../domain/audit.ts';
+import { isPermission, PERMISSIONS, type Permission } from '../../domain/permissions.ts';
+import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from '../../oauth/client-authentication.ts';
+import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType, type OAuthErrorCode } from '../../oauth/oauth-errors.ts';
+import type { Services } from '../../services.ts';
+import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../fault-class.ts';
+import { securityHeaders } from '../security-headers.ts';
 import { tokenRouteSchema } from './token-schema.ts';
 
 interface TokenRequest {
@@ -183,10 +183,7 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
 
 /** The client and its account, or why they are refused (the same 401 for every reason). */
 async function authenticateClient(services: Services, credentials: ClientCredentials): Promise<ClientVerdict> {
-  // Read from the store, not the cache: a secret reset elsewhere must bite here at once.
-  const client = await services.accountsRepo.findClient(credentials.clientId);
-  const account = client && (await services.accountsRepo.findAccount(client.account_id));
-  return verifyClientSecret(client && account ? { client, account } : undefined, credentials);
+  return verifyClientSecret(await services.accounts.credentialsOf(credentials.clientId), credentials);
 }
 
 /**
@@ -206,17 +203,12 @@ function oauthErrorHandler(services: Services) {
       }
       return refuse(reply, error.status, error.error, error.message);
     }
-    // A fault Fastify marked 4xx is the client's, whatever its code: a client that resets its
-    // connection mid-body raises ECONNRESET, which must not read as (and be logged as) a store
-    // outage that anyone could fake or drown.
-    const status = (error as FastifyError).statusCode;
-    if (status === 413) return refuse(reply, 413, 'invalid_request', 'the request body is too large');
-    if (status !== undefined && status >= 400 && status < 500) {
-      return refuse(reply, 400, 'invalid_request', 'the request body could not be read');
-    }
-    if (isStoreUnavailable(error)) {
+    const fault = faultClass(error);
+    if (fault.kind === 'client' && fault.status === 413) return refuse(reply, 413, 'invalid_request', 'the request body is too large');
+    if (fault.kind === 'client') return refuse(reply, 400, 'invalid_request', 'the request body could not be read');
+    if (fault.kind === 'unavailable') {
       request.log.warn({ err: error }, 'store unavailable at the token endpoint');
-      reply.header('retry-after', '5');
+      reply.header('retry-after', UNAVAILABLE_RETRY_SECONDS);
       return refuse(reply, 503, 'temporarily_unavailable', 'the service cannot reach its store just now; retry shortly');
     }
     request.log.error({ err: error }, 'token endpoint failure');
