@@ -116,9 +116,10 @@ export function directLookups(options: DirectLookupsOptions): (request: Incoming
     const principal = authenticator.admittedBearer(authorization.slice(7));
     if (!principal || !principal.permissions.has(target.route.permission)) return fallback(request, response);
     const account = principal.account;
-    const window = plans.loaded(account.plan)?.lookups;
-    if (!window) return fallback(request, response);
-    const spent = limiter.consume('lookups', account.account_id, window, 1);
+    const plan = plans.loaded(account.plan);
+    const allowance = plan && limiter.spend('lookups', plan, account.account_id);
+    if (!allowance) return fallback(request, response);
+    const { window, state: spent } = allowance;
     const answer = (state: LimitState) => {
       if (!state.allowed) return fallback(request, response);
       target.route.answer(lookups, account, target.value).then(

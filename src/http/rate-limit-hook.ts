@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../domain/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
-import type { LimitGroup, PlanLimiter } from '../limits/plan-limiter.ts';
+import { allowanceRefusal, type LimitGroup, type PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { SPENT_BY_LANE } from './direct-lookups.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
@@ -26,20 +26,18 @@ export function rateLimitHook(
     const account = accountOf(request);
     if (!rateGroup || !account) return;
     const plan = plans.loaded(account.plan) ?? (await plans.find(account.plan));
-    const window = rateGroup === 'lookups' ? plan?.lookups : rateGroup === 'event_reads' ? plan?.eventReads : plan?.submissions;
-    // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
-    if (!window) return;
     // A lookup the direct lane admitted and then handed over has spent its allowance there.
-    const spent = (rateGroup === 'lookups' && request.raw[SPENT_BY_LANE]) || limiter.consume(rateGroup, account.account_id, window, rateCost?.(request) ?? 1);
-    const state = spent instanceof Promise ? await spent : spent;
+    const handedOver = rateGroup === 'lookups' ? request.raw[SPENT_BY_LANE] : undefined;
+    const spent = !plan ? undefined : handedOver ? { window: plan.lookups, state: handedOver } : limiter.spend(rateGroup, plan, account.account_id, rateCost?.(request) ?? 1);
+    // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
+    if (!plan || !spent) return;
+    const { window } = spent;
+    const state = spent.state instanceof Promise ? await spent.state : spent.state;
     reply.header('ratelimit-policy', policies.of(rateGroup, window)).header('ratelimit', rateLimitField(rateGroup, state));
     if (!state.allowed) {
       metrics.rateLimited(rateGroup);
       reply.header('retry-after', state.resetSeconds);
-      throw new ServiceError(
-        'rate_limited',
-        `the ${plan!.name} plan allows ${window.limit} ${rateGroup} per ${window.windowSeconds} s; retry after ${state.resetSeconds} s`,
-      );
+      throw new ServiceError('rate_limited', allowanceRefusal(plan, rateGroup, window, state));
     }
   };
 }

@@ -1,5 +1,5 @@
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { RateWindow } from '../domain/plans.ts';
+import type { Plan, RateWindow } from '../domain/plans.ts';
 
 /** Route groups with their own allowance (docs/api.md §9). */
 export type LimitGroup = 'lookups' | 'submissions' | 'event_reads';
@@ -11,6 +11,16 @@ export interface LimitState {
   remaining: number;
   /** Seconds until the window resets. */
   resetSeconds: number;
+}
+
+/** A plan's allowance for a group; null where it grants none. */
+export function allowanceOf(plan: Plan, group: LimitGroup): RateWindow | null {
+  return group === 'lookups' ? plan.lookups : group === 'event_reads' ? plan.eventReads : plan.submissions;
+}
+
+/** What a refusal says: the plan, its allowance, and when to retry; the same words on every path. */
+export function allowanceRefusal(plan: Plan, group: LimitGroup, window: RateWindow, state: LimitState): string {
+  return `the ${plan.name} plan allows ${window.limit} ${group} per ${window.windowSeconds} s; retry after ${state.resetSeconds} s`;
 }
 
 /** Makes the counter for one (group, limit, window); the store behind it is the factory's choice. */
@@ -96,6 +106,16 @@ export class PlanLimiter {
   /** Counts in this process alone unless given the factory of shared counters. */
   constructor(shared?: LimiterFactory) {
     this.shared = shared;
+  }
+
+  /**
+   * Spends `cost` of an account's allowance for `group` under its plan: the one rule the API's
+   * hook, the direct lookup lane and the dashboard's lookup all follow. Undefined when the plan
+   * grants no such allowance (a plan that may not submit): the route refuses on its own terms.
+   */
+  spend(group: LimitGroup, plan: Plan, accountId: string, cost = 1): { window: RateWindow; state: LimitState | Promise<LimitState> } | undefined {
+    const window = allowanceOf(plan, group);
+    return window ? { window, state: this.consume(group, accountId, window, cost) } : undefined;
   }
 
   /** Spends `points` of an account's allowance; a refused request spends nothing. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
+import { allowanceRefusal } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
 import { formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
@@ -21,9 +22,10 @@ export async function lookupRoute(app: FastifyInstance, { services }: { services
     const account = accountOf(request);
     const value = formText(request, 'q').trim();
     const plan = await services.plans.find(account.plan);
-    if (plan) {
-      const state = await services.limiter.consume('lookups', account.account_id, plan.lookups);
-      if (!state.allowed) throw new WebRefusal(429, `The ${plan.name} plan allows ${plan.lookups.limit} lookups per ${plan.lookups.windowSeconds} s; try again in ${state.resetSeconds} s.`, state.resetSeconds);
+    const spent = plan && services.limiter.spend('lookups', plan, account.account_id);
+    if (plan && spent) {
+      const state = await spent.state;
+      if (!state.allowed) throw new WebRefusal(429, `${capitalised(allowanceRefusal(plan, 'lookups', spent.window, state))}.`, state.resetSeconds);
     }
     try {
       const answer = canonicalIpAddress(value) ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
@@ -58,4 +60,8 @@ function lookupPage(request: FastifyRequest, reply: FastifyReply, value: string,
 ${answer}`,
     status,
   );
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
