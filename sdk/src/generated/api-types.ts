@@ -149,7 +149,7 @@ export interface Operations {
        */
       until?: string;
       /**
-       * Normalised like a lookup (`tel:`/`sip:` forms, separators); `+CC`, `00CC` and `011CC` forms match
+       * A number is normalised like a lookup (`tel:`/`sip:` forms, separators) and `+CC`, `00CC` and `011CC` forms match; any other value (empty, `NOT_FOUND`, `test_user`) matches the stored value exactly
        */
       called_number?: string;
       /**
