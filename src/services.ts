@@ -166,7 +166,9 @@ const ALERT_DEFAULTS: AlertSettings = {
   pollMs: 1000,
   batch: 20,
   leaseMs: 120_000,
-  maxAttempts: 8,
+  // A day of retries (retryForMs), doubling to an hour: about 40 attempts; the cap is a backstop.
+  maxAttempts: 50,
+  retryForMs: 24 * 3600_000,
   retryBaseMs: 10_000,
   retryMaxMs: 3600_000,
   throttlePerSubject: 5,

@@ -11,8 +11,10 @@ export interface DeliverySettings {
   batch: number;
   /** How long a claim holds a row; a worker that died holding one lets it go after this. */
   leaseMs: number;
-  /** Attempts before a delivery is given up (`failed`). */
+  /** Attempts before a delivery is given up (`failed`), whatever `retryForMs` would allow. */
   maxAttempts: number;
+  /** How long after its alert a delivery is still retried: a receiver down for hours still gets it. */
+  retryForMs: number;
   /** The first retry's delay; each later one doubles it, up to `retryMaxMs`, with jitter. */
   retryBaseMs: number;
   retryMaxMs: number;
@@ -49,6 +51,8 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private current: Promise<void> = Promise.resolve();
+  /** Attempts under way: a pass starts them and goes on, so a slow receiver holds only its own. */
+  private readonly inFlight = new Set<Promise<void>>();
   private lastSilentCheck = 0;
   private lastPrune = 0;
 
@@ -65,11 +69,17 @@ export class DeliveryWorker {
     this.schedule(0);
   }
 
-  /** Stops looking for work and waits for the attempt in progress, whose outcome is recorded. */
+  /** Stops looking for work and waits for the attempts in progress, whose outcomes are recorded. */
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
     await this.current;
+    await this.settled();
+  }
+
+  /** Resolves once every attempt started so far has been recorded. */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
   /** One pass over the outbox; what the timer runs. */
@@ -113,9 +123,21 @@ export class DeliveryWorker {
     return (await this.outbox.recentAlerts(alert.accountId, undefined, hourAgo)) >= this.settings.throttlePerAccountHour;
   }
 
+  /**
+   * Claims as many due deliveries as there is room for (`batch` in flight at most) and starts
+   * their attempts without waiting for them: one receiver that takes its whole timeout holds
+   * its own attempt, never the next pass, nor anyone else's due retries.
+   */
   private async deliver(now: Date): Promise<void> {
-    const due = await this.outbox.claimDeliveries(this.settings.batch, now.toISOString(), this.leaseEnd(now));
-    await Promise.all(due.map((delivery) => this.attempt(delivery)));
+    const room = this.settings.batch - this.inFlight.size;
+    if (room <= 0) return;
+    const due = await this.outbox.claimDeliveries(room, now.toISOString(), this.leaseEnd(now));
+    for (const delivery of due) {
+      const attempt: Promise<void> = this.attempt(delivery)
+        .catch((err: unknown) => this.log?.warn({ err, delivery: delivery.id }, 'alert delivery attempt not recorded'))
+        .finally(() => this.inFlight.delete(attempt));
+      this.inFlight.add(attempt);
+    }
   }
 
   private async attempt(delivery: DueDelivery): Promise<void> {
@@ -137,8 +159,10 @@ export class DeliveryWorker {
     }
     const durationMs = Math.round(performance.now() - started);
     const attempts = delivery.attempts + 1;
-    const outcome = error === null ? 'delivered' : attempts >= this.settings.maxAttempts ? 'failed' : 'retrying';
-    const nextAttemptAt = outcome === 'retrying' ? new Date(Date.now() + this.backoff(attempts)).toISOString() : undefined;
+    const next = Date.now() + this.backoff(attempts);
+    const givenUp = attempts >= this.settings.maxAttempts || next > Date.parse(delivery.alert.createdAt) + this.settings.retryForMs;
+    const outcome = error === null ? 'delivered' : givenUp ? 'failed' : 'retrying';
+    const nextAttemptAt = outcome === 'retrying' ? new Date(next).toISOString() : undefined;
     await this.outbox.recordAttempt(delivery, { at: at.toISOString(), durationMs, statusCode, error, outcome, ...(nextAttemptAt ? { nextAttemptAt } : {}) });
     if (outcome !== 'delivered') this.log?.info({ delivery: delivery.id, attempts, statusCode, error, outcome }, 'alert delivery attempt failed');
   }

@@ -1,0 +1,160 @@
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAST_ALERTS, startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
+import { eventually } from '../support/eventually.ts';
+import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+
+/** A receiver that misbehaves at the TCP level, as no HTTP server library would let it. */
+async function rawReceiver(behave: (socket: import('node:net').Socket) => void): Promise<{ url: string; requests(): number; close(): Promise<void> }> {
+  const sockets = new Set<import('node:net').Socket>();
+  let requests = 0;
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    // Waits for the request, then answers its own way.
+    socket.once('data', () => {
+      requests += 1;
+      behave(socket);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Writes `text` one byte every `everyMs` until the socket closes. */
+function trickle(socket: import('node:net').Socket, text: string, everyMs: number): void {
+  let i = 0;
+  const timer = setInterval(() => {
+    if (socket.destroyed) return clearInterval(timer);
+    socket.write(text[i % text.length]!);
+    i += 1;
+  }, everyMs);
+  socket.on('close', () => clearInterval(timer));
+}
+
+type Attempt = { at: string; outcome: string; status_code: number | null; error: string | null; duration_ms: number };
+
+/**
+ * No receiver can stall anyone else's alerts (issue 28's first two findings): an attempt is
+ * bounded as a whole, not per silence, and attempts run side by side, so a slow receiver holds
+ * only its own delivery. Before, a receiver that sent its headers and then a byte every 5 s held
+ * its attempt for a minute (logged as delivered) and every other account's alerts behind it.
+ */
+describe('receivers that misbehave on purpose (docs/api.md §12, "Delivery")', () => {
+  const TIMEOUT_MS = 1500;
+  let h: Harness;
+  let good: AlertReceiver;
+  const raw: Array<{ close(): Promise<void> }> = [];
+  let slow: TestAccount;
+  let other: TestAccount;
+
+  const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  async function webhook(who: TestAccount, url: string): Promise<string> {
+    const res = await who.api('/api/integrations', json({ kind: 'webhook', url, alert_types: ['node.silent'] }));
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  }
+  const test = async (who: TestAccount, id: string) => expect((await who.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+  const attempts = async (who: TestAccount, id: string) => ((await (await who.api(`/api/integrations/${id}/deliveries`)).json()) as { attempts: Attempt[] }).attempts;
+
+  beforeAll(async () => {
+    good = await startAlertReceiver();
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: { ...FAST_ALERTS, timeoutMs: TIMEOUT_MS } });
+    const permissions = ['read:phone-numbers', 'manage:integrations'];
+    slow = await h.account({ permissions });
+    other = await h.account({ permissions });
+  });
+  afterAll(async () => {
+    await h.close();
+    await good.close();
+    for (const r of raw) await r.close();
+  });
+
+  it('takes a status line as the answer: a body trickled forever holds nothing', async () => {
+    const trickler = await rawReceiver((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000000\r\n\r\n');
+      trickle(socket, 'x', 200);
+    });
+    raw.push(trickler);
+    const id = await webhook(slow, `${trickler.url}/trickle`);
+    await test(slow, id);
+    const [attempt] = await eventually('the trickled attempt to be recorded', () => attempts(slow, id), (a) => a.length > 0);
+    expect(attempt).toMatchObject({ outcome: 'delivered', status_code: 200, error: null });
+  });
+
+  it('bounds a whole attempt: a status line trickled a byte at a time fails at the timeout', async () => {
+    const trickler = await rawReceiver((socket) => trickle(socket, 'HTTP/1.1 200 OK\r\n', 200));
+    raw.push(trickler);
+    const id = await webhook(slow, `${trickler.url}/headers`);
+    await test(slow, id);
+    const [attempt] = await eventually('the trickled attempt to be recorded', () => attempts(slow, id), (a) => a.length > 0);
+    expect(attempt).toMatchObject({ outcome: 'retrying', status_code: null, error: `no answer within ${TIMEOUT_MS} ms` });
+    // Bounded by the timeout, not by the receiver: it would have gone on for ever.
+    expect(attempt!.duration_ms).toBeLessThan(TIMEOUT_MS * 3);
+  });
+
+  it("delivers another account's alert while a silent receiver holds its own attempt", async () => {
+    const silent = await rawReceiver(() => {});
+    raw.push(silent);
+    const held = await webhook(slow, `${silent.url}/silent`);
+    const quick = await webhook(other, `${good.url}/quick`);
+    await test(slow, held);
+    // The silent receiver has the request: the worker is inside that attempt. Then the other alert.
+    await eventually('the silent attempt to begin', () => silent.requests(), (n) => n === 1);
+    await test(other, quick);
+    const [delivered] = await eventually('the quick attempt to be recorded', () => attempts(other, quick), (a) => a.length > 0);
+    expect(delivered).toMatchObject({ outcome: 'delivered' });
+    const [timedOut] = await eventually('the silent attempt to time out', () => attempts(slow, held), (a) => a.length > 0);
+    expect(timedOut).toMatchObject({ outcome: 'retrying', error: `no answer within ${TIMEOUT_MS} ms` });
+    // The quick one began while the silent one was under way, not after it ended.
+    expect(Date.parse(delivered!.at)).toBeLessThan(Date.parse(timedOut!.at) + timedOut!.duration_ms);
+  });
+});
+
+/**
+ * Retries go on for `retryForMs` after the alert (a day by default), not for a fixed number of
+ * attempts: eight attempts doubling from 10 s ended after 13 to 21 minutes, so a receiver down
+ * for half an hour lost its alerts for good. Scaled down here: 3 s of retries, 100 to 400 ms apart.
+ */
+describe('retries for as long as the alert is worth delivering', () => {
+  const RETRY_FOR_MS = 3000;
+  let h: Harness;
+  let down: AlertReceiver;
+  let owner: TestAccount;
+
+  beforeAll(async () => {
+    down = await startAlertReceiver();
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: { ...FAST_ALERTS, maxAttempts: 1000, retryForMs: RETRY_FOR_MS } });
+    owner = await h.account({ permissions: ['read:phone-numbers', 'manage:integrations'] });
+  });
+  afterAll(async () => {
+    await h.close();
+    await down.close();
+  });
+
+  it('retries a receiver that keeps failing until the retry period is over, then gives up', async () => {
+    down.answer('/down', ...Array.from({ length: 1000 }, () => 503));
+    const res = await owner.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'webhook', url: `${down.url}/down`, alert_types: ['node.silent'] }) });
+    const { id } = (await res.json()) as { id: string };
+    expect((await owner.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+    const log = await eventually(
+      'the delivery to be given up',
+      async () => ((await (await owner.api(`/api/integrations/${id}/deliveries?limit=500`)).json()) as { attempts: Attempt[] }).attempts,
+      (a) => a[0]?.outcome === 'failed',
+    );
+    // Far more than the three attempts FAST_ALERTS would allow, all within the retry period.
+    expect(log.length).toBeGreaterThan(5);
+    expect(log.slice(1).every((a) => a.outcome === 'retrying')).toBe(true);
+    expect(Date.parse(log[0]!.at) - Date.parse(log.at(-1)!.at)).toBeLessThanOrEqual(RETRY_FOR_MS);
+  });
+});
