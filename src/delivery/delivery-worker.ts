@@ -13,7 +13,7 @@ export interface DeliverySettings {
   leaseMs: number;
   /** Attempts before a delivery is given up (`failed`), whatever `retryForMs` would allow. */
   maxAttempts: number;
-  /** How long after its alert a delivery is still retried: a receiver down for hours still gets it. */
+  /** How long after it is made a delivery is still retried: a receiver down for hours still gets it. */
   retryForMs: number;
   /** The first retry's delay; each later one doubles it, up to `retryMaxMs`, with jitter. */
   retryBaseMs: number;
@@ -36,6 +36,24 @@ export interface DeliverySettings {
 const PRUNE_EVERY_MS = 3600_000;
 
 /**
+ * Attempts to one receiver at a time, at most: a receiver that takes its whole timeout on each
+ * of many due deliveries holds this many of the worker's places, never all of them.
+ */
+const PER_RECEIVER = 2;
+
+/** Who answers a delivery: the host and port of a webhook or Slack URL; the SMTP server for mail. */
+function receiverOf(delivery: DueDelivery): string | undefined {
+  const integration = delivery.integration;
+  if (!integration) return undefined;
+  if (integration.kind === 'email') return 'smtp';
+  try {
+    return new URL(integration.target).host;
+  } catch {
+    return integration.target;
+  }
+}
+
+/**
  * Works the outbox (docs/guarantees.md, "Alerts"): fans new alerts out to the subscribed,
  * confirmed integrations (suppressing a subject's alerts beyond its throttle), attempts due
  * deliveries and records every attempt, retrying with exponential backoff and jitter until
@@ -53,6 +71,10 @@ export class DeliveryWorker {
   private current: Promise<void> = Promise.resolve();
   /** Attempts under way: a pass starts them and goes on, so a slow receiver holds only its own. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts under way per receiver (`receiverOf`), and claimed ones waiting for its turn. */
+  private readonly busy = new Map<string, number>();
+  private readonly waiting = new Map<string, DueDelivery[]>();
+  private waitingCount = 0;
   private lastSilentCheck = 0;
   private lastPrune = 0;
 
@@ -129,15 +151,42 @@ export class DeliveryWorker {
    * its own attempt, never the next pass, nor anyone else's due retries.
    */
   private async deliver(now: Date): Promise<void> {
-    const room = this.settings.batch - this.inFlight.size;
+    const room = this.settings.batch - this.inFlight.size - this.waitingCount;
     if (room <= 0) return;
     const due = await this.outbox.claimDeliveries(room, now.toISOString(), this.leaseEnd(now));
-    for (const delivery of due) {
-      const attempt: Promise<void> = this.attempt(delivery)
-        .catch((err: unknown) => this.log?.warn({ err, delivery: delivery.id }, 'alert delivery attempt not recorded'))
-        .finally(() => this.inFlight.delete(attempt));
-      this.inFlight.add(attempt);
+    for (const delivery of due) this.begin(delivery);
+  }
+
+  /**
+   * Starts an attempt, or queues it behind its receiver's attempts under way (PER_RECEIVER). A
+   * queued one starts as one of them ends: within `batch / PER_RECEIVER` timeouts, well inside
+   * the claim's lease.
+   */
+  private begin(delivery: DueDelivery): void {
+    const receiver = receiverOf(delivery);
+    if (receiver !== undefined && (this.busy.get(receiver) ?? 0) >= PER_RECEIVER) {
+      this.waiting.set(receiver, [...(this.waiting.get(receiver) ?? []), delivery]);
+      this.waitingCount += 1;
+      return;
     }
+    if (receiver !== undefined) this.busy.set(receiver, (this.busy.get(receiver) ?? 0) + 1);
+    const attempt: Promise<void> = this.attempt(delivery)
+      .catch((err: unknown) => this.log?.warn({ err, delivery: delivery.id }, 'alert delivery attempt not recorded'))
+      .finally(() => {
+        this.inFlight.delete(attempt);
+        if (receiver === undefined) return;
+        const left = (this.busy.get(receiver) ?? 1) - 1;
+        if (left > 0) this.busy.set(receiver, left);
+        else this.busy.delete(receiver);
+        const queue = this.waiting.get(receiver);
+        const next = queue?.shift();
+        if (queue && queue.length === 0) this.waiting.delete(receiver);
+        if (next) {
+          this.waitingCount -= 1;
+          this.begin(next);
+        }
+      });
+    this.inFlight.add(attempt);
   }
 
   private async attempt(delivery: DueDelivery): Promise<void> {
@@ -160,7 +209,7 @@ export class DeliveryWorker {
     const durationMs = Math.round(performance.now() - started);
     const attempts = delivery.attempts + 1;
     const next = Date.now() + this.backoff(attempts);
-    const givenUp = attempts >= this.settings.maxAttempts || next > Date.parse(delivery.alert.createdAt) + this.settings.retryForMs;
+    const givenUp = attempts >= this.settings.maxAttempts || next > Date.parse(delivery.createdAt) + this.settings.retryForMs;
     const outcome = error === null ? 'delivered' : givenUp ? 'failed' : 'retrying';
     const nextAttemptAt = outcome === 'retrying' ? new Date(next).toISOString() : undefined;
     await this.outbox.recordAttempt(delivery, { at: at.toISOString(), durationMs, statusCode, error, outcome, ...(nextAttemptAt ? { nextAttemptAt } : {}) });

@@ -34,7 +34,8 @@ export type AuditAction =
   | 'integration.created'
   | 'integration.updated'
   | 'integration.deleted'
-  | 'integration.confirmed';
+  | 'integration.confirmed'
+  | 'integration.redelivered';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

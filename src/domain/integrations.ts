@@ -85,6 +85,12 @@ export interface IntegrationsRepository {
   confirm(confirmHash: string, at: string): Promise<StoredIntegration | undefined>;
   /** The newest attempts of one integration's deliveries, newest first. */
   attempts(integrationId: string, limit: number): Promise<DeliveryAttemptView[]>;
+  /**
+   * A new delivery of the alert one of this integration's deliveries carried, due at once: its
+   * id; `pending` when that delivery is still being attempted; undefined when there is no such
+   * delivery (or its alert was pruned).
+   */
+  redeliver(integrationId: string, deliveryId: string, at: string): Promise<{ id: string } | 'pending' | undefined>;
 }
 
 /** Judges a webhook or Slack URL before it is accepted: why it is refused, or undefined. */
@@ -232,6 +238,23 @@ export class Integrations {
     if (errors.length > 0) throw new ServiceError('validation_failed', 'the request has invalid parameters', errors);
     const integration = await this.find(accountId, id);
     return { attempts: await this.deps.repo.attempts(integration.id, limit) };
+  }
+
+  /**
+   * Sends an alert again (docs/api.md §12): a delivered one a receiver lost, or a failed one
+   * after its receiver is back. A new delivery of the same alert (the same `webhook-id`), with
+   * retries of its own for a day from now; the old one stays in the log as it was.
+   */
+  async redeliver(accountId: string, id: string, deliveryId: string, actor: string): Promise<{ delivery_id: string }> {
+    const integration = await this.find(accountId, id);
+    const delivery = canonicalUuid(deliveryId);
+    const made = delivery ? await this.deps.repo.redeliver(integration.id, delivery, this.deps.now().toISOString()) : undefined;
+    if (made === undefined) throw new ServiceError('not_found', 'no such delivery of this integration');
+    if (made === 'pending') {
+      throw new ServiceError('validation_failed', 'that delivery is still being attempted', [{ field: 'delivery_id', message: 'is still being attempted: wait for it to be delivered or given up' }]);
+    }
+    await this.record('integration.redelivered', actor, integration, { delivery_id: delivery, new_delivery_id: made.id });
+    return { delivery_id: made.id };
   }
 
   /** Confirms an email address by the token of its link; false for an unknown, used or expired one. */

@@ -15,6 +15,8 @@ export interface ClaimedAlert {
 export interface DueDelivery {
   id: string;
   attempts: number;
+  /** When this delivery was made: retries go on for a day from then (a redelivery starts afresh). */
+  createdAt: string;
   alert: { id: string; type: AnyAlertType; createdAt: string; data: Record<string, unknown> };
   /** Undefined when the integration was deleted since. */
   integration: { id: string; kind: IntegrationKind; target: string; secret: string | null } | undefined;

@@ -197,12 +197,13 @@ export class SqlAlertOutbox implements OutboxStore {
       .selectFrom('alert_deliveries as d')
       .innerJoin('alerts as a', 'a.id', 'd.alert_id')
       .leftJoin('integrations as i', 'i.id', 'd.integration_id')
-      .select(['d.id', 'd.attempts', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
+      .select(['d.id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
       .where('d.id', 'in', claimed.map((c) => c.id))
       .execute();
     return rows.map((r) => ({
       id: r.id,
       attempts: Number(r.attempts),
+      createdAt: r.delivery_created_at,
       alert: { id: r.alert_id, type: r.type as AnyAlertType, createdAt: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> },
       integration:
         r.integration_id === null || r.kind === null || r.target === null

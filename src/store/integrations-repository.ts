@@ -91,6 +91,24 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
     }));
   }
 
+  async redeliver(integrationId: string, deliveryId: string, at: string): Promise<{ id: string } | 'pending' | undefined> {
+    const old = await this.db
+      .selectFrom('alert_deliveries as d')
+      .innerJoin('alerts as a', 'a.id', 'd.alert_id')
+      .select(['d.alert_id', 'd.account_id', 'd.status'])
+      .where('d.id', '=', deliveryId)
+      .where('d.integration_id', '=', integrationId)
+      .executeTakeFirst();
+    if (!old) return undefined;
+    if (old.status === 'pending') return 'pending';
+    const id = crypto.randomUUID();
+    await this.db
+      .insertInto('alert_deliveries')
+      .values({ id, alert_id: old.alert_id, integration_id: integrationId, account_id: old.account_id, status: 'pending', attempts: 0, next_attempt_at: at, claimed_until: null, created_at: at })
+      .execute();
+    return { id };
+  }
+
   private integrationOf(row: Selectable<IntegrationsTable>): StoredIntegration {
     return {
       ...row,

@@ -103,6 +103,27 @@ describe('receivers that misbehave on purpose (docs/api.md §12, "Delivery")', (
     expect(attempt!.duration_ms).toBeLessThan(TIMEOUT_MS * 3);
   });
 
+  it('holds at most two attempts to one receiver at a time, and still attempts them all', async () => {
+    const silent = await rawReceiver(() => {});
+    raw.push(silent);
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await webhook(slow, `${silent.url}/many-${i}`));
+    for (const id of ids) await test(slow, id);
+    const first = [];
+    for (const id of ids) first.push((await eventually(`the attempt of ${id}`, () => attempts(slow, id), (a) => a.length > 0)).at(-1)!);
+    // From the worker's own record of each attempt (start and duration): never more than two at once.
+    const edges = first.flatMap((a) => [
+      { t: Date.parse(a.at), d: 1 },
+      { t: Date.parse(a.at) + a.duration_ms, d: -1 },
+    ]);
+    edges.sort((x, y) => x.t - y.t || x.d - y.d);
+    let open = 0;
+    let most = 0;
+    for (const edge of edges) most = Math.max(most, (open += edge.d));
+    expect(most).toBe(2);
+    expect(silent.requests()).toBeGreaterThanOrEqual(5);
+  });
+
   it("delivers another account's alert while a silent receiver holds its own attempt", async () => {
     const silent = await rawReceiver(() => {});
     raw.push(silent);
@@ -155,6 +176,39 @@ describe('retries for as long as the alert is worth delivering', () => {
     // Far more than the three attempts FAST_ALERTS would allow, all within the retry period.
     expect(log.length).toBeGreaterThan(5);
     expect(log.slice(1).every((a) => a.outcome === 'retrying')).toBe(true);
-    expect(Date.parse(log[0]!.at) - Date.parse(log.at(-1)!.at)).toBeLessThanOrEqual(RETRY_FOR_MS);
+    // No attempt is scheduled past the period; one starts within a poll or so of its schedule.
+    expect(Date.parse(log[0]!.at) - Date.parse(log.at(-1)!.at)).toBeLessThanOrEqual(RETRY_FOR_MS + 1000);
+  });
+
+  it('sends an alert again by hand, as a new delivery with the same webhook-id', async () => {
+    const made = await owner.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'webhook', url: `${down.url}/again`, alert_types: ['node.silent'] }) });
+    const { id } = (await made.json()) as { id: string };
+    expect((await owner.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+    const [first] = await down.waitFor(1, '/again');
+    const log = async () => ((await (await owner.api(`/api/integrations/${id}/deliveries`)).json()) as { attempts: Array<Attempt & { delivery_id: string }> }).attempts;
+    const [delivered] = await eventually('the first delivery to be recorded', log, (a) => a.length > 0);
+    expect(delivered).toMatchObject({ outcome: 'delivered' });
+
+    const retry = await owner.api(`/api/integrations/${id}/deliveries/${delivered!.delivery_id}/retry`, { method: 'POST' });
+    expect(retry.status).toBe(202);
+    const { delivery_id } = (await retry.json()) as { delivery_id: string };
+    expect(delivery_id).not.toBe(delivered!.delivery_id);
+    const [, second] = await down.waitFor(2, '/again');
+    expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+    const after = await eventually('the redelivery to be recorded', log, (a) => a.some((x) => x.delivery_id === delivery_id));
+    expect(after.find((x) => x.delivery_id === delivery_id)).toMatchObject({ attempt: 1, outcome: 'delivered' });
+
+    // Another account, an unknown delivery, and one still being attempted are refused.
+    const stranger = await h.account({ permissions: ['manage:integrations'] });
+    expect((await stranger.api(`/api/integrations/${id}/deliveries/${delivered!.delivery_id}/retry`, { method: 'POST' })).status).toBe(404);
+    expect((await owner.api(`/api/integrations/${id}/deliveries/${crypto.randomUUID()}/retry`, { method: 'POST' })).status).toBe(404);
+    expect((await owner.api(`/api/integrations/${id}/deliveries/not-a-uuid/retry`, { method: 'POST' })).status).toBe(404);
+    const stillDown = await owner.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'webhook', url: `${down.url}/down`, alert_types: ['node.silent'] }) });
+    const downId = ((await stillDown.json()) as { id: string }).id;
+    expect((await owner.api(`/api/integrations/${downId}/test`, { method: 'POST' })).status).toBe(202);
+    const [retrying] = await eventually('an attempt that failed', async () => ((await (await owner.api(`/api/integrations/${downId}/deliveries`)).json()) as { attempts: Array<Attempt & { delivery_id: string }> }).attempts, (a) => a.length > 0);
+    const pending = await owner.api(`/api/integrations/${downId}/deliveries/${retrying!.delivery_id}/retry`, { method: 'POST' });
+    expect(pending.status).toBe(422);
+    expect(await pending.json()).toMatchObject({ error: 'validation_failed', errors: [{ field: 'delivery_id' }] });
   });
 });

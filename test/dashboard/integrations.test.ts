@@ -54,6 +54,16 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     // The attempt shows in the delivery log once the worker has recorded it.
     await expect.poll(async () => (await browser.get(`/settings/integrations/${id}`)).text).toContain('outcome-delivered');
 
+    // Sent again from the log: the same alert, as a new delivery, and back to the page.
+    const page = await browser.get(`/settings/integrations/${id}`);
+    const again = /action="(\/settings\/integrations\/[0-9a-f-]{36}\/deliveries\/[0-9a-f-]{36}\/retry)"/.exec(page.text)?.[1];
+    expect(again).toBeDefined();
+    const resent = await browser.post(again!);
+    expect(resent.status).toBe(303);
+    expect(resent.location).toBe(`/settings/integrations/${id}`);
+    const [, second] = await receiver.waitFor(2, '/desk');
+    expect(second!.headers['webhook-id']).toBe(alertId);
+
     const audit = await h.services.audit.list({ accountId: owner.account.account_id, limit: 20 });
     expect(audit.find((a) => a.action === 'integration.created')?.actor).toMatch(/^user:/);
   });

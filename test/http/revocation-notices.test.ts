@@ -138,7 +138,8 @@ describe('access changes reach another instance at once, without Redis', () => {
       const listeners = async () =>
         (
           await admin.query<{ pid: number }>(
-            "select pid from pg_stat_activity where datname = current_database() and application_name = $1 and query ilike 'listen%'",
+            // Its last statement is its LISTEN, or its heartbeat after it (\`select 1\`): either way it listens.
+            "select pid from pg_stat_activity where datname = current_database() and application_name = $1 and (query ilike 'listen%' or query = 'select 1')",
             [LISTENER_APPLICATION_NAME],
           )
         ).rows.map((row) => row.pid);

@@ -686,6 +686,33 @@ export interface Operations {
     };
   };
   /**
+   * POST /api/integrations/{id}/deliveries/{delivery_id}/retry
+   */
+  redeliverIntegrationDelivery: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+      /**
+       * A `delivery_id` of the delivery log. One of another integration answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      delivery_id: string;
+    };
+    responses: {
+      '202': {
+        delivery_id: string;
+      };
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
    * GET /api/integrations/{id}/deliveries
    */
   listIntegrationDeliveries: {

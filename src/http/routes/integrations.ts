@@ -58,6 +58,11 @@ const Params = Type.Object({
   id: formatSchema('uuid', { description: "The integration's id. Any value naming none of the caller's answers 404" }),
 });
 
+const RedeliveryParams = Type.Object({
+  id: formatSchema('uuid', { description: "The integration's id. Any value naming none of the caller's answers 404" }),
+  delivery_id: formatSchema('uuid', { description: 'A `delivery_id` of the delivery log. One of another integration answers 404' }),
+});
+
 const DeliveryAttempt = Type.Object(
   {
     delivery_id: Type.String({ format: 'uuid' }),
@@ -210,6 +215,30 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services }
       },
     },
     async (request, reply) => reply.code(202).send(await integrations.test(principalOf(request).account.account_id, request.params.id)),
+  );
+
+  app.post(
+    '/integrations/:id/deliveries/:delivery_id/retry',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: 'Send an alert again',
+        description:
+          'A new delivery of the alert a delivered or failed delivery carried (the same `webhook-id`), due at once and retried for a day like any other; the old one stays in the log. A delivery still being attempted is refused (422).',
+        operationId: 'redeliverIntegrationDelivery',
+        tags: ['integrations'],
+        params: RedeliveryParams,
+        response: apiAnswers({
+          ok: { 202: { description: 'Queued; its attempts appear in the delivery log under the new id', schema: Type.Object({ delivery_id: Type.String({ format: 'uuid' }) }, { example: { delivery_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7' } }) } },
+          errors: [404, 422],
+          describe: notFound,
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { account, client } = principalOf(request);
+      return reply.code(202).send(await integrations.redeliver(account.account_id, request.params.id, request.params.delivery_id, `client:${client.client_id}`));
+    },
   );
 
   app.get(

@@ -75,6 +75,18 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
     }
   });
 
+  // Sends an alert of the log again; back to the page (303), where the new attempt shows.
+  app.post('/settings/integrations/:id/deliveries/:delivery/retry', { config: { web: 'owner' } }, async (request, reply) => {
+    const { delivery } = request.params as { delivery: string };
+    try {
+      await integrations.redeliver(accountOf(request).account_id, idOf(request), delivery, actor(request));
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
+      throw err;
+    }
+    return reply.redirect(`/settings/integrations/${idOf(request)}`, 303);
+  });
+
   app.get('/settings/integrations/:id/delete', { config: { web: 'owner' } }, async (request, reply) => {
     const integration = await integrations.get(accountOf(request).account_id, idOf(request));
     return sendPage(
@@ -105,7 +117,7 @@ async function listPage(services: Services, request: FastifyRequest, reply: Fast
   const full = held.length >= MAX_INTEGRATIONS;
   const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
   const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}
-<p>Alerts are signed (webhooks), retried with backoff when a receiver fails (8 attempts in all), sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
+<p>Alerts are signed (webhooks), retried with backoff for a day when a receiver fails, sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
 ${limit}${table}${owner && !full ? createForm(request) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
   return sendPage(request, reply, 'Integrations', content, status);
 }
@@ -152,12 +164,17 @@ async function detailPage(services: Services, request: FastifyRequest, reply: Fa
   const owner = userOf(request).role === 'owner';
   const integration = await services.integrations.get(accountId, id);
   const { attempts } = await services.integrations.attempts(accountId, integration.id, { limit: String(LOG_SHOWN) });
+  // A delivery that ended (delivered or given up) may be sent again, by an owner.
+  const again = (a: (typeof attempts)[number]) =>
+    owner && a.outcome !== 'retrying'
+      ? html`<form method="post" action="/settings/integrations/${integration.id}/deliveries/${a.delivery_id}/retry" class="inline">${csrfField(request)}<button type="submit">Send again</button></form>`
+      : '';
   const rows = attempts.map(
-    (a) => html`<tr><td><time datetime="${a.at}">${a.at.slice(0, 19).replace('T', ' ')}</time></td><td>${a.alert_type}</td><td><code>${a.alert_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td>${a.duration_ms} ms</td><td class="outcome-${a.outcome}">${a.outcome}${a.error ? html`: ${a.error}` : ''}</td></tr>`,
+    (a) => html`<tr><td><time datetime="${a.at}">${a.at.slice(0, 19).replace('T', ' ')}</time></td><td>${a.alert_type}</td><td><code>${a.alert_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td>${a.duration_ms} ms</td><td class="outcome-${a.outcome}">${a.outcome}${a.error ? html`: ${a.error}` : ''}</td><td>${again(a)}</td></tr>`,
   );
   const log = attempts.length === 0
     ? html`<p>No deliveries yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const changes = owner
     ? html`<h2>Change</h2>
 <form method="post" action="/settings/integrations/${integration.id}" class="stack">${csrfField(request)}
