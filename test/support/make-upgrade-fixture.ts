@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLiteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import { eventually } from './eventually.ts';
 
 const [tree, store, out] = process.argv.slice(2) as [string, 'sqlite' | 'postgres', string];
 const work = mkdtempSync(join(tmpdir(), 'tollwatch-upgrade-'));
@@ -51,11 +52,7 @@ cli('accounts', 'disable', disabled.account_id);
 const port = 18000 + (process.pid % 1000);
 const url = `http://127.0.0.1:${port}`;
 const server = spawn(node, [join(tree, 'src/server.ts')], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'error', TOLLWATCH_PUBLIC_URL: url }, stdio: 'inherit' });
-for (let i = 0; ; i++) {
-  if ((await fetch(`${url}/readyz`).then((r) => r.status, () => 0)) === 200) break;
-  if (i > 300) throw new Error('the old server did not start');
-  await new Promise((r) => setTimeout(r, 100));
-}
+await eventually('the old server to be ready', () => fetch(`${url}/readyz`).then((r) => r.status, () => 0), (status) => status === 200, { timeoutMs: 90_000, everyMs: 100 });
 async function token(client: { client_id: string; client_secret: string }) {
   const res = await fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${url}/api`, grant_type: 'client_credentials' }) });
   return ((await res.json()) as { access_token: string }).access_token;
