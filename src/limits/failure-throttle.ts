@@ -88,8 +88,8 @@ export class FailureThrottle {
 }
 
 /** Waits the delay a failure that is answered (401) has earned: the slowing of docs/api.md §2. */
-export async function slowDown(outcome: FailureOutcome): Promise<void> {
-  if (!outcome.refused && outcome.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, outcome.delayMs));
+export async function slowDown(outcome: { delayMs: number } | { refused: true }): Promise<void> {
+  if ('delayMs' in outcome && outcome.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, outcome.delayMs));
 }
 
 /**

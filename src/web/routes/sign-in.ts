@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.ts';
 import { MIN_PASSWORD_LENGTH } from '../../domain/passwords.ts';
 import type { AuditEntry } from '../../domain/audit.ts';
+import { slowDown } from '../../limits/failure-throttle.ts';
 import type { LockKey } from '../../limits/sign-in-locks.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
@@ -44,7 +45,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     if (!user) {
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
-      await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
+      await slowDown(attempt);
       return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.');
     }
     await services.signInLocks.succeeded(request.ip, email);
