@@ -8,29 +8,31 @@ import { eventually } from '../support/eventually.ts';
 import { sampleEvent } from '../support/harness.ts';
 import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { mountSmallDisk, smallDiskUnavailable, type SmallDisk } from '../support/small-disk.ts';
+import { startPrivateCluster } from '../support/private-postgres.ts';
 import { POSTGRES_ADMIN_URL, TEST_STORE } from '../support/test-database.ts';
 
 const MiB = 1024 * 1024;
 const unavailable = smallDiskUnavailable();
 if (unavailable && process.env.TOLLWATCH_REQUIRE_DISK_FAULTS === '1') throw new Error(`${unavailable}; TOLLWATCH_REQUIRE_DISK_FAULTS=1 makes that a failure`);
 
-/** The store on the small disk: the SQLite file and its WAL, or a PostgreSQL database in a tablespace there. */
+/**
+ * The store on the small disk: the SQLite file and its WAL, or a PostgreSQL database in a
+ * tablespace there, in a cluster of its own (test/support/private-postgres.ts says why).
+ */
 async function storeOn(disk: SmallDisk): Promise<{ url: string; drop(): Promise<void> }> {
   if (TEST_STORE === 'sqlite') return { url: `sqlite:${join(disk.dir, 'store.db')}`, drop: async () => {} };
-  const name = `tollwatch_full_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = async (statements: string[]) => {
-    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-    await client.connect();
-    try {
-      for (const statement of statements) await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin([`create tablespace ${name} location '${disk.dir}'`, `create database ${name} tablespace ${name}`]);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin([`drop database if exists ${name} with (force)`, `drop tablespace if exists ${name}`]) };
+  const cluster = await startPrivateCluster();
+  const client = new pg.Client({ connectionString: cluster.adminUrl });
+  await client.connect();
+  try {
+    await client.query(`create tablespace small_disk location '${disk.dir}'`);
+    await client.query('create database tollwatch tablespace small_disk');
+  } finally {
+    await client.end();
+  }
+  const url = new URL(cluster.adminUrl);
+  url.pathname = '/tollwatch';
+  return { url: url.toString(), drop: async () => cluster.remove() };
 }
 
 /**
@@ -97,6 +99,13 @@ describe.skipIf(unavailable)('a disk that fills up', () => {
     const lookup = await api('/api/phone-numbers/0046812118532');
     expect(lookup.status).toBe(200);
     expect((await api(`/api/events/${acknowledged[0]}`)).status).toBe(200);
+    // The full disk stays this test's own: the server other test files share still checkpoints,
+    // as their CREATE and DROP DATABASE need it to.
+    if (TEST_STORE === 'postgres') {
+      const shared = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await shared.connect();
+      await shared.query('checkpoint').finally(() => shared.end());
+    }
 
     // Room again: intake resumes with no restart, and everything acknowledged is there.
     disk.resize(256 * MiB);

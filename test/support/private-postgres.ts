@@ -1,0 +1,65 @@
+import { execFileSync } from 'node:child_process';
+import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A PostgreSQL cluster of one test's own, for faults that reach past one database. A tablespace
+ * on a full disk makes every checkpoint of its cluster fail ("checkpoint request failed"), and
+ * CREATE and DROP DATABASE each ask for one: on the shared server, the disk-full test made a
+ * test file running beside it fail to drop its database (CI, stop 33). Needs root (the cluster
+ * runs as the `postgres` user), as the small disk does.
+ */
+export interface PrivateCluster {
+  /** A superuser URL for its `postgres` database. */
+  adminUrl: string;
+  /** Stops it at once and removes its files. */
+  remove(): void;
+}
+
+function binaries(): string {
+  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
+  if (versions.length === 0) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
+  return `/usr/lib/postgresql/${versions[0]}/bin`;
+}
+
+function asPostgres(command: string, args: string[]): void {
+  execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startPrivateCluster(): Promise<PrivateCluster> {
+  const bin = binaries();
+  const dir = mkdtempSync(join(tmpdir(), 'tollwatch-cluster-'));
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }));
+  chownSync(dir, uid, gid);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  try {
+    asPostgres(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
+    const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c shared_buffers=16MB -c max_connections=30`;
+    asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    remove() {
+      try {
+        asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
