@@ -20,7 +20,10 @@ const MAY_IMPORT: Record<string, string[]> = {
   'metrics/': [],
   'http/': ['domain/', 'limits/', 'metrics/metrics.ts', 'oauth/', 'services.ts', 'store/store-errors.ts'],
   'web/': ['domain/', 'limits/', 'services.ts', 'http/problem.ts', 'http/security-headers.ts', 'http/fault-class.ts'],
-  'cli/': ['domain/', 'services.ts', 'config.ts', 'app.ts', '../sdk/src/'],
+  'cli/': ['domain/', 'services.ts', 'config.ts', 'app.ts', 'import/event-import.ts', '../sdk/src/'],
+  'aggregates/': ['domain/', 'store/aggregate-fold.ts'],
+  'import/': ['domain/'],
+  'assembly/': ['domain/', 'store/', 'limits/', 'coordination/', 'oauth/', 'delivery/', 'metrics/metrics.ts', 'aggregates/', 'import/', 'config.ts'],
 };
 
 /** Packages the domain may use: pure code, no framework, no driver. */

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 // Types only: the validation behind the import loads with the services, not with every command.
-import type { ImportProblem, ImportTotals } from '../domain/event-import.ts';
+import type { ImportProblem, ImportTotals } from '../import/event-import.ts';
 import { wholeNumberOption } from './arguments.ts';
 import type { CommandOutput, Run, RunRemote } from './command-group.ts';
 import { count, ProgressLine, progressBar } from './progress-line.ts';
@@ -21,7 +21,7 @@ const SOURCE_NAMES = { 'sentrypeer-log': 'SentryPeer JSON log', 'sentrypeer-data
 
 /**
  * `tollwatch import --account <id> <file>` (docs/operations.md): a SentryPeer JSON log or SQLite
- * database straight into the store. The import itself is the domain's (domain/event-import.ts);
+ * database straight into the store. The import itself is the domain's (import/event-import.ts);
  * this parses the arguments and shows progress.
  */
 export function importCommand(program: Command, run: Run, _runRemote: RunRemote, stderr: NodeJS.WritableStream): void {

@@ -51,3 +51,53 @@ export interface LookupsRepository {
   /** Numbers whose key's hash begins with `prefix` (lower-case hex), at most `limit`, in hash order. */
   numbersByHashPrefix(scopes: string[], prefix: string, limit: number): Promise<HashedNumber[]>;
 }
+
+/** What a lookup reads by kind: a number's aggregate or an address's. */
+export interface LookupValues {
+  number: NumberAggregate;
+  ip: IpAggregate;
+}
+
+export type LookupKind = keyof LookupValues;
+
+/** One key whose aggregates changed: a `number_key`, or a canonical source address. */
+export interface LookupChange {
+  kind: LookupKind;
+  key: string;
+}
+
+/**
+ * Aggregates kept in memory between lookups (src/aggregates/lookup-cache.ts, told of every fold
+ * that changes a key). Declared here so lookups depend on what they ask of it, not on how it keeps.
+ */
+export interface AggregateMemo {
+  /** The aggregate as `scopes` see it while fresh, without a promise; undefined when none is kept. */
+  fresh<K extends LookupKind>(kind: K, key: string, scopes: readonly string[]): { value: LookupValues[K] | undefined } | undefined;
+  /** The aggregate as `scopes` see it: from memory while fresh, else from `load`. */
+  read<K extends LookupKind>(kind: K, key: string, scopes: readonly string[], load: () => Promise<LookupValues[K] | undefined>): Promise<LookupValues[K] | undefined>;
+}
+
+/** No memory: every lookup reads the store. */
+export const NO_MEMO: AggregateMemo = {
+  fresh: () => undefined,
+  read: (_kind, _key, _scopes, load) => load(),
+};
+
+/**
+ * Which keys the aggregates may hold (src/aggregates/known-keys.ts, a Bloom filter): a key ruled
+ * out is "never seen" without a read. Never wrong about a key it rules out.
+ */
+export interface KeyFilter {
+  mayExist(kind: LookupKind, key: string): boolean;
+}
+
+/** Every key the lookup aggregates hold, by kind, in any scope: what a filter is loaded from. */
+export interface KeySource {
+  /** How many (scope, key) rows there are of a kind: what the filter is sized for. */
+  count(kind: LookupKind): Promise<number>;
+  /** Every key of a kind (a key kept in several scopes may come more than once). */
+  keys(kind: LookupKind): AsyncIterable<string>;
+}
+
+/** No filter: every key may exist. */
+export const EVERY_KEY_MAY_EXIST: KeyFilter = { mayExist: () => true };

@@ -2,10 +2,8 @@ import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { ABSENT_MARKER } from './event-fields.ts';
 import { canonicalIpAddress } from './ip-address.ts';
-import type { IpAggregate, LookupsRepository, NumberAggregate } from './lookup-aggregates.ts';
+import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
-import type { KnownKeys } from './known-keys.ts';
-import { LookupCache } from './lookup-cache.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { readScopesOf } from './visibility.ts';
@@ -87,13 +85,10 @@ export interface LookupOptions {
   scoring?: ScoringSettings;
   now?: () => Date;
   /** Recent answers kept in memory, dropped by key when the fold changes them. */
-  cache?: LookupCache;
-  /** Which keys the aggregates may hold: a key they cannot is not read (known-keys.ts). */
-  knownKeys?: Pick<KnownKeys, 'mayExist'>;
+  cache?: AggregateMemo;
+  /** Which keys the aggregates may hold: a key they cannot is not read. */
+  knownKeys?: KeyFilter;
 }
-
-/** Without a filter of known keys, every key is read. */
-const EVERY_KEY_MAY_EXIST: Pick<KnownKeys, 'mayExist'> = { mayExist: () => true };
 
 /** Phone-number and source-address lookups over the data an account may see. */
 export class LookupService {
@@ -102,8 +97,8 @@ export class LookupService {
   private readonly observer: LookupObserver | undefined;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
-  private readonly cache: LookupCache;
-  private readonly knownKeys: Pick<KnownKeys, 'mayExist'>;
+  private readonly cache: AggregateMemo;
+  private readonly knownKeys: KeyFilter;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -120,7 +115,7 @@ export class LookupService {
     this.observer = options.observer;
     this.scoring = options.scoring ?? DEFAULT_SCORING;
     this.now = options.now ?? (() => new Date());
-    this.cache = options.cache ?? new LookupCache({ ttlMs: 0, maxEntries: 1 });
+    this.cache = options.cache ?? NO_MEMO;
     this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
   }
 

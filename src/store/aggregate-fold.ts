@@ -14,7 +14,7 @@ export const AGGREGATES_FOLD = 'aggregates';
 /**
  * The `fold_state` row counting rebuilds of the lookup aggregates (absent: none yet). A rebuild
  * changes any key without moving the fold's position, so instances that see this count move
- * forget every aggregate they keep in memory (src/store/aggregate-folder.ts).
+ * forget every aggregate they keep in memory (src/aggregates/folder.ts).
  */
 export const AGGREGATES_REBUILDS = 'aggregates-rebuilt';
 
@@ -22,7 +22,7 @@ export const AGGREGATES_REBUILDS = 'aggregates-rebuilt';
  * Events folded per step, unless behind. A step holds SQLite's one write lock, and on the writer
  * thread intake waits behind it: measured on SQLite here, 2,000 of the benchmark's events (over
  * 200,000 numbers) fold in 80–110 ms, 10,000 in 370 ms. A backlog folds in larger steps
- * (src/store/aggregate-folder.ts).
+ * (src/aggregates/folder.ts).
  */
 export const FOLD_CHUNK = 2000;
 

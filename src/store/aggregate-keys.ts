@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { KeySource } from '../domain/known-keys.ts';
-import type { LookupKind } from '../domain/lookup-cache.ts';
+import type { KeySource, LookupKind } from '../domain/lookup-aggregates.ts';
 import type { Schema } from './schema.ts';
 
 /** Where each kind's keys are kept. */

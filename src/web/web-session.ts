@@ -12,7 +12,7 @@ export const SESSION_COOKIE = 'tw_session';
 export const FORM_COOKIE = 'tw_form';
 
 /** How the dashboard's cookies are written: never readable by scripts, never sent on cross-site subrequests. */
-export function cookieOptions(services: Services, maxAgeSeconds: number) {
+export function cookieOptions(services: Pick<Services, 'config'>, maxAgeSeconds: number) {
   return { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: services.config.dashboard.secureCookies, maxAge: maxAgeSeconds };
 }
 

@@ -11,6 +11,9 @@ import { apiAnswers } from '../route-responses.ts';
 import { countBatch } from '../outcome-metrics.ts';
 import { jsonBodyContent, nullable, SAMPLE_EVENT } from '../schemas.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'intake' | 'metrics'>;
+
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 
@@ -52,7 +55,7 @@ function itemsOf(request: FastifyRequest): unknown[] {
 }
 
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
-export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   // Batch bodies are read by a parser of their own: bounded in items (NDJSON counted line by
   // line before any is parsed) and in members per item, and large ones parsed off the thread
   // that answers requests. A line or item that cannot be taken fails only itself.

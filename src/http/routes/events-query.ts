@@ -7,6 +7,9 @@ import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { formatSchema, nullable, SAMPLE_EVENT } from '../schemas.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'eventQuery'>;
+
 /**
  * The parameters, documented for OpenAPI. The domain reads them (one pass naming every bad or
  * unknown parameter with one message each); this schema must say what the domain accepts.
@@ -36,7 +39,7 @@ const ListQuery = Type.Object(
 );
 
 /** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
-export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   app.get(
     '/events',
     {

@@ -6,6 +6,9 @@ import { apiAnswers } from '../route-responses.ts';
 import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'intake' | 'metrics'>;
+
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
 
@@ -18,7 +21,7 @@ export const Acknowledgement = Type.Object(
 export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
 
 /** POST /api/events: submit one honeypot event (docs/api.md §5). */
-export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   app.post(
     '/events',
     {

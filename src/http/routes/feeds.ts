@@ -8,6 +8,9 @@ import { principalOf } from '../api-auth.ts';
 import { feedBody, FEED_MEDIA_TYPES, formatFromAccept, matchesIfNoneMatch, STIX_NUMBER_TYPE } from '../feed-formats.ts';
 import { formatSchema } from '../schemas.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'feeds'>;
+
 const FeedQuery = Type.Object(
   {
     min_score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: DEFAULT_MIN_SCORE, description: 'Only entries scoring at least this (docs/scoring.md)' })),
@@ -140,7 +143,7 @@ const ROUTES: FeedRoute[] = [
 ];
 
 /** GET /api/feeds/ip-addresses and GET /api/feeds/phone-numbers (docs/api.md §14). */
-export const feedRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const feedRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   for (const route of ROUTES) {
     const response = apiAnswers({
       ok: { 200: { description: 'The feed, most recently seen first', schema: Type.String(), headers: { ETag: ETAG } } },

@@ -7,6 +7,9 @@ import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
 import { Acknowledgement, EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'intake' | 'metrics'>;
+
 /** The secret of an ingest URL, as `ingest-urls create` issues it. */
 const IngestParams = Type.Object({
   secret: Type.String({
@@ -16,7 +19,7 @@ const IngestParams = Type.Object({
 });
 
 /** POST /ingest/{secret}: one honeypot event through a node ingest URL (docs/api.md §11). */
-export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   app.post(
     '/:secret',
     {

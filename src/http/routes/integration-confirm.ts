@@ -2,12 +2,15 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { CONFIRM_PATH } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'integrations'>;
+
 /**
  * The link of an email integration's confirmation mail (docs/api.md §12). GET only shows a
  * button, and the POST it sends confirms: mail scanners and link previews fetch every link in
  * a mail, and must not confirm an address for its owner.
  */
-export async function integrationConfirmPages(app: FastifyInstance, { services }: { services: Services }) {
+export async function integrationConfirmPages(app: FastifyInstance, { services }: { services: RouteServices }) {
   // The button's form posts an empty urlencoded body; nothing in it is read.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 1024 }, async () => undefined);
   app.get<{ Params: { token: string } }>(`${CONFIRM_PATH}/:token`, { schema: { hide: true } }, async (_request, reply) =>

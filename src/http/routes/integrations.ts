@@ -7,6 +7,9 @@ import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 import { formatSchema, nullable } from '../schemas.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'integrations'>;
+
 const AlertTypes = Type.Array(Type.Enum([...ALERT_TYPES], { type: 'string' }), { minItems: 1, uniqueItems: true, description: 'The alert types it receives' });
 
 /** An integration as its owner sees it (docs/api.md §12); the /api scope registers it (a schema added here would bring a validator compiler of its own). */
@@ -95,7 +98,7 @@ const permission = 'manage:integrations' as const;
 const pathValue = { code: 'not_found' as const, name: 'integration' };
 
 /** /api/integrations: where the account's alerts go, and how their deliveries went (docs/api.md §12). */
-export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   const { integrations } = services;
 
   app.post(

@@ -8,6 +8,9 @@ import { apiAnswers } from '../route-responses.ts';
 import { bulkRequest, bulkResults, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../lookup-schemas.ts';
 import { countBulkLookup } from '../outcome-metrics.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'lookups' | 'metrics'>;
+
 type BulkField = 'phone_numbers' | 'ip_addresses';
 
 /**
@@ -31,7 +34,7 @@ const costOf = (field: BulkField) => (request: FastifyRequest) => {
 };
 
 /** POST /api/phone-numbers/lookup and /api/ip-addresses/lookup: up to 1,000 values at once. */
-export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   const errors = {
     errors: [400, 413, 415, 422],
     limited: true,

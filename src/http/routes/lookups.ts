@@ -5,8 +5,11 @@ import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 import { countLookupAnswer } from '../outcome-metrics.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'lookups' | 'metrics'>;
+
 /** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (docs/api.md §7). */
-export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   app.get(
     '/phone-numbers/:phone_number',
     {

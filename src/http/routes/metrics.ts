@@ -4,6 +4,9 @@ import type { MetricsExposition } from '../../metrics/metrics.ts';
 import type { Services } from '../../services.ts';
 import { securityHeaders } from '../security-headers.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'config'>;
+
 const REALM = 'Bearer realm="tollwatch-metrics"';
 
 /**
@@ -12,7 +15,7 @@ const REALM = 'Bearer realm="tollwatch-metrics"';
  * scraper sending that token as Bearer. Hidden from the OpenAPI document, which describes the
  * API, not its operation. Registered only when the server collects metrics.
  */
-export async function metricsRoute(app: FastifyInstance, { services, exposition }: { services: Services; exposition: MetricsExposition }) {
+export async function metricsRoute(app: FastifyInstance, { services, exposition }: { services: RouteServices; exposition: MetricsExposition }) {
   const allowed = bearerCheck(services.config.metricsToken);
   const headers = { ...securityHeaders(), 'cache-control': 'no-store' };
 

@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { PERMISSIONS } from '../../domain/permissions.ts';
 import type { Services } from '../../services.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'config' | 'database' | 'tokens'>;
+
 /**
  * Where the RFC 9728 metadata of the `/api` resource is served: the well-known path with the
  * resource's path appended (RFC 9728 §3.1), named in every 401 challenge of `/api`.
@@ -11,7 +14,7 @@ export function protectedResourceMetadataUrl(publicUrl: string): string {
 }
 
 /** Unauthenticated operational endpoints (docs/api.md §1): health, JWKS, AS and resource metadata. */
-export async function operationalRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function operationalRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { config, database } = services;
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

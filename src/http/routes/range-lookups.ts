@@ -6,6 +6,9 @@ import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'rangeLookups'>;
+
 const RangeAnswer = Type.Object(
   {
     prefix: Type.String({ pattern: '^[0-9a-f]{5}$', description: 'The prefix asked, lower case' }),
@@ -32,7 +35,7 @@ const RangeAnswer = Type.Object(
 );
 
 /** GET /api/phone-numbers/range/{prefix}: k-anonymous number lookups (docs/api.md §13). */
-export const rangeLookupRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const rangeLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
   app.get(
     '/phone-numbers/range/:prefix',
     {

@@ -9,6 +9,9 @@ import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../fault-class.ts';
 import { securityHeaders } from '../security-headers.ts';
 import { tokenRouteSchema } from './token-schema.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'accounts' | 'audit' | 'authFailures' | 'metrics' | 'tokens'>;
+
 interface TokenRequest {
   grantType: string | undefined;
   /** RFC 8707 `resource` or the `audience` of the specification; both name the token's audience. */
@@ -29,7 +32,7 @@ const TOKEN_BODY_LIMIT = 8 * 1024;
  * first: a wrong secret is `invalid_client` whatever else is wrong with the request, and a
  * request's other faults are told only to the client that made it.
  */
-export async function tokenEndpoint(app: FastifyInstance, { services }: { services: Services }) {
+export async function tokenEndpoint(app: FastifyInstance, { services }: { services: RouteServices }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
   const headers = securityHeaders();
   app.addHook('onRequest', async (_request, reply) => {
@@ -121,7 +124,7 @@ function grantedPermissions(held: Permission[], scope: string | undefined): Perm
  * client-authentication.ts): 429 once refused, else 401 `invalid_client` after its delay.
  */
 async function refuse(
-  services: Services,
+  services: RouteServices,
   request: FastifyRequest,
   reply: FastifyReply,
   { clientId, accountId, reason }: { clientId?: string; accountId?: string; reason: string },
@@ -136,7 +139,7 @@ async function refuse(
 }
 
 /** Writes an audit row without waiting: the answer must not wait for the audit table. */
-function recordAudit(services: Services, request: FastifyRequest, entry: AuditEntry): void {
+function recordAudit(services: RouteServices, request: FastifyRequest, entry: AuditEntry): void {
   services.audit.record(entry).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
 }
 
@@ -182,7 +185,7 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
 }
 
 /** The client and its account, or why they are refused (the same 401 for every reason). */
-async function authenticateClient(services: Services, credentials: ClientCredentials): Promise<ClientVerdict> {
+async function authenticateClient(services: RouteServices, credentials: ClientCredentials): Promise<ClientVerdict> {
   return verifyClientSecret(await services.accounts.credentialsOf(credentials.clientId), credentials);
 }
 
@@ -190,7 +193,7 @@ async function authenticateClient(services: Services, credentials: ClientCredent
  * Every refusal of the token endpoint is answered here, in RFC 6749's shape, and counted by its
  * error code: the one place that knows what each refused request was told.
  */
-function oauthErrorHandler(services: Services) {
+function oauthErrorHandler(services: RouteServices) {
   const refuse = (reply: FastifyReply, status: number, error: OAuthErrorCode, description: string) => {
     services.metrics.tokenRefused(error);
     return reply.code(status).send({ error, error_description: description });

@@ -9,6 +9,9 @@ import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { accountOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'users'>;
+
 /** One allowance of a plan with what the account spent of it in the current window. */
 export interface AllowanceUsage {
   group: LimitGroup;
@@ -19,7 +22,7 @@ export interface AllowanceUsage {
 }
 
 /** The plan's allowances and this window's use of each, read from the same counters the API spends. */
-export async function usageOf(services: Services, account: Account, plan: Plan): Promise<AllowanceUsage[]> {
+export async function usageOf(services: Pick<Services, 'limiter'>, account: Account, plan: Plan): Promise<AllowanceUsage[]> {
   const groups: Array<[LimitGroup, string, RateWindow | null]> = [
     ['lookups', 'Lookups (phone numbers and addresses)', plan.lookups],
     ['submissions', 'Event submissions', plan.submissions],
@@ -34,7 +37,7 @@ export async function usageOf(services: Services, account: Account, plan: Plan):
 }
 
 /** Settings → account (docs/dashboard.md): plan, limits and use, users, what a SentryPeer node needs. */
-export async function accountRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function accountRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { config } = services;
   app.get('/settings/account', { config: { web: 'account' } }, async (request, reply) => {
     const account = accountOf(request);

@@ -9,13 +9,16 @@ import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { accountOf, userOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'accounts' | 'plans'>;
+
 /**
  * Settings → API clients (docs/dashboard.md): owners create, reset and delete; members read.
  * Every change goes through AccountsService, as the CLI's `clients` commands do, so plan limits,
  * revocation and its notices are the same; the dashboard only adds that the client must be
  * the signed-in user's account's (`clientOf`).
  */
-export async function clientRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function clientRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
 
   app.get('/settings/clients', { config: { web: 'account' } }, async (request, reply) => listPage(services, request, reply));
@@ -55,7 +58,7 @@ export async function clientRoutes(app: FastifyInstance, { services }: { service
   });
 }
 
-async function listPage(services: Services, request: FastifyRequest, reply: FastifyReply, error?: string, status = 200) {
+async function listPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, error?: string, status = 200) {
   const account = accountOf(request);
   const owner = userOf(request).role === 'owner';
   const [clients, plan] = await Promise.all([services.accounts.listClients(account.account_id), services.plans.find(account.plan)]);

@@ -10,6 +10,9 @@ import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { accountOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'eventQuery'>;
+
 /** The filters the events page offers: those of `GET /api/events` (docs/api.md §8) but paging. */
 const FILTERS = QUERY_PARAMETERS.filter((p) => p !== 'limit' && p !== 'cursor');
 const PAGE_SIZE = 50;
@@ -19,7 +22,7 @@ const PAGE_SIZE = 50;
  * same filters and cursor as `GET /api/events`; one event whole; the filtered set exported.
  * Not counted against the plan's event reads: a person reads pages here, not a program.
  */
-export async function eventRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function eventRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.get('/events', { config: { web: 'account' } }, async (request, reply) => {
     const account = accountOf(request);
     const filters = filtersOf(request);

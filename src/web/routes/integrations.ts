@@ -9,6 +9,9 @@ import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
 import { accountOf, userOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'integrations'>;
+
 /** What each alert type means, in the words of docs/api.md §12. */
 const ALERT_TYPE_TEXT: Record<(typeof ALERT_TYPES)[number], string> = {
   'lookup.matched': 'a lookup by this account found a match',
@@ -26,7 +29,7 @@ const FORM_REFUSALS = new Set(['validation_failed', 'limit_reached', 'email_not_
  * the Integrations service the API's `/api/integrations` routes call (docs/api.md §12), so URL
  * checks (SSRF), email confirmation, limits and the audit trail are the same.
  */
-export async function integrationPages(app: FastifyInstance, { services }: { services: Services }) {
+export async function integrationPages(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { integrations } = services;
   const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
@@ -104,7 +107,7 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
   });
 }
 
-async function listPage(services: Services, request: FastifyRequest, reply: FastifyReply, error?: Html, status = 200) {
+async function listPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, error?: Html, status = 200) {
   const account = accountOf(request);
   const owner = userOf(request).role === 'owner';
   const held = await services.integrations.list(account.account_id);
@@ -159,7 +162,7 @@ function createdPage(created: CreatedIntegration): Html {
   return html`${next}<p><a href="/settings/integrations/${created.id}">Send a test alert</a> · <a href="/settings/integrations">Back to the integrations</a></p>`;
 }
 
-async function detailPage(services: Services, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200, notice?: Html) {
+async function detailPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200, notice?: Html) {
   const accountId = accountOf(request).account_id;
   const owner = userOf(request).role === 'owner';
   const integration = await services.integrations.get(accountId, id);

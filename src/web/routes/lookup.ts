@@ -9,13 +9,16 @@ import { csrfField, sendPage } from '../layout.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'limiter' | 'lookups' | 'plans'>;
+
 /**
  * Lookup (docs/dashboard.md): a number or an address, answered by the lookup service the API
  * routes call (docs/api.md §7), with this account's scopes, and spending the plan's lookups
  * allowance as an API lookup does. A POST with the CSRF token: it spends, so no other site may
  * make a signed-in browser send one.
  */
-export async function lookupRoute(app: FastifyInstance, { services }: { services: Services }) {
+export async function lookupRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.get('/lookup', { config: { web: 'account' } }, async (request, reply) => lookupPage(request, reply, ''));
 
   app.post('/lookup', { config: { web: 'account' } }, async (request, reply) => {

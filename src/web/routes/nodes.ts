@@ -6,8 +6,11 @@ import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { accountOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'activity' | 'config'>;
+
 /** Nodes (docs/dashboard.md): one row per `created_by_node_id` of the account's events. */
-export async function nodeRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function nodeRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const silentAfter = services.config.dashboard.nodeSilentAfterSeconds;
   app.get('/nodes', { config: { web: 'account' } }, async (request, reply) => {
     const nodes = await services.activity.nodes(accountOf(request), silentAfter);

@@ -8,13 +8,16 @@ import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { userOf } from '../web-session.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'accounts' | 'audit' | 'plans'>;
+
 const AUDIT_PAGE = 200;
 
 /**
  * Operator pages (docs/dashboard.md): accounts (create, plan, trusted, disabled), plans and the
  * audit trail, through the services the CLI's `accounts`, `plans` and `audit` commands call.
  */
-export async function operatorRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function operatorRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
 
   app.get('/operator/accounts', { config: { web: 'operator' } }, async (request, reply) => {

@@ -7,8 +7,11 @@ import { barChart, timeChart, usageBar } from '../svg-charts.ts';
 import { accountOf } from '../web-session.ts';
 import { usageOf } from './account.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'activity' | 'limiter' | 'plans'>;
+
 /** Overview (docs/dashboard.md): charts of the account's own events in a period, and its lookup use. */
-export async function overviewRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function overviewRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.get('/overview', { config: { web: 'account' } }, async (request, reply) => {
     const account = accountOf(request);
     const asked = Number((request.query as Record<string, unknown>).days);

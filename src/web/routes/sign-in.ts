@@ -11,12 +11,15 @@ import { WebRefusal } from '../web-refusal.ts';
 import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
 
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'audit' | 'config' | 'sessions' | 'signInLocks' | 'users'>;
+
 /**
  * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
  * guesses are bounded per email and per address over time (limits/sign-in-locks.ts), slowed from
  * an address's sixth failure, and refused with 429 past the bound, right password or not.
  */
-export async function signInRoutes(app: FastifyInstance, { services }: { services: Services }) {
+export async function signInRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { dashboard } = services.config;
 
   app.get('/sign-in', { config: { web: 'public' } }, async (request, reply) => {

@@ -1,29 +1,4 @@
-import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
-
-/** What a lookup reads by kind: a number's aggregate or an address's. */
-export interface LookupValues {
-  number: NumberAggregate;
-  ip: IpAggregate;
-}
-
-export type LookupKind = keyof LookupValues;
-
-/** One key whose aggregates changed: a `number_key`, or a canonical source address. */
-export interface LookupChange {
-  kind: LookupKind;
-  key: string;
-}
-
-/**
- * What the store side calls once aggregates have changed, so that lookups of this process
- * answer from the new rows at once instead of up to a cache lifetime later.
- */
-export interface AggregateChangeListener {
-  /** These keys changed, in any scope. */
-  invalidate(changes: readonly LookupChange[]): void;
-  /** Anything may have changed (a rebuild, an import). */
-  clear(): void;
-}
+import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookup-aggregates.ts';
 
 export interface LookupCacheOptions {
   /**
@@ -129,7 +104,7 @@ class Shelf {
  * to the key drops them all in one step. Found aggregates and "never seen" live on shelves of
  * their own lifetimes.
  */
-export class LookupCache implements AggregateChangeListener {
+export class LookupCache implements AggregateMemo {
   private readonly now: () => number;
   private readonly found: Shelf;
   private readonly missing: Shelf;

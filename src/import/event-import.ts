@@ -1,10 +1,10 @@
-import type { Account } from './accounts.ts';
-import type { AuditTrail } from './audit.ts';
-import { UnreadableItem, uuidOf } from './event-intake.ts';
-import type { EventsRepository, IngestOutcome } from './events.ts';
-import type { FieldError } from './field-error.ts';
-import { validateHoneypotEvent, type HoneypotEvent } from './honeypot-event.ts';
-import { writeScopeOf } from './visibility.ts';
+import type { Account } from '../domain/accounts.ts';
+import type { AuditTrail } from '../domain/audit.ts';
+import { UnreadableItem, uuidOf } from '../domain/event-intake.ts';
+import type { EventsRepository, IngestOutcome } from '../domain/events.ts';
+import type { FieldError } from '../domain/field-error.ts';
+import { validateHoneypotEvent, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import { writeScopeOf } from '../domain/visibility.ts';
 
 /** One record of an import source: where it is (a line number, a row id) and what it holds. */
 export interface ImportRecord {
@@ -13,7 +13,7 @@ export interface ImportRecord {
   item: unknown;
 }
 
-/** Events to import, read from a file (a SentryPeer JSON log or database: store/import-sources.ts). */
+/** Events to import, read from a file (a SentryPeer JSON log or database: import/sentrypeer-files.ts). */
 export interface ImportSource {
   /** What the file is, for reports. */
   readonly kind: 'sentrypeer-log' | 'sentrypeer-database';

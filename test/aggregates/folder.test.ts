@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { FoldResult } from '../../src/store/aggregate-fold.ts';
-import { AggregateFolder, INTAKE_HOLD_BACKLOG, type AggregateChangeNotice } from '../../src/store/aggregate-folder.ts';
+import { AggregateFolder, INTAKE_HOLD_BACKLOG, type AggregateChangeNotice } from '../../src/aggregates/folder.ts';
 
 // The folder's scheduling, over a step function that stands for the store's fold step: each
 // call takes the next scripted result (the real step is tested in aggregate-fold.test.ts).

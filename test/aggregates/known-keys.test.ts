@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { KnownKeys, type KeySource } from '../../src/domain/known-keys.ts';
-import type { LookupKind } from '../../src/domain/lookup-cache.ts';
+import { KnownKeys } from '../../src/aggregates/known-keys.ts';
+import type { KeySource, LookupKind } from '../../src/domain/lookup-aggregates.ts';
 
 /** A store of keys by kind; each load can be held until released, or made to fail. */
 function source(initial: Record<LookupKind, string[]>) {

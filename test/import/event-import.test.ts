@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/domain/accounts.ts';
 import type { AuditTrail } from '../../src/domain/audit.ts';
-import { EventImport, type ImportProblem, type ImportSource } from '../../src/domain/event-import.ts';
+import { EventImport, type ImportProblem, type ImportSource } from '../../src/import/event-import.ts';
 import type { IngestOutcome } from '../../src/domain/events.ts';
 import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { sampleEvent } from '../support/harness.ts';

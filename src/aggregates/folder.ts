@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/own-writes.ts';
-import { FOLD_CHUNK, type FoldedKeys, type FoldPosition, type FoldResult } from './aggregate-fold.ts';
+import { FOLD_CHUNK, type FoldedKeys, type FoldPosition, type FoldResult } from '../store/aggregate-fold.ts';
 
 /** Runs one fold step of at most `chunk` events where this process's store writes (on its writer thread for a SQLite file). */
 export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;

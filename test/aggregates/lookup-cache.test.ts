@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
-import { LookupCache } from '../../src/domain/lookup-cache.ts';
+import { LookupCache } from '../../src/aggregates/lookup-cache.ts';
 
 const aggregate = (seenCount: number): NumberAggregate => ({
   seenCount,

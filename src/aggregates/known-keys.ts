@@ -1,13 +1,5 @@
 import { BloomFilter } from 'bloomfilter';
-import type { LookupChange, LookupKind } from './lookup-cache.ts';
-
-/** Every key the lookup aggregates hold, by kind, in any scope: what a filter is loaded from. */
-export interface KeySource {
-  /** How many (scope, key) rows there are of a kind: what the filter is sized for. */
-  count(kind: LookupKind): Promise<number>;
-  /** Every key of a kind (a key kept in several scopes may come more than once). */
-  keys(kind: LookupKind): AsyncIterable<string>;
-}
+import type { KeyFilter, KeySource, LookupChange, LookupKind } from '../domain/lookup-aggregates.ts';
 
 /** False positives the filter is sized for: one lookup in a hundred never seen still reads the store. */
 const FALSE_POSITIVES = 0.01;
@@ -49,14 +41,14 @@ class Filter {
  * (most numbers a PBX checks before routing a call) is answered without reading the store.
  *
  * Loaded from the store when first asked, then told of every key a fold adds, here or elsewhere
- * (the same notices that drop keys from the lookup cache: src/store/aggregate-folder.ts). A key
+ * (the same notices that drop keys from the lookup cache: src/aggregates/folder.ts). A key
  * folded in is therefore known no later than a cached answer of it would be dropped, within the
  * bound of docs/api.md §7. Keys are never removed: a retention run or a rebuild leaves keys that
  * are gone, until the filter is loaded again, which a rebuild's notice asks for. Until a load has
  * finished, and while loads fail, every key may exist: lookups read the store, as without it.
  * Loaded only once asked, so a process that looks nothing up (the CLI) never reads the keys.
  */
-export class KnownKeys {
+export class KnownKeys implements KeyFilter {
   private readonly source: KeySource;
   private readonly onError: (err: unknown) => void;
   private readonly now: () => number;

@@ -1,0 +1,73 @@
+import { AggregateFolder, DEFAULT_FOLDER_SETTINGS, FOLDED_ELSEWHERE_READ } from '../aggregates/folder.ts';
+import { KnownKeys } from '../aggregates/known-keys.ts';
+import { LookupCache } from '../aggregates/lookup-cache.ts';
+import { foldStep, keysFoldedBetween } from '../store/aggregate-fold.ts';
+import { SqlAggregateKeys } from '../store/aggregate-keys.ts';
+import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
+import type { Foundation } from './foundation.ts';
+
+/** Most lookup answers kept in memory of each kind: (key, scopes) pairs, a few hundred bytes each. */
+const LOOKUP_CACHE_ENTRIES = 100_000;
+/**
+ * How long "never seen" is answered from memory (at most TOLLWATCH_LOOKUP_CACHE_MS): numbers
+ * never seen mostly come once each, and kept longer they would fill the cache (lookup-cache.ts).
+ */
+const LOOKUP_CACHE_MISSING_MS = 1000;
+
+/**
+ * The lookup aggregates' pipeline (docs/architecture.md, "The write path" and "The read path"):
+ * the folder that folds stored events into them behind intake, and what lookups keep in memory
+ * of them, told of every change the folder makes or sees.
+ */
+export interface AggregatePipeline {
+  /**
+   * Folds stored events into the lookup aggregates behind intake. The server starts its turns;
+   * `settle()` folds everything stored so far (the CLI after an import).
+   */
+  aggregateFolder: AggregateFolder;
+  /** Recent aggregates, per key and scopes, dropped by every fold that changes the key. */
+  lookupCache: LookupCache;
+  /** Which keys the aggregates may hold: lookups of keys they cannot skip the store. */
+  knownKeys: KnownKeys;
+  /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
+  rebuildAggregates(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function assembleAggregates(base: Foundation): AggregatePipeline {
+  const { database, writer, log, config } = base;
+  // Folded by the writer thread where there is one. It also reads what other processes folded
+  // (instances, workers, the CLI), so caches drop those keys too.
+  const aggregateFolder = new AggregateFolder(
+    writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk),
+    DEFAULT_FOLDER_SETTINGS,
+    log,
+    (after, upTo) => keysFoldedBetween(database.db, after, upTo, FOLDED_ELSEWHERE_READ),
+  );
+  const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
+  // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
+  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
+  aggregateFolder.onChanges((changes) => {
+    if (changes === 'everything') {
+      lookupCache.clear();
+      return knownKeys.reload();
+    }
+    const changed = [...changes.numbers.map((key) => ({ kind: 'number' as const, key })), ...changes.addresses.map((key) => ({ kind: 'ip' as const, key }))];
+    knownKeys.add(changed);
+    lookupCache.invalidate(changed);
+  });
+  return {
+    aggregateFolder,
+    lookupCache,
+    knownKeys,
+    async rebuildAggregates() {
+      await rebuildAggregates(database.db, database.caps);
+      lookupCache.clear();
+      knownKeys.reload();
+    },
+    async stop() {
+      await aggregateFolder.stop();
+      knownKeys.stop();
+    },
+  };
+}

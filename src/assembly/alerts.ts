@@ -1,0 +1,85 @@
+import type { DeliverySettings } from '../delivery/delivery-worker.ts';
+import { DeliveryWorker } from '../delivery/delivery-worker.ts';
+import { TargetGuard } from '../delivery/target-guard.ts';
+import { Integrations } from '../domain/integrations.ts';
+import { LookupAlerts } from '../domain/lookup-alerts.ts';
+import { SqlAlertOutbox } from '../store/alert-outbox.ts';
+import { SqlIntegrationsRepository } from '../store/integrations-repository.ts';
+import type { Foundation } from './foundation.ts';
+
+/** How alerts are gathered, de-duplicated and delivered. */
+export interface AlertSettings extends Omit<DeliverySettings, 'silentAfterMs' | 'silentCheckMs'> {
+  /** One alert per subject and type within this window. */
+  dedupWindowMs: number;
+  /** How long `lookup.matched` alerts gather before they are written together. */
+  lookupFlushMs: number;
+  /** Request timeout of a webhook or Slack delivery. */
+  timeoutMs: number;
+}
+
+const ALERT_DEFAULTS: AlertSettings = {
+  pollMs: 1000,
+  batch: 20,
+  leaseMs: 120_000,
+  // A day of retries (retryForMs), doubling to an hour: about 40 attempts; the cap is a backstop.
+  maxAttempts: 50,
+  retryForMs: 24 * 3600_000,
+  retryBaseMs: 10_000,
+  retryMaxMs: 3600_000,
+  throttlePerSubject: 5,
+  throttleWindowMs: 24 * 3600_000,
+  throttlePerAccountHour: 100,
+  silentLookbackMs: 7 * 24 * 3600_000,
+  retentionMs: 30 * 24 * 3600_000,
+  dedupWindowMs: 3600_000,
+  lookupFlushMs: 1000,
+  timeoutMs: 10_000,
+};
+
+/** Where an account's alerts go, and their way there (docs/api.md §12, docs/architecture.md "The path of an alert"). */
+export interface AlertServices {
+  integrations: Integrations;
+  /** `lookup.matched` alerts gathered off the answer's path; `flush()` writes them now (tests). */
+  lookupAlerts: LookupAlerts;
+  /** Works the alert outbox; started by the server once it listens (app.ts), stopped by close(). */
+  alertWorker: DeliveryWorker;
+}
+
+export function assembleAlerts(base: Foundation, settings: Partial<AlertSettings> = {}): AlertServices & { stop(): Promise<void> } {
+  const { database, config, log, mailer, audit } = base;
+  const alertSettings: AlertSettings = { ...ALERT_DEFAULTS, ...settings };
+  const outbox = new SqlAlertOutbox(database.db, database.caps, base.sealer);
+  const guard = new TargetGuard(config.alerts.allowPrivateTargets);
+  const lookupAlerts = new LookupAlerts(
+    outbox,
+    { flushMs: alertSettings.lookupFlushMs, maxBuffered: 1000, dedupWindowMs: alertSettings.dedupWindowMs },
+    (err) => log?.warn({ err }, 'lookup.matched alerts not written'),
+  );
+  const integrations = new Integrations({
+    repo: new SqlIntegrationsRepository(database.db, base.sealer),
+    targets: guard,
+    mailer,
+    enqueue: async (alerts) => {
+      await outbox.enqueueSubscribed(alerts);
+    },
+    // Lookups here learn at once that their account now has (or lost) a lookup.matched integration.
+    changed: (accountId) => lookupAlerts.forget(accountId),
+    publicUrl: config.publicUrl,
+    audit,
+  });
+  const alertWorker = new DeliveryWorker(
+    outbox,
+    { guard, mailer, timeoutMs: alertSettings.timeoutMs },
+    { ...alertSettings, silentAfterMs: config.alerts.silentAfterMs, silentCheckMs: config.alerts.silentCheckMs },
+    log,
+  );
+  return {
+    integrations,
+    lookupAlerts,
+    alertWorker,
+    async stop() {
+      await alertWorker.stop();
+      await lookupAlerts.flush();
+    },
+  };
+}

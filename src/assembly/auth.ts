@@ -1,0 +1,92 @@
+import cluster from 'node:cluster';
+import { AccountsService } from '../domain/accounts.ts';
+import { Sessions } from '../domain/sessions.ts';
+import { UsersService } from '../domain/users.ts';
+import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
+import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
+import { DEFAULT_SIGN_IN_LOCKS, SignInLocks, type SignInLockSettings } from '../limits/sign-in-locks.ts';
+import { AccessTokens } from '../oauth/access-tokens.ts';
+import { ApiAuthenticator } from '../oauth/api-authenticator.ts';
+import { CredentialsCache } from '../oauth/credentials-cache.ts';
+import { SigningKeys } from '../oauth/signing-keys.ts';
+import { SqlAccountsRepository } from '../store/accounts-repository.ts';
+import { SqlUsersRepository } from '../store/users-repository.ts';
+import type { Foundation } from './foundation.ts';
+
+/**
+ * How long a cached client may be trusted before it is read again: the revocation bound of last
+ * resort, for a change whose notice did not arrive (Redis or the listening connection away).
+ */
+const CREDENTIALS_TTL_MS = 1000;
+
+/** Who may call, and how much: accounts and their clients, tokens, dashboard users and sessions, allowances and throttles. */
+export interface AuthServices {
+  accounts: AccountsService;
+  tokens: AccessTokens;
+  /** The keys tokens are signed and verified with (tests sign genuine tokens with them). */
+  signingKeys: SigningKeys;
+  authenticator: ApiAuthenticator;
+  credentials: CredentialsCache;
+  /** Spends plan allowances (lookups, submissions, event reads). */
+  limiter: PlanLimiter;
+  authFailures: FailureThrottle;
+  /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
+  signInLocks: SignInLocks;
+  /** Dashboard users and their one-time links (docs/dashboard.md). */
+  users: UsersService;
+  /** Dashboard sessions, kept in the store. */
+  sessions: Sessions;
+}
+
+export interface AuthOptions {
+  /** How failed authentications are slowed and refused. */
+  throttle?: Partial<ThrottleSettings>;
+  /** How many password guesses sign-in allows (DEFAULT_SIGN_IN_LOCKS); tests lower them. */
+  signInLocks?: Partial<SignInLockSettings>;
+  /** How long signing keys are used before the store is read again (KEYS_RELOAD_MS); tests shorten it. */
+  keysReloadMs?: number;
+  /** How long a cached client is trusted (CREDENTIALS_TTL_MS); tests lengthen it to show notices, not the bound, at work. */
+  credentialsTtlMs?: number;
+  /** Access-token lifetime in seconds instead of TOLLWATCH_TOKEN_TTL; tests go below its 60-second floor to see renewals. */
+  tokenTtlSeconds?: number;
+}
+
+export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthServices> {
+  const { config, database, plans, audit } = base;
+  const accountsRepo = new SqlAccountsRepository(database.db);
+  const credentials = new CredentialsCache(accountsRepo, options.credentialsTtlMs ?? CREDENTIALS_TTL_MS, database.externalChangeCounter);
+  // A rotation is announced like an access change: every instance then signs with the new key
+  // from its next token, instead of at its next reload (KEYS_RELOAD_MS).
+  const keys = await SigningKeys.open(database.db, base.sealer, { reloadMs: options.keysReloadMs, onRotated: base.announce, audit });
+  const forget = () => {
+    credentials.clear();
+    plans.clear();
+    keys.markStale();
+  };
+  await base.onAccessChange(forget);
+  const accounts = new AccountsService(accountsRepo, plans, audit, () => {
+    forget();
+    base.announce();
+  });
+  const limiters: LimiterFactory = base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
+  const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
+  const usersRepo = new SqlUsersRepository(database.db);
+  const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds });
+  return {
+    accounts,
+    tokens,
+    signingKeys: keys,
+    authenticator: new ApiAuthenticator(tokens, credentials),
+    credentials,
+    // Alone, allowances are counted in memory; shared counters only where others share them.
+    limiter: new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined),
+    authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
+    signInLocks: new SignInLocks(limiters, {
+      ...DEFAULT_SIGN_IN_LOCKS,
+      perAddress: { ...DEFAULT_SIGN_IN_LOCKS.perAddress, short: config.authThrottle.perAddress },
+      ...options.signInLocks,
+    }),
+    users: new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer }),
+    sessions,
+  };
+}

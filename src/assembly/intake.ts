@@ -1,0 +1,70 @@
+import { AccountActivity } from '../domain/account-activity.ts';
+import { EventIntake } from '../domain/event-intake.ts';
+import { EventQuery } from '../domain/event-query.ts';
+import { IngestUrls } from '../domain/ingest-urls.ts';
+import { EventImport, type ImportSource } from '../import/event-import.ts';
+import { openImportSource, type DatabaseDefaults } from '../import/sentrypeer-files.ts';
+import { SqlAccountActivityRepository } from '../store/account-activity-repository.ts';
+import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/event-indexes.ts';
+import { SqlEventsRepository } from '../store/events-repository.ts';
+import { GroupCommit } from '../store/group-commit.ts';
+import { SqlIngestUrlsRepository } from '../store/ingest-urls-repository.ts';
+import type { AggregatePipeline } from './aggregates.ts';
+import type { AuthServices } from './auth.ts';
+import type { Foundation } from './foundation.ts';
+
+/** Events in and out: submissions, node ingest URLs, the operator's import, an account's own events and nodes. */
+export interface IntakeServices {
+  intake: EventIntake;
+  /** Node ingest URLs: a secret in the path instead of a token (docs/api.md §11). */
+  ingestUrls: IngestUrls;
+  eventQuery: EventQuery;
+  /** The operator's bulk import of SentryPeer logs and databases into an account (docs/operations.md). */
+  importer: EventImport;
+  /** Opens a SentryPeer JSON log or SQLite database for `importer`. */
+  openImportSource(path: string, defaults: DatabaseDefaults): Promise<ImportSource>;
+  /** Counts over an account's own events: its nodes and its overview. */
+  activity: AccountActivity;
+}
+
+export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeServices> {
+  const { database, writer, config, audit, plans } = base;
+  const { accounts } = auth;
+  const { aggregateFolder } = aggregates;
+  const eventsRepo = new SqlEventsRepository(database.db, database.ingestWrites);
+  // Concurrent submissions are committed together: one transaction and one WAL flush for many
+  // events, each answered only after that commit; the folder hears of each commit, and holds
+  // intake back when it falls far behind.
+  const folding = { onCommitted: (keysByAccount: Map<string, Set<string>>, events: number) => aggregateFolder.committed(keysByAccount, events), beforeCommit: () => aggregateFolder.roomForIntake() };
+  // One group at a time on the writer thread: what arrives meanwhile waits and forms the next,
+  // larger group. Two in flight (the next group queued on the thread while one commits) made
+  // smaller groups and fewer events a second: 5,459–5,779 against 6,049–6,303 single events a
+  // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
+  const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding), plans);
+  return {
+    intake,
+    ingestUrls: new IngestUrls({
+      repo: new SqlIngestUrlsRepository(database.db),
+      getAccount: (accountId) => accounts.getAccount(accountId),
+      assertMaySubmit: (account) => intake.assertMaySubmit(account),
+      publicUrl: config.publicUrl,
+      audit,
+    }),
+    eventQuery: await EventQuery.open(eventsRepo, base.serverSecrets),
+    // Not through group commit (its transactions are large already), but on the writer thread
+    // where there is one, so the import reads and checks its next batch meanwhile.
+    importer: new EventImport(
+      writer ? { ingest: async (owner, events) => (await writer.ingestGroups([{ owner, events }]))[0] ?? [] } : eventsRepo,
+      (accountId) => accounts.getAccount(accountId),
+      audit,
+      {
+        drop: () => dropEventQueryIndexes(database.db),
+        build: async () => {
+          await ensureEventQueryIndexes(database.db, database.caps);
+        },
+      },
+    ),
+    openImportSource,
+    activity: new AccountActivity(new SqlAccountActivityRepository(database.db)),
+  };
+}

@@ -1,0 +1,30 @@
+import { FeedService } from '../domain/feed-service.ts';
+import type { LookupObserver } from '../domain/lookup-service.ts';
+import { LookupService } from '../domain/lookup-service.ts';
+import { RangeLookupService } from '../domain/range-lookup.ts';
+import { SqlFeedsRepository } from '../store/feeds-repository.ts';
+import { SqlLookupsRepository } from '../store/lookups-repository.ts';
+import type { AggregatePipeline } from './aggregates.ts';
+import type { Foundation } from './foundation.ts';
+
+/** What callers ask of the aggregates: number and address lookups, range lookups, feeds. */
+export interface LookupServices {
+  lookups: LookupService;
+  /** Range lookups by a hash prefix (docs/api.md §13). */
+  rangeLookups: RangeLookupService;
+  /** Blocklist feeds (docs/api.md §14). */
+  feeds: FeedService;
+}
+
+/** `observer` hears of every match: the `lookup.matched` alerts. */
+export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupServices> {
+  const { reads, config } = base;
+  const { aggregateFolder, lookupCache, knownKeys } = aggregates;
+  const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);
+  return {
+    // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys }),
+    rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
+    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag')),
+  };
+}
