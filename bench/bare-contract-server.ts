@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { listenAsBaseline } from './baseline-listen.ts';
 import { apiHeaders } from '../src/http/api.ts';
-import { PhoneNumberFound } from '../src/http/lookup-schemas.ts';
+import { PhoneNumberFound } from '../src/domain/lookup-answers.ts';
 
 /**
  * The bare server of the baselines, answering what a found lookup answers: a found number's

@@ -26,8 +26,12 @@ const MAY_IMPORT: Record<string, string[]> = {
   'assembly/': ['domain/', 'store/', 'limits/', 'coordination/', 'oauth/', 'delivery/', 'metrics/metrics.ts', 'aggregates/', 'import/', 'config.ts'],
 };
 
-/** Packages the domain may use: pure code, no framework, no driver. */
-const DOMAIN_PACKAGES = ['node:crypto', 'ipaddr.js', 'libphonenumber-js/max', 'bloomfilter'];
+/**
+ * Packages the domain may use: pure code, no framework, no driver. TypeBox for the lookup
+ * answers, written once as JSON Schema (domain/lookup-answers.ts) so that their types and the
+ * API's documented answers are one.
+ */
+const DOMAIN_PACKAGES = ['node:crypto', 'ipaddr.js', 'libphonenumber-js/max', 'typebox'];
 
 function modules(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -1,6 +1,7 @@
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { ABSENT_MARKER } from './event-fields.ts';
+import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type PhoneNumberAnswer } from './lookup-answers.ts';
 import { canonicalIpAddress } from './ip-address.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from './own-writes.ts';
@@ -12,61 +13,6 @@ const TOP_USER_AGENTS = 10;
 
 /** Most values one bulk lookup may carry. */
 export const MAX_BULK = 1000;
-
-/** A bulk item that could not be looked up. */
-export interface BulkItemError {
-  /** The value as sent when it is a string, number, boolean or null; null for an array or object. */
-  input: string | number | boolean | null;
-  error: 'invalid_phone_number' | 'invalid_ip_address';
-  message: string;
-}
-
-/**
- * On a found answer: the part every answer worked out from the same kept aggregate shares (all
- * of it but the value as the caller wrote it), the same object for as long as the cache keeps
- * that aggregate. What a caller derives from that part alone it may keep by this object (the
- * direct lane keeps its JSON). A symbol, so JSON and the schema serializers leave it out.
- */
-export const SHARED_PART = Symbol('tollwatch.answerSharedPart');
-
-/** The answer to "have attackers tried to call this number?" (docs/api.md §7). */
-export type PhoneNumberAnswer =
-  | {
-      phone_number: string;
-      found: true;
-      seen_count: number;
-      first_seen: string;
-      last_seen: string;
-      score: number;
-      reasons: string[];
-      source_ip_count: number;
-      sip_methods: Record<string, number>;
-      matched_forms: string[];
-      e164?: string;
-      country?: string | null;
-      number_type?: string | null;
-      message: string;
-      [SHARED_PART]?: object;
-    }
-  | { phone_number: string; found: false; message: string };
-
-/** The answer for a source address. */
-export type IpAddressAnswer =
-  | {
-      ip_address: string;
-      found: true;
-      seen_count: number;
-      first_seen: string;
-      last_seen: string;
-      score: number;
-      reasons: string[];
-      called_number_count: number;
-      user_agents: Array<{ user_agent: string; count: number }>;
-      transports: Record<string, number>;
-      message: string;
-      [SHARED_PART]?: object;
-    }
-  | { ip_address: string; found: false; message: string };
 
 /**
  * Told of every lookup that found something, with exactly what was answered (docs/api.md §12,

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Account } from '../domain/accounts.ts';
-import type { IpAddressAnswer, LookupService, PhoneNumberAnswer } from '../domain/lookup-service.ts';
+import type { IpAddressAnswer, PhoneNumberAnswer } from '../domain/lookup-answers.ts';
+import type { LookupService } from '../domain/lookup-service.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
 import type { LimitState, PlanLimiter } from '../limits/plan-limiter.ts';

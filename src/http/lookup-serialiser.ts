@@ -1,4 +1,4 @@
-import { SHARED_PART, type IpAddressAnswer, type PhoneNumberAnswer } from '../domain/lookup-service.ts';
+import { SHARED_PART, type IpAddressAnswer, type PhoneNumberAnswer } from '../domain/lookup-answers.ts';
 
 /** A found answer's shared part as JSON members (`"found":true,…}`), by the part itself. */
 const sharedMembers = new WeakMap<object, string>();

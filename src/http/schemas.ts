@@ -20,16 +20,6 @@ import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
 import { PROBLEMS } from './problem.ts';
 
 /** The validator compiler of every `/api` route module: none runs (see the rule above). */
-/**
- * A value of one of these JSON types or null, written as a `type` list (OpenAPI 3.1, JSON
- * Schema 2020-12) rather than an `anyOf`: the answer serializer (fast-json-stringify) writes a
- * type list straight, while an `anyOf` makes it run ajv on the value of every answer to choose
- * a branch.
- */
-export function nullable<T>(types: readonly ('string' | 'integer' | 'number' | 'boolean')[], options: Record<string, unknown> = {}) {
-  return Type.Unsafe<T | null>({ ...options, type: [...types, 'null'] });
-}
-
 export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
 
 /** The problem document every `/api` error answers with (docs/api.md §4). */

@@ -9,7 +9,8 @@ import { BatchParser } from '../batch-parser.ts';
 import { assertIdentityCoding, assertJsonLike } from '../json-body.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { countBatch } from '../outcome-metrics.ts';
-import { jsonBodyContent, nullable, SAMPLE_EVENT } from '../schemas.ts';
+import { nullable } from '../../domain/nullable-schema.ts';
+import { jsonBodyContent, SAMPLE_EVENT } from '../schemas.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'intake' | 'metrics'>;

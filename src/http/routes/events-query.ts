@@ -5,7 +5,8 @@ import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../route-responses.ts';
-import { formatSchema, nullable, SAMPLE_EVENT } from '../schemas.ts';
+import { nullable } from '../../domain/nullable-schema.ts';
+import { formatSchema, SAMPLE_EVENT } from '../schemas.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'eventQuery'>;

@@ -5,7 +5,8 @@ import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
-import { formatSchema, nullable } from '../schemas.ts';
+import { nullable } from '../../domain/nullable-schema.ts';
+import { formatSchema } from '../schemas.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'integrations'>;

@@ -5,7 +5,8 @@ import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
 import { apiAnswers } from '../route-responses.ts';
-import { bulkRequest, bulkResults, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../lookup-schemas.ts';
+import { IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../../domain/lookup-answers.ts';
+import { bulkRequest, bulkResults } from '../lookup-schemas.ts';
 import { countBulkLookup } from '../outcome-metrics.ts';
 
 /** What these routes use of the services. */
