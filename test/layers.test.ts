@@ -67,6 +67,11 @@ describe('the layers keep the rules docs/architecture.md states', () => {
     expect(packages.filter((p) => !DOMAIN_PACKAGES.some((allowed) => p.endsWith(`: ${allowed}`)))).toEqual([]);
   });
 
+  it('route plugins are plain async functions, with no type provider (the schemas only document)', () => {
+    const styled = FILES.filter((f) => /^(http|web)\//.test(f.name)).filter((f) => /FastifyPluginAsync|TypeProvider|withTypeProvider/.test(readFileSync(f.path, 'utf8')));
+    expect(styled.map((f) => f.name)).toEqual([]);
+  });
+
   it('metrics/metrics.ts imports nothing of ours', () => {
     expect(FILES.find((f) => f.name === 'metrics/metrics.ts')!.imports.filter((s) => s.startsWith('.'))).toEqual([]);
   });

@@ -1,5 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyRequest, FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { MAX_BATCH } from '../../domain/event-intake.ts';
 import { ServiceError } from '../../domain/errors.ts';
@@ -56,7 +55,7 @@ function itemsOf(request: FastifyRequest): unknown[] {
 }
 
 /** POST /api/events/batch: up to 1,000 events, each stored or refused on its own. */
-export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function eventsBatchRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
   // Batch bodies are read by a parser of their own: bounded in items (NDJSON counted line by
   // line before any is parsed) and in members per item, and large ones parsed off the thread
   // that answers requests. A line or item that cannot be taken fails only itself.
@@ -107,4 +106,4 @@ export const eventsBatchRoute: FastifyPluginAsyncTypebox<{ services: RouteServic
       return { results, ...tallies };
     },
   );
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
@@ -40,7 +40,7 @@ const ListQuery = Type.Object(
 );
 
 /** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
-export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function eventsQueryRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.get(
     '/events',
     {
@@ -73,7 +73,7 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     async (request) => services.eventQuery.list(principalOf(request).account, request.query as Record<string, unknown>),
   );
 
-  app.get(
+  app.get<{ Params: { event_uuid: string } }>(
     '/events/:event_uuid',
     {
       config: { permission: 'read:events', rateGroup: 'event_reads', pathValue: { code: 'not_found', name: 'event' } },
@@ -96,4 +96,4 @@ export const eventsQueryRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
     async (request) => services.eventQuery.get(principalOf(request).account, request.params.event_uuid),
   );
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
@@ -21,7 +21,7 @@ export const Acknowledgement = Type.Object(
 export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
 
 /** POST /api/events: submit one honeypot event (docs/api.md §5). */
-export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function eventsSubmitRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.post(
     '/events',
     {
@@ -52,4 +52,4 @@ export const eventsSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServi
       return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
     },
   );
-};
+}

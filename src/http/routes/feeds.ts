@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { DEFAULT_MIN_SCORE, FEED_FORMATS, MAX_FEED_ENTRIES, type FeedKind } from '../../domain/feed-service.ts';
 import type { Permission } from '../../domain/permissions.ts';
@@ -143,7 +143,7 @@ const ROUTES: FeedRoute[] = [
 ];
 
 /** GET /api/feeds/ip-addresses and GET /api/feeds/phone-numbers (docs/api.md §14). */
-export const feedRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function feedRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   for (const route of ROUTES) {
     const response = apiAnswers({
       ok: { 200: { description: 'The feed, most recently seen first', schema: Type.String(), headers: { ETag: ETAG } } },
@@ -174,4 +174,4 @@ export const feedRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> 
       },
     );
   }
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
@@ -19,7 +19,7 @@ const IngestParams = Type.Object({
 });
 
 /** POST /ingest/{secret}: one honeypot event through a node ingest URL (docs/api.md §11). */
-export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function ingestSubmitRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.post(
     '/:secret',
     {
@@ -63,4 +63,4 @@ export const ingestSubmitRoute: FastifyPluginAsyncTypebox<{ services: RouteServi
       return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
     },
   );
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ALERT_TYPES } from '../../domain/alerts.ts';
 import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
@@ -99,7 +99,7 @@ const permission = 'manage:integrations' as const;
 const pathValue = { code: 'not_found' as const, name: 'integration' };
 
 /** /api/integrations: where the account's alerts go, and how their deliveries went (docs/api.md §12). */
-export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function integrationRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { integrations } = services;
 
   app.post(
@@ -148,7 +148,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     async (request) => ({ integrations: await integrations.list(principalOf(request).account.account_id) }),
   );
 
-  app.get(
+  app.get<{ Params: { id: string } }>(
     '/integrations/:id',
     {
       config: { permission, pathValue },
@@ -163,7 +163,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     async (request) => integrations.get(principalOf(request).account.account_id, request.params.id),
   );
 
-  app.patch(
+  app.patch<{ Params: { id: string } }>(
     '/integrations/:id',
     {
       config: { permission, pathValue },
@@ -182,7 +182,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
   );
 
-  app.delete(
+  app.delete<{ Params: { id: string } }>(
     '/integrations/:id',
     {
       config: { permission, pathValue },
@@ -201,7 +201,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
   );
 
-  app.post(
+  app.post<{ Params: { id: string } }>(
     '/integrations/:id/test',
     {
       config: { permission, pathValue },
@@ -221,7 +221,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     async (request, reply) => reply.code(202).send(await integrations.test(principalOf(request).account.account_id, request.params.id)),
   );
 
-  app.post(
+  app.post<{ Params: { id: string; delivery_id: string } }>(
     '/integrations/:id/deliveries/:delivery_id/retry',
     {
       config: { permission, pathValue },
@@ -245,7 +245,7 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
   );
 
-  app.get(
+  app.get<{ Params: { id: string } }>(
     '/integrations/:id/deliveries',
     {
       config: { permission, pathValue },
@@ -267,4 +267,4 @@ export const integrationRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
     async (request) => integrations.attempts(principalOf(request).account.account_id, request.params.id, request.query as Record<string, unknown>),
   );
-};
+}

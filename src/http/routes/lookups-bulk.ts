@@ -1,5 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyRequest, FastifyInstance } from 'fastify';
 import { MAX_BULK } from '../../domain/lookup-service.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
@@ -35,7 +34,7 @@ const costOf = (field: BulkField) => (request: FastifyRequest) => {
 };
 
 /** POST /api/phone-numbers/lookup and /api/ip-addresses/lookup: up to 1,000 values at once. */
-export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
+export async function bulkLookupRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const errors = {
     errors: [400, 413, 415, 422],
     limited: true,
@@ -83,4 +82,4 @@ export const bulkLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServic
       return { results };
     },
   );
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
@@ -9,8 +9,8 @@ import { countLookupAnswer } from '../outcome-metrics.ts';
 type RouteServices = Pick<Services, 'lookups' | 'metrics'>;
 
 /** GET /api/phone-numbers/{phone-number} and GET /api/ip-addresses/{ip-address} (docs/api.md §7). */
-export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
-  app.get(
+export async function lookupRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
+  app.get<{ Params: { phone_number: string } }>(
     '/phone-numbers/:phone_number',
     {
       config: { permission: 'read:phone-numbers', rateGroup: 'lookups', pathValue: { code: 'invalid_phone_number', name: 'phone number' } },
@@ -40,7 +40,7 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }
     },
   );
 
-  app.get(
+  app.get<{ Params: { ip_address: string } }>(
     '/ip-addresses/:ip_address',
     {
       config: { permission: 'read:ip-addresses', rateGroup: 'lookups', pathValue: { code: 'invalid_ip_address', name: 'IP address' } },
@@ -68,4 +68,4 @@ export const lookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }
       return reply.code(answer.found ? 200 : 404).send(answer);
     },
   );
-};
+}

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { RANGE_PREFIX_LENGTH } from '../../domain/number-hash.ts';
 import { RANGE_MAX_ENTRIES, RANGE_MIN_ENTRIES } from '../../domain/range-lookup.ts';
@@ -35,8 +35,8 @@ const RangeAnswer = Type.Object(
 );
 
 /** GET /api/phone-numbers/range/{prefix}: k-anonymous number lookups (docs/api.md §13). */
-export const rangeLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServices }> = async (app, { services }) => {
-  app.get(
+export async function rangeLookupRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
+  app.get<{ Params: { prefix: string } }>(
     '/phone-numbers/range/:prefix',
     {
       config: { permission: 'read:phone-numbers', rateGroup: 'lookups', pathValue: { code: 'invalid_range_prefix', name: 'range prefix' } },
@@ -59,4 +59,4 @@ export const rangeLookupRoutes: FastifyPluginAsyncTypebox<{ services: RouteServi
     },
     async (request) => services.rangeLookups.phoneNumbers(principalOf(request).account, request.params.prefix),
   );
-};
+}
