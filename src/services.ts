@@ -62,7 +62,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const auth = await assembleAuth(base, options);
   const aggregates = assembleAggregates(base);
   const intake = await assembleIntake(base, auth, aggregates);
-  const alerts = assembleAlerts(base, options.alerts);
+  const alerts = assembleAlerts(base, auth, options.alerts);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).

@@ -3,8 +3,12 @@ import { DeliveryWorker } from '../delivery/delivery-worker.ts';
 import { TargetGuard } from '../delivery/target-guard.ts';
 import { Integrations } from '../domain/integrations.ts';
 import { LookupAlerts } from '../domain/lookup-alerts.ts';
+import { LookupService } from '../domain/lookup-service.ts';
+import type { DisabledIntegration } from '../domain/outbox.ts';
 import { SqlAlertOutbox } from '../store/alert-outbox.ts';
 import { SqlIntegrationsRepository } from '../store/integrations-repository.ts';
+import { SqlLookupsRepository } from '../store/lookups-repository.ts';
+import type { AuthServices } from './auth.ts';
 import type { Foundation } from './foundation.ts';
 
 /** How alerts are gathered, de-duplicated and delivered. */
@@ -45,8 +49,25 @@ export interface AlertServices {
   alertWorker: DeliveryWorker;
 }
 
-export function assembleAlerts(base: Foundation, settings: Partial<AlertSettings> = {}): AlertServices & { stop(): Promise<void> } {
+export function assembleAlerts(base: Foundation, auth: Pick<AuthServices, 'accounts' | 'users'>, settings: Partial<AlertSettings> = {}): AlertServices & { stop(): Promise<void> } {
   const { database, config, log, mailer, audit } = base;
+  // Scores for first sightings, as the account's lookups answer them; no observer, so working
+  // one out raises no lookup.matched of its own.
+  const scores = new LookupService(new SqlLookupsRepository(base.reads.db, base.reads.statements), { scoring: config.scoring });
+  const tellOwner = async (integration: DisabledIntegration) => {
+    await audit.record({ action: 'integration.disabled', actor: 'service', accountId: integration.accountId, clientId: null, detail: { integration_id: integration.id, reason: integration.reason } });
+    lookupAlerts.forget(integration.accountId);
+    await auth.users.tellOwners(integration.accountId, {
+      subject: `Tollwatch: alerts to "${integration.name}" are stopped`,
+      text: [
+        `Tollwatch disabled your ${integration.kind} integration "${integration.name}": ${integration.reason}.`,
+        '',
+        'No alerts are sent to it, or kept for it, until you enable it again (Settings → Integrations in the',
+        `dashboard, or PATCH /api/integrations/${integration.id} with {"enabled": true}). Alerts that failed can be sent`,
+        'again from its delivery log once the receiver is back.',
+      ].join('\n'),
+    });
+  };
   const alertSettings: AlertSettings = { ...ALERT_DEFAULTS, ...settings };
   const outbox = new SqlAlertOutbox(database.db, database.caps, base.sealer);
   const guard = new TargetGuard(config.alerts.allowPrivateTargets);
@@ -72,6 +93,13 @@ export function assembleAlerts(base: Foundation, settings: Partial<AlertSettings
     { guard, mailer, timeoutMs: alertSettings.timeoutMs },
     { ...alertSettings, silentAfterMs: config.alerts.silentAfterMs, silentCheckMs: config.alerts.silentCheckMs },
     log,
+    {
+      numberScore: async (accountId, phoneNumber) => {
+        const answer = await scores.phoneNumber(await auth.accounts.getAccount(accountId), phoneNumber);
+        return answer.found ? { score: answer.score, reasons: answer.reasons } : undefined;
+      },
+      disabled: tellOwner,
+    },
   );
   return {
     integrations,

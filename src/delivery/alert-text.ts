@@ -1,15 +1,25 @@
 import type { AlertPayload } from '../domain/alerts.ts';
 
+/**
+ * "score 41: called from 2 distinct source addresses": the score and its strongest reason, as
+ * evidence rather than a verdict (docs/scoring.md); empty for an alert written without one.
+ */
+function evidence(data: Record<string, unknown>): string {
+  if (typeof data.score !== 'number') return '';
+  const reason = Array.isArray(data.reasons) && typeof data.reasons[0] === 'string' ? `: ${data.reasons[0]}` : '';
+  return `, score ${data.score}${reason}`;
+}
+
 /** A one-line headline of an alert, for Slack's `text` and an email's subject. */
 export function headline(payload: AlertPayload): string {
   const d = payload.data;
   switch (payload.type) {
     case 'lookup.matched':
       return d.lookup === 'ip_address'
-        ? `Tollwatch: a looked-up address has probed honeypots (${String(d.ip_address)})`
-        : `Tollwatch: a looked-up number is targeted by toll fraud (${String(d.phone_number)})`;
+        ? `Tollwatch: a looked-up address was seen probing honeypots (${String(d.ip_address)}${evidence(d)})`
+        : `Tollwatch: a looked-up number was seen in honeypot probes (${String(d.phone_number)}${evidence(d)})`;
     case 'number.first_seen':
-      return `Tollwatch: your nodes saw a number for the first time (${String(d.phone_number)})`;
+      return `Tollwatch: your nodes saw a number for the first time (${String(d.phone_number)}${evidence(d)})`;
     case 'node.silent':
       return `Tollwatch: node ${String(d.node_id)} stopped sending events`;
     default:

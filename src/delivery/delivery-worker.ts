@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { TEST_ALERT, type NewAlert } from '../domain/alerts.ts';
-import type { ClaimedAlert, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import type { ClaimedAlert, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/outbox.ts';
 import { send, type Senders } from './senders.ts';
 
 /** How the outbox is worked (docs/operations.md, "Alerts"); tests shorten the times. */
@@ -35,6 +35,17 @@ export interface DeliverySettings {
 
 const PRUNE_EVERY_MS = 3600_000;
 
+/** What the worker asks of the rest of the service. */
+export interface DeliveryHooks {
+  /**
+   * A number's score and reasons as the account's lookups would answer now, for a
+   * `number.first_seen` alert: its integrations' `min_score` is judged on it, and its text states it.
+   */
+  numberScore?(accountId: string, phoneNumber: string): Promise<{ score: number; reasons: string[] } | undefined>;
+  /** An integration was disabled after a day of failed deliveries: its owner is told. */
+  disabled?(integration: DisabledIntegration): Promise<void>;
+}
+
 /**
  * Attempts to one receiver at a time, at most: a receiver that takes its whole timeout on each
  * of many due deliveries holds this many of the worker's places, never all of them.
@@ -66,6 +77,7 @@ export class DeliveryWorker {
   private readonly senders: Senders;
   private readonly settings: DeliverySettings;
   private readonly log: Logger | undefined;
+  private readonly hooks: DeliveryHooks;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private current: Promise<void> = Promise.resolve();
@@ -78,11 +90,12 @@ export class DeliveryWorker {
   private lastSilentCheck = 0;
   private lastPrune = 0;
 
-  constructor(outbox: OutboxStore, senders: Senders, settings: DeliverySettings, log?: Logger) {
+  constructor(outbox: OutboxStore, senders: Senders, settings: DeliverySettings, log?: Logger, hooks: DeliveryHooks = {}) {
     this.outbox = outbox;
     this.senders = senders;
     this.settings = settings;
     this.log = log;
+    this.hooks = hooks;
   }
 
   start(): void {
@@ -133,9 +146,24 @@ export class DeliveryWorker {
     const alerts = await this.outbox.claimAlerts(this.settings.batch, now.toISOString(), this.leaseEnd(now));
     for (const alert of alerts) {
       const suppressed = alert.type !== TEST_ALERT && (await this.throttled(alert, now));
-      const recipients = suppressed ? [] : await this.outbox.recipients(alert);
-      await this.outbox.fanOut(alert.id, recipients, suppressed, now.toISOString());
+      const scored = suppressed ? undefined : await this.scoreOf(alert);
+      const recipients = suppressed ? [] : await this.outbox.recipients(alert, scored?.score);
+      await this.outbox.fanOut(alert.id, recipients, suppressed, now.toISOString(), scored?.data);
     }
+  }
+
+  /**
+   * The score an alert is judged on against each integration's `min_score`: a lookup's answer
+   * carries it; a first sighting's is worked out now (as the account's lookup would answer) and
+   * written into the alert, with its reasons. Undefined for alerts without one.
+   */
+  private async scoreOf(alert: ClaimedAlert): Promise<{ score: number; data?: Record<string, unknown> } | undefined> {
+    if (alert.type === 'lookup.matched') return typeof alert.data.score === 'number' ? { score: alert.data.score } : undefined;
+    if (alert.type !== 'number.first_seen' || !this.hooks.numberScore) return undefined;
+    const found = await this.hooks.numberScore(alert.accountId, String(alert.data.phone_number));
+    // Gone since (a retention run): nothing left to score, so nothing to tell.
+    if (!found) return { score: 0 };
+    return { score: found.score, data: { ...alert.data, score: found.score, reasons: found.reasons } };
   }
 
   private async throttled(alert: ClaimedAlert, now: Date): Promise<boolean> {
@@ -198,9 +226,11 @@ export class DeliveryWorker {
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    let retryAfterMs: number | undefined;
     try {
       const result = await send(this.senders, delivery, at);
       statusCode = result.statusCode;
+      retryAfterMs = result.retryAfterMs;
       if (!result.ok) error = `answered ${result.statusCode}`;
     } catch (err) {
       // The owner reads this in the delivery log: the cause, never a stack.
@@ -208,12 +238,34 @@ export class DeliveryWorker {
     }
     const durationMs = Math.round(performance.now() - started);
     const attempts = delivery.attempts + 1;
-    const next = Date.now() + this.backoff(attempts);
-    const givenUp = attempts >= this.settings.maxAttempts || next > Date.parse(delivery.createdAt) + this.settings.retryForMs;
+    // A receiver's Retry-After is honoured, up to the longest pause of the schedule: a later one
+    // would skip attempts the day of retries promises.
+    const next = Date.now() + Math.max(this.backoff(attempts), Math.min(retryAfterMs ?? 0, this.settings.retryMaxMs));
+    const dayOver = next > Date.parse(delivery.createdAt) + this.settings.retryForMs;
+    const givenUp = attempts >= this.settings.maxAttempts || dayOver;
     const outcome = error === null ? 'delivered' : givenUp ? 'failed' : 'retrying';
     const nextAttemptAt = outcome === 'retrying' ? new Date(next).toISOString() : undefined;
     await this.outbox.recordAttempt(delivery, { at: at.toISOString(), durationMs, statusCode, error, outcome, ...(nextAttemptAt ? { nextAttemptAt } : {}) });
     if (outcome !== 'delivered') this.log?.info({ delivery: delivery.id, attempts, statusCode, error, outcome }, 'alert delivery attempt failed');
+    // Only a delivery that failed for its whole day says the receiver is gone; one cut short by
+    // the attempt cap does not.
+    if (outcome === 'failed' && dayOver) await this.disableIfFailing(delivery.integration.id, at, error ?? 'failed');
+  }
+
+  /**
+   * A delivery given up after its day of retries disables its integration when nothing else it
+   * was sent in that day arrived either (docs/api.md §12): alerts stop piling up for a receiver
+   * that is gone, and its owner is told, instead of learning from a delivery log nobody reads.
+   */
+  private async disableIfFailing(integrationId: string, at: Date, lastError: string): Promise<void> {
+    const since = new Date(at.getTime() - this.settings.retryForMs).toISOString();
+    const hours = Math.round(this.settings.retryForMs / 3600_000);
+    const span = hours >= 1 ? `${hours} hour${hours === 1 ? '' : 's'}` : `${Math.round(this.settings.retryForMs / 1000)} seconds`;
+    const reason = `no delivery succeeded for ${span}; the last attempt: ${lastError}`;
+    const disabled = await this.outbox.disableFailing(integrationId, since, reason, at.toISOString());
+    if (!disabled) return;
+    this.log?.warn({ integration: disabled.id, account: disabled.accountId }, 'integration disabled after a day of failed deliveries');
+    await this.hooks.disabled?.(disabled).catch((err: unknown) => this.log?.warn({ err, integration: disabled.id }, 'the owner of a disabled integration could not be told'));
   }
 
   /** Exponential, capped, with "equal jitter": half the delay fixed, half random, so retries of many deliveries spread out. */

@@ -5,6 +5,19 @@ import { pinnedLookup, type TargetGuard } from './target-guard.ts';
 /** What an HTTP delivery attempt came to. */
 export interface PostResult {
   statusCode: number;
+  /** How long the receiver asked us to wait (`Retry-After`, seconds or an HTTP date), when it did. */
+  retryAfterMs?: number;
+}
+
+/** `Retry-After` as milliseconds from `now`: delta-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when unreadable. */
+export function retryAfterMs(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // The IMF-fixdate form senders must use; Date.parse alone would read almost anything as a date.
+  if (!/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return undefined;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /**
@@ -38,7 +51,8 @@ export async function postJson(guard: TargetGuard, target: string, body: string,
           signal: controller.signal,
         },
         (response) => {
-          resolve({ statusCode: response.statusCode ?? 0 });
+          const wait = retryAfterMs(response.headers['retry-after']);
+          resolve({ statusCode: response.statusCode ?? 0, ...(wait !== undefined ? { retryAfterMs: wait } : {}) });
           response.destroy();
         },
       );

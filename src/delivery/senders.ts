@@ -3,13 +3,15 @@ import type { AlertPayload } from '../domain/alerts.ts';
 import type { Mailer } from '../domain/integrations.ts';
 import type { DueDelivery } from '../domain/outbox.ts';
 import { headline, mailText, slackMessage } from './alert-text.ts';
-import { postJson } from './http-post.ts';
+import { postJson, type PostResult } from './http-post.ts';
 import type { TargetGuard } from './target-guard.ts';
 
 /** What an attempt answered: an HTTP status, or none for mail accepted by the SMTP server. */
 export interface SendResult {
   ok: boolean;
   statusCode: number | null;
+  /** The receiver's `Retry-After`, when it sent one. */
+  retryAfterMs?: number;
 }
 
 export interface Senders {
@@ -22,13 +24,14 @@ export interface Senders {
  * The Standard Webhooks headers of one message: `webhook-id` (the alert's id, the same on
  * every retry, so a receiver can drop repeats), `webhook-timestamp` (seconds), and
  * `webhook-signature`: `v1,` and the base64 HMAC-SHA256, keyed by the secret's bytes, of
- * `id.timestamp.body` (docs/api.md §12).
+ * `id.timestamp.body` (docs/api.md §12), once per secret, space-separated: after a rotation the
+ * new secret's and the old one's, so a receiver holding either verifies.
  */
-export function signedHeaders(secret: string, id: string, at: Date, body: string): Record<string, string> {
+export function signedHeaders(secrets: readonly string[], id: string, at: Date, body: string): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(id, at, body),
+    'webhook-signature': secrets.map((secret) => new Webhook(secret).sign(id, at, body)).join(' '),
   };
 }
 
@@ -44,7 +47,8 @@ export async function send(senders: Senders, delivery: DueDelivery, now: Date): 
   switch (integration.kind) {
     case 'webhook': {
       const body = JSON.stringify(payload);
-      const headers = signedHeaders(integration.secret ?? '', delivery.alert.id, now, body);
+      const secrets = [integration.secret ?? '', ...(integration.previousSecret ? [integration.previousSecret] : [])];
+      const headers = signedHeaders(secrets, delivery.alert.id, now, body);
       return httpResult(await postJson(senders.guard, integration.target, body, headers, senders.timeoutMs));
     }
     case 'slack':
@@ -55,6 +59,6 @@ export async function send(senders: Senders, delivery: DueDelivery, now: Date): 
   }
 }
 
-function httpResult({ statusCode }: { statusCode: number }): SendResult {
-  return { ok: statusCode >= 200 && statusCode < 300, statusCode };
+function httpResult({ statusCode, retryAfterMs }: PostResult): SendResult {
+  return { ok: statusCode >= 200 && statusCode < 300, statusCode, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }

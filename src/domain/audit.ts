@@ -35,7 +35,10 @@ export type AuditAction =
   | 'integration.updated'
   | 'integration.deleted'
   | 'integration.confirmed'
-  | 'integration.redelivered';
+  | 'integration.redelivered'
+  | 'integration.disabled'
+  | 'integration.enabled'
+  | 'integration.secret_rotated';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

@@ -28,6 +28,18 @@ export const MAX_UNCONFIRMED = 3;
 export const CONFIRMATION_TTL_MS = 24 * 3600 * 1000;
 /** The path under the public URL of a confirmation link. */
 export const CONFIRM_PATH = '/integrations/confirm';
+/**
+ * How long a rotated-out webhook secret keeps signing beside the new one: every delivery in
+ * that time carries both signatures (Standard Webhooks allows several), so a receiver can
+ * switch to the new secret whenever it likes within the day.
+ */
+export const SECRET_OVERLAP_MS = 24 * 3600 * 1000;
+/**
+ * The score an alert that carries one (`lookup.matched`, `number.first_seen`) must reach by
+ * default: one INVITE to a number scores 26, one OPTIONS scan 18 (docs/scoring.md), so a call
+ * attempt alerts and a lone scan does not.
+ */
+export const DEFAULT_MIN_SCORE = 20;
 
 /** An integration as stored; `secret` is the webhook's signing secret in plain text (the store seals it). */
 export interface StoredIntegration {
@@ -42,6 +54,13 @@ export interface StoredIntegration {
   confirmed_at: string | null;
   confirm_hash: string | null;
   confirm_expires_at: string | null;
+  /** When it was disabled, and why: a day of failed deliveries, or its owner. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** A rotated-out webhook secret, plain, signing beside `secret` until `previous_secret_until`. */
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  min_score: number;
 }
 
 /** An integration as its owner sees it: never a secret, a Slack URL shortened (it is a credential itself). */
@@ -52,10 +71,23 @@ export interface IntegrationView {
   url?: string;
   email?: string;
   alert_types: AlertType[];
-  /** `pending_confirmation` until an email address is confirmed; nothing is sent to it before. */
-  status: 'active' | 'pending_confirmation';
+  /**
+   * `pending_confirmation` until an email address is confirmed, `disabled` after a day in which
+   * every delivery failed (or by its owner); nothing is sent to it in either.
+   */
+  status: 'active' | 'pending_confirmation' | 'disabled';
+  /** Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it. */
+  min_score: number;
   created_at: string;
   confirmed_at: string | null;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+}
+
+/** A webhook's new secret, shown once, and until when the old one still signs beside it. */
+export interface RotatedSecret {
+  secret: string;
+  previous_secret_expires_at: string;
 }
 
 /** A new webhook integration carries its signing secret, shown only in this answer. */
@@ -80,7 +112,9 @@ export interface IntegrationsRepository {
   find(accountId: string, id: string): Promise<StoredIntegration | undefined>;
   list(accountId: string): Promise<StoredIntegration[]>;
   delete(accountId: string, id: string): Promise<boolean>;
-  update(accountId: string, id: string, patch: { name?: string; alert_types?: AlertType[] }): Promise<boolean>;
+  update(accountId: string, id: string, patch: IntegrationPatch): Promise<boolean>;
+  /** Makes `secret` the webhook's secret, keeping the one it had signing until `previousUntil`. */
+  rotateSecret(accountId: string, id: string, secret: string, previousUntil: string): Promise<boolean>;
   /** Confirms the integration whose outstanding token has this hash, unless expired; it, or undefined. */
   confirm(confirmHash: string, at: string): Promise<StoredIntegration | undefined>;
   /** The newest attempts of one integration's deliveries, newest first. */
@@ -91,6 +125,14 @@ export interface IntegrationsRepository {
    * delivery (or its alert was pruned).
    */
   redeliver(integrationId: string, deliveryId: string, at: string): Promise<{ id: string } | 'pending' | undefined>;
+}
+
+/** What an owner may change of an integration; `disabled` null enables it. */
+export interface IntegrationPatch {
+  name?: string;
+  alert_types?: AlertType[];
+  min_score?: number;
+  disabled?: { at: string; reason: string } | null;
 }
 
 /** Judges a webhook or Slack URL before it is accepted: why it is refused, or undefined. */
@@ -142,6 +184,7 @@ export class Integrations {
     if (!(INTEGRATION_KINDS as readonly unknown[]).includes(kind)) errors.push({ field: 'kind', message: `must be one of ${INTEGRATION_KINDS.join(', ')}` });
     const alertTypes = input.alert_types === undefined ? [...ALERT_TYPES] : alertTypesOf(input.alert_types, errors);
     const name = input.name === undefined ? String(kind) : nameOf(input.name, errors);
+    const minScore = input.min_score === undefined ? DEFAULT_MIN_SCORE : minScoreOf(input.min_score, errors);
     let target = '';
     if (kind === 'email') target = emailOf(input.email, errors);
     else if (kind === 'webhook' || kind === 'slack') target = await this.urlOf(input.url, errors);
@@ -155,7 +198,7 @@ export class Integrations {
       throw new ServiceError('limit_reached', `at most ${MAX_UNCONFIRMED} email addresses may await confirmation at once; confirm or delete one first`);
     }
     const now = this.deps.now();
-    const secret = kind === 'webhook' ? `whsec_${randomBytes(24).toString('base64')}` : null;
+    const secret = kind === 'webhook' ? newWebhookSecret() : null;
     const token = kind === 'email' ? randomBytes(32).toString('base64url') : undefined;
     const stored: StoredIntegration = {
       id: randomUUID(),
@@ -170,6 +213,11 @@ export class Integrations {
       confirmed_at: token ? null : now.toISOString(),
       confirm_hash: token ? hashSecret(token) : null,
       confirm_expires_at: token ? new Date(now.getTime() + CONFIRMATION_TTL_MS).toISOString() : null,
+      disabled_at: null,
+      disabled_reason: null,
+      previous_secret: null,
+      previous_secret_until: null,
+      min_score: minScore,
     };
     await this.deps.repo.insert(stored);
     if (token) await this.sendConfirmation(stored, token);
@@ -185,19 +233,47 @@ export class Integrations {
     return viewOf(await this.find(accountId, id));
   }
 
-  /** Changes the name or the alert types subscribed to. */
+  /**
+   * Changes the name, the alert types subscribed to or the least score; `enabled` false
+   * disables it, true enables it again (after a day of failed deliveries disabled it).
+   */
   async update(accountId: string, id: string, body: unknown, actor: string): Promise<IntegrationView> {
     const input = asObject(body);
     const errors: FieldError[] = [];
-    const patch: { name?: string; alert_types?: AlertType[] } = {};
-    if (input.name !== undefined) patch.name = nameOf(input.name, errors);
-    if (input.alert_types !== undefined) patch.alert_types = alertTypesOf(input.alert_types, errors);
+    const changes: { name?: string; alert_types?: AlertType[]; min_score?: number } = {};
+    if (input.name !== undefined) changes.name = nameOf(input.name, errors);
+    if (input.alert_types !== undefined) changes.alert_types = alertTypesOf(input.alert_types, errors);
+    if (input.min_score !== undefined) changes.min_score = minScoreOf(input.min_score, errors);
+    if (input.enabled !== undefined && typeof input.enabled !== 'boolean') errors.push({ field: 'enabled', message: 'must be true or false' });
     if (errors.length > 0) throw new ServiceError('validation_failed', `${errors.length} field${errors.length === 1 ? ' is' : 's are'} invalid`, errors);
     const existing = await this.find(accountId, id);
+    const patch: IntegrationPatch = { ...changes };
+    if (input.enabled === true && existing.disabled_at !== null) patch.disabled = null;
+    if (input.enabled === false && existing.disabled_at === null) patch.disabled = { at: this.deps.now().toISOString(), reason: 'disabled by its owner' };
     await this.deps.repo.update(accountId, existing.id, patch);
-    const updated = { ...existing, ...patch };
-    await this.record('integration.updated', actor, updated, patch);
+    const updated: StoredIntegration = {
+      ...existing,
+      ...changes,
+      ...(patch.disabled === null ? { disabled_at: null, disabled_reason: null } : {}),
+      ...(patch.disabled ? { disabled_at: patch.disabled.at, disabled_reason: patch.disabled.reason } : {}),
+    };
+    if (Object.keys(changes).length > 0) await this.record('integration.updated', actor, updated, changes);
+    if (patch.disabled !== undefined) await this.record(patch.disabled ? 'integration.disabled' : 'integration.enabled', actor, updated, patch.disabled ? { reason: patch.disabled.reason } : {});
     return viewOf(updated);
+  }
+
+  /**
+   * Gives a webhook a new signing secret, answered once; the old one keeps signing beside it
+   * for SECRET_OVERLAP_MS, so the receiver can switch without losing an alert.
+   */
+  async rotateSecret(accountId: string, id: string, actor: string): Promise<RotatedSecret> {
+    const existing = await this.find(accountId, id);
+    if (existing.kind !== 'webhook') throw new ServiceError('validation_failed', 'only a webhook has a signing secret', [{ field: 'id', message: `is a ${existing.kind} integration, which has no secret` }]);
+    const secret = newWebhookSecret();
+    const previousUntil = new Date(this.deps.now().getTime() + SECRET_OVERLAP_MS).toISOString();
+    if (!(await this.deps.repo.rotateSecret(accountId, existing.id, secret, previousUntil))) throw notFound();
+    await this.record('integration.secret_rotated', actor, existing, { previous_secret_expires_at: previousUntil });
+    return { secret, previous_secret_expires_at: previousUntil };
   }
 
   async delete(accountId: string, id: string, actor: string): Promise<void> {
@@ -210,6 +286,7 @@ export class Integrations {
   async test(accountId: string, id: string): Promise<{ alert_id: string }> {
     const integration = await this.find(accountId, id);
     if (!integration.confirmed_at) throw new ServiceError('validation_failed', 'confirm the address first', [{ field: 'id', message: 'the email address is not confirmed yet' }]);
+    if (integration.disabled_at) throw new ServiceError('validation_failed', 'enable the integration first', [{ field: 'id', message: 'the integration is disabled' }]);
     const now = this.deps.now().toISOString();
     const alertId = `msg_${randomUUID()}`;
     await this.deps.enqueue([
@@ -323,6 +400,19 @@ export class Integrations {
   }
 }
 
+/** `whsec_` and 24 random bytes in base64, as Standard Webhooks' libraries read a secret. */
+function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+function minScoreOf(value: unknown, errors: FieldError[]): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 100) {
+    errors.push({ field: 'min_score', message: 'must be an integer from 0 to 100' });
+    return DEFAULT_MIN_SCORE;
+  }
+  return value;
+}
+
 function notFound(): ServiceError {
   return new ServiceError('not_found', 'no such integration');
 }
@@ -375,8 +465,11 @@ function viewOf(integration: StoredIntegration): IntegrationView {
     name: integration.name,
     ...(integration.kind === 'email' ? { email: integration.target } : { url: shownUrl(integration) }),
     alert_types: integration.alert_types,
-    status: integration.confirmed_at ? 'active' : 'pending_confirmation',
+    status: !integration.confirmed_at ? 'pending_confirmation' : integration.disabled_at ? 'disabled' : 'active',
+    min_score: integration.min_score,
     created_at: integration.created_at,
     confirmed_at: integration.confirmed_at,
+    disabled_at: integration.disabled_at,
+    disabled_reason: integration.disabled_reason,
   };
 }

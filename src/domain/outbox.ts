@@ -9,6 +9,7 @@ export interface ClaimedAlert {
   subject: string;
   createdAt: string;
   integrationId: string | null;
+  data: Record<string, unknown>;
 }
 
 /** A delivery claimed for an attempt, with everything the attempt needs. */
@@ -18,8 +19,20 @@ export interface DueDelivery {
   /** When this delivery was made: retries go on for a day from then (a redelivery starts afresh). */
   createdAt: string;
   alert: { id: string; type: AnyAlertType; createdAt: string; data: Record<string, unknown> };
-  /** Undefined when the integration was deleted since. */
-  integration: { id: string; kind: IntegrationKind; target: string; secret: string | null } | undefined;
+  /**
+   * Undefined when the integration was deleted since. `previousSecret`: a rotated-out webhook
+   * secret still inside its overlap, which signs beside `secret`.
+   */
+  integration: { id: string; kind: IntegrationKind; target: string; secret: string | null; previousSecret: string | null } | undefined;
+}
+
+/** An integration the worker disabled after a day of failed deliveries, for its owner to be told. */
+export interface DisabledIntegration {
+  id: string;
+  accountId: string;
+  name: string;
+  kind: IntegrationKind;
+  reason: string;
 }
 
 /** What one attempt came to. */
@@ -37,12 +50,23 @@ export interface AttemptRecord {
 export interface OutboxStore extends AlertOutbox {
   /** Leases up to `limit` new alerts until `leaseUntil`; rows another worker holds are skipped. */
   claimAlerts(limit: number, now: string, leaseUntil: string): Promise<ClaimedAlert[]>;
-  /** Confirmed integrations of an account subscribed to a type (or the one a test names). */
-  recipients(alert: ClaimedAlert): Promise<string[]>;
+  /**
+   * Confirmed, enabled integrations of an account subscribed to a type (or the one a test
+   * names); for an alert with a score, only those whose `min_score` it reaches.
+   */
+  recipients(alert: ClaimedAlert, score?: number): Promise<string[]>;
   /** Alerts of this account (and subject, when given) fanned out since `since`: the throttles' count. */
   recentAlerts(accountId: string, subject: string | undefined, since: string): Promise<number>;
-  /** Writes one delivery per integration and closes the alert, in one transaction; `suppressed` writes none. */
-  fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string): Promise<void>;
+  /**
+   * Writes one delivery per integration and closes the alert, in one transaction; `suppressed`
+   * writes none. `data`, when given, replaces the alert's (what fan-out learned: its score).
+   */
+  fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string, data?: Record<string, unknown>): Promise<void>;
+  /**
+   * Disables an enabled integration none of whose attempts since `since` was delivered, with
+   * `reason`: it, or undefined when it delivered something meanwhile (or is disabled already).
+   */
+  disableFailing(integrationId: string, since: string, reason: string, at: string): Promise<DisabledIntegration | undefined>;
   claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]>;
   recordAttempt(delivery: DueDelivery, attempt: AttemptRecord): Promise<void>;
   /** Nodes of subscribed accounts whose newest event is older than `silentBefore` but not older than `since`. */

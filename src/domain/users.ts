@@ -129,6 +129,17 @@ export class UsersService {
     return true;
   }
 
+  /**
+   * Mails every enabled owner of an account (what the service did to the account's things, such
+   * as an integration it disabled). Answers how many were mailed: none without SMTP or owners.
+   */
+  async tellOwners(accountId: string, message: { subject: string; text: string }): Promise<number> {
+    if (!this.mailer?.configured) return 0;
+    const owners = (await this.repo.listUsers(accountId)).filter((user) => user.role === 'owner' && !user.disabled);
+    for (const owner of owners) await this.mailer.send({ to: owner.email, ...message });
+    return owners.length;
+  }
+
   /** Creates a user of an account (or an operator, with no account) and its invitation link. */
   async invite(input: { accountId: string | null; email: string; role: UserRole }, actor = 'operator'): Promise<IssuedLink> {
     const email = validEmail(input.email);

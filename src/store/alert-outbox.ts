@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { numberSubject, TEST_ALERT, type AnyAlertType, type NewAlert } from '../domain/alerts.ts';
 import type { IntegrationKind } from '../domain/integrations.ts';
 import type { KeySealer } from '../domain/key-sealing.ts';
-import type { AttemptRecord, ClaimedAlert, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import type { AttemptRecord, ClaimedAlert, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/outbox.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { chunks } from './ingest-writes.ts';
@@ -49,6 +49,7 @@ export async function enqueueFirstSeen(trx: Transaction<Schema> | Kysely<Schema>
         .select('account_id')
         .where('account_id', 'in', scopes)
         .where('confirmed_at', 'is not', null)
+        .where('disabled_at', 'is', null)
         .where('alert_types', 'like', '%number.first_seen%')
         .execute()
     ).map((r) => r.account_id),
@@ -66,7 +67,7 @@ export async function enqueueFirstSeen(trx: Transaction<Schema> | Kysely<Schema>
     await sql`insert into alerts (id, account_id, type, subject, dedup_key, data, created_at, state)
       select v.id, v.account_id, 'number.first_seen', v.subject, v.dedup_key, v.data, v.created_at, 'new'
       from (${sql.join(rows, sql` union all `)}) as v
-      where exists (select 1 from integrations i where i.account_id = v.account_id and i.confirmed_at is not null and i.alert_types like '%number.first_seen%')
+      where exists (select 1 from integrations i where i.account_id = v.account_id and i.confirmed_at is not null and i.disabled_at is null and i.alert_types like '%number.first_seen%')
         and not exists (select 1 from ${sql.table(NUMBER_AGGREGATES)} s where s.scope = v.account_id and s.number_key = v.number_key)
       on conflict (account_id, dedup_key) do nothing`.execute(trx);
   }
@@ -97,6 +98,7 @@ export class SqlAlertOutbox implements OutboxStore {
         .select(['account_id', 'alert_types'])
         .where('account_id', 'in', chunk)
         .where('confirmed_at', 'is not', null)
+        .where('disabled_at', 'is', null)
         .execute();
       for (const row of rows) for (const type of row.alert_types.split(' ')) subscribed.add(`${row.account_id}|${type}`);
     }
@@ -128,13 +130,22 @@ export class SqlAlertOutbox implements OutboxStore {
       .updateTable('alerts')
       .set({ claimed_until: leaseUntil })
       .where('id', 'in', this.unleased('alerts', 'created_at', limit, now).where('state', '=', 'new'))
-      .returning(['id', 'account_id', 'type', 'subject', 'created_at', 'integration_id'])
+      .returning(['id', 'account_id', 'type', 'subject', 'created_at', 'integration_id', 'data'])
       .execute();
-    return rows.map((r) => ({ id: r.id, accountId: r.account_id, type: r.type as AnyAlertType, subject: r.subject, createdAt: r.created_at, integrationId: r.integration_id }));
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.account_id,
+      type: r.type as AnyAlertType,
+      subject: r.subject,
+      createdAt: r.created_at,
+      integrationId: r.integration_id,
+      data: JSON.parse(r.data) as Record<string, unknown>,
+    }));
   }
 
-  async recipients(alert: ClaimedAlert): Promise<string[]> {
-    // A disabled account's alerts stop with its access (they stay suppressed after an enable).
+  async recipients(alert: ClaimedAlert, score?: number): Promise<string[]> {
+    // A disabled account's alerts stop with its access (they stay suppressed after an enable),
+    // and a disabled integration's (they are not held for it either).
     let query = this.db
       .selectFrom('integrations as i')
       .innerJoin('accounts as a', 'a.account_id', 'i.account_id')
@@ -143,6 +154,8 @@ export class SqlAlertOutbox implements OutboxStore {
       .where('i.confirmed_at', 'is not', null)
       .where('a.disabled', '=', 0);
     if (alert.integrationId !== null) query = query.where('i.id', '=', alert.integrationId);
+    else query = query.where('i.disabled_at', 'is', null);
+    if (score !== undefined) query = query.where('i.min_score', '<=', score);
     const rows = await query.orderBy('i.id').execute();
     return rows.filter((r) => alert.type === TEST_ALERT || r.alert_types.split(' ').includes(alert.type)).map((r) => r.id);
   }
@@ -159,11 +172,11 @@ export class SqlAlertOutbox implements OutboxStore {
     return Number(row.n);
   }
 
-  async fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string): Promise<void> {
+  async fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string, data?: Record<string, unknown>): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const closed = await trx
         .updateTable('alerts')
-        .set({ state: suppressed ? 'suppressed' : 'fanned_out', claimed_until: null })
+        .set({ state: suppressed ? 'suppressed' : 'fanned_out', claimed_until: null, ...(data ? { data: JSON.stringify(data) } : {}) })
         .where('id', '=', alertId)
         .where('state', '=', 'new')
         .executeTakeFirst();
@@ -190,7 +203,11 @@ export class SqlAlertOutbox implements OutboxStore {
   }
 
   async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
-    const due = this.unleased('alert_deliveries', 'next_attempt_at', limit, now).where('status', '=', 'pending').where('next_attempt_at', '<=', now);
+    // A disabled integration's deliveries wait, unattempted, until it is enabled again.
+    const due = this.unleased('alert_deliveries', 'next_attempt_at', limit, now)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('integrations as i').select('i.id').whereRef('i.id', '=', 'alert_deliveries.integration_id').where('i.disabled_at', 'is not', null))));
     const claimed = await this.db.updateTable('alert_deliveries').set({ claimed_until: leaseUntil }).where('id', 'in', due).returning(['id']).execute();
     if (claimed.length === 0) return [];
     const rows = await this.db
@@ -198,6 +215,7 @@ export class SqlAlertOutbox implements OutboxStore {
       .innerJoin('alerts as a', 'a.id', 'd.alert_id')
       .leftJoin('integrations as i', 'i.id', 'd.integration_id')
       .select(['d.id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
+      .select(['i.previous_secret', 'i.previous_secret_until'])
       .where('d.id', 'in', claimed.map((c) => c.id))
       .execute();
     return rows.map((r) => ({
@@ -213,6 +231,10 @@ export class SqlAlertOutbox implements OutboxStore {
               kind: r.kind as IntegrationKind,
               target: r.target,
               secret: r.secret === null ? null : this.sealer.open(r.secret, integrationSecretContext(r.integration_id)),
+              previousSecret:
+                r.previous_secret === null || r.previous_secret_until === null || r.previous_secret_until <= now
+                  ? null
+                  : this.sealer.open(r.previous_secret, integrationSecretContext(r.integration_id)),
             },
     }));
   }
@@ -243,6 +265,28 @@ export class SqlAlertOutbox implements OutboxStore {
     });
   }
 
+  async disableFailing(integrationId: string, since: string, reason: string, at: string): Promise<DisabledIntegration | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const delivered = await trx
+        .selectFrom('delivery_attempts')
+        .select('id')
+        .where('integration_id', '=', integrationId)
+        .where('outcome', '=', 'delivered')
+        .where('at', '>=', since)
+        .limit(1)
+        .executeTakeFirst();
+      if (delivered) return undefined;
+      const disabled = await trx
+        .updateTable('integrations')
+        .set({ disabled_at: at, disabled_reason: reason })
+        .where('id', '=', integrationId)
+        .where('disabled_at', 'is', null)
+        .returning(['id', 'account_id', 'name', 'kind'])
+        .executeTakeFirst();
+      return disabled && { id: disabled.id, accountId: disabled.account_id, name: disabled.name, kind: disabled.kind as IntegrationKind, reason };
+    });
+  }
+
   /**
    * The ids of up to `limit` rows no live lease holds, oldest first by `order`, for an UPDATE to
    * lease; the caller adds what makes a row ready. Rows another transaction is claiming are
@@ -264,6 +308,7 @@ export class SqlAlertOutbox implements OutboxStore {
       .select('account_id')
       .distinct()
       .where('confirmed_at', 'is not', null)
+      .where('disabled_at', 'is', null)
       .where('alert_types', 'like', '%node.silent%')
       .execute();
     const silent: Array<{ accountId: string; nodeId: string; lastSeen: string }> = [];

@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { AlertType } from '../domain/alerts.ts';
-import type { DeliveryAttemptView, IntegrationKind, IntegrationsRepository, StoredIntegration } from '../domain/integrations.ts';
+import type { DeliveryAttemptView, IntegrationKind, IntegrationPatch, IntegrationsRepository, StoredIntegration } from '../domain/integrations.ts';
 import type { KeySealer } from '../domain/key-sealing.ts';
 import type { IntegrationsTable, Schema } from './schema.ts';
 
@@ -20,7 +20,7 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
   async insert(i: StoredIntegration): Promise<void> {
     await this.db
       .insertInto('integrations')
-      .values({ ...i, alert_types: i.alert_types.join(' '), secret: i.secret === null ? null : this.sealer.seal(i.secret, integrationSecretContext(i.id)) })
+      .values({ ...i, alert_types: i.alert_types.join(' '), secret: this.sealed(i.id, i.secret), previous_secret: this.sealed(i.id, i.previous_secret) })
       .execute();
   }
 
@@ -45,18 +45,34 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
     });
   }
 
-  async update(accountId: string, id: string, patch: { name?: string; alert_types?: AlertType[] }): Promise<boolean> {
-    if (patch.name === undefined && patch.alert_types === undefined) return true;
+  async update(accountId: string, id: string, patch: IntegrationPatch): Promise<boolean> {
+    if (patch.name === undefined && patch.alert_types === undefined && patch.min_score === undefined && patch.disabled === undefined) return true;
     const result = await this.db
       .updateTable('integrations')
       .set({
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.alert_types !== undefined ? { alert_types: patch.alert_types.join(' ') } : {}),
+        ...(patch.min_score !== undefined ? { min_score: patch.min_score } : {}),
+        ...(patch.disabled !== undefined ? { disabled_at: patch.disabled?.at ?? null, disabled_reason: patch.disabled?.reason ?? null } : {}),
       })
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
+  }
+
+  async rotateSecret(accountId: string, id: string, secret: string, previousUntil: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('integrations').select('secret').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+      if (!row) return false;
+      // The secret signing now becomes the previous one, sealed as it was (same row, same context).
+      await trx
+        .updateTable('integrations')
+        .set({ secret: this.sealed(id, secret), previous_secret: row.secret, previous_secret_until: previousUntil })
+        .where('id', '=', id)
+        .execute();
+      return true;
+    });
   }
 
   async confirm(confirmHash: string, at: string): Promise<StoredIntegration | undefined> {
@@ -109,12 +125,18 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
     return { id };
   }
 
+  private sealed(id: string, secret: string | null): string | null {
+    return secret === null ? null : this.sealer.seal(secret, integrationSecretContext(id));
+  }
+
   private integrationOf(row: Selectable<IntegrationsTable>): StoredIntegration {
     return {
       ...row,
       kind: row.kind as IntegrationKind,
       alert_types: row.alert_types.split(' ').filter(Boolean) as AlertType[],
       secret: row.secret === null ? null : this.sealer.open(row.secret, integrationSecretContext(row.id)),
+      previous_secret: row.previous_secret === null ? null : this.sealer.open(row.previous_secret, integrationSecretContext(row.id)),
+      min_score: Number(row.min_score),
     };
   }
 }

@@ -265,6 +265,14 @@ export interface IntegrationsTable {
   /** SHA-256 (hex) of the confirmation token while one is outstanding. */
   confirm_hash: string | null;
   confirm_expires_at: string | null;
+  /** When it was disabled (a day of failed deliveries, or its owner); NULL while enabled. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** A rotated-out webhook secret, sealed, still signing beside `secret` until `previous_secret_until`. */
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  /** Alerts that carry a score are sent only at or above it. */
+  min_score: Generated<number>;
 }
 
 /** The outbox's first stage: one row per alert (src/store/alert-outbox.ts). */

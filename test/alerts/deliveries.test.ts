@@ -13,8 +13,10 @@ describe('alert deliveries (docs/api.md §12)', () => {
 
   const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
+  // min_score 0: the sample events are of a fixed day and their scores decay with age
+  // (docs/scoring.md); these tests are about delivery, test/alerts/thresholds.test.ts about scores.
   async function webhook(who: TestAccount, path: string, alertTypes: string[]) {
-    const res = await who.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}${path}`, alert_types: alertTypes }));
+    const res = await who.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}${path}`, alert_types: alertTypes, min_score: 0 }));
     expect(res.status).toBe(201);
     return (await res.json()) as { id: string; secret: string };
   }
@@ -85,7 +87,7 @@ describe('alert deliveries (docs/api.md §12)', () => {
     expect((await late.api('/api/phone-numbers/%2B15550005555')).status).toBe(200);
     await h.services.lookupAlerts.flush();
     // …until it makes one, which this instance learns at once.
-    expect((await late.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/late`, alert_types: ['lookup.matched'] }))).status).toBe(201);
+    expect((await late.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/late`, alert_types: ['lookup.matched'], min_score: 0 }))).status).toBe(201);
     expect((await late.api('/api/phone-numbers/%2B15550005555')).status).toBe(200);
     const [delivery] = await receiver.waitFor(1, '/late');
     expect(JSON.parse(delivery!.body)).toMatchObject({ type: 'lookup.matched', data: { phone_number: '+15550005555' } });
@@ -93,7 +95,7 @@ describe('alert deliveries (docs/api.md §12)', () => {
 
   it("stops delivering a disabled account's alerts", async () => {
     const quiet = await h.account({ permissions: ['write:events', 'manage:integrations'] });
-    expect((await quiet.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/disabled`, alert_types: ['number.first_seen'] }))).status).toBe(201);
+    expect((await quiet.api('/api/integrations', json({ kind: 'webhook', url: `${receiver.url}/disabled`, alert_types: ['number.first_seen'], min_score: 0 }))).status).toBe(201);
     expect((await postEvent(quiet, sampleEvent({ called_number: '+15550006666' }))).status).toBe(201);
     await receiver.waitFor(1, '/disabled');
     await h.services.accounts.setDisabled(quiet.account.account_id, true);
@@ -142,7 +144,7 @@ describe('alert deliveries (docs/api.md §12)', () => {
   });
 
   it('posts Slack messages with text and blocks', async () => {
-    const res = await owner.api('/api/integrations', json({ kind: 'slack', url: `${receiver.url}/slack/T000/B000/XXXX`, alert_types: ['number.first_seen'] }));
+    const res = await owner.api('/api/integrations', json({ kind: 'slack', url: `${receiver.url}/slack/T000/B000/XXXX`, alert_types: ['number.first_seen'], min_score: 0 }));
     expect(res.status).toBe(201);
     expect(((await res.json()) as { url: string }).url).toBe(`${receiver.url}/slack/…`);
     expect((await postEvent(owner, sampleEvent({ called_number: '+15550003333' }))).status).toBe(201);

@@ -31,7 +31,7 @@ describe('email integrations (docs/api.md §12)', () => {
     const res = await owner.api('/api/integrations', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ kind: 'email', email: 'noc@example.com', alert_types: ['number.first_seen'] }),
+      body: JSON.stringify({ kind: 'email', email: 'noc@example.com', alert_types: ['number.first_seen'], min_score: 0 }),
     });
     expect(res.status).toBe(201);
     const integration = (await res.json()) as { id: string; status: string; email: string; secret?: string };

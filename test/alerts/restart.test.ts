@@ -26,7 +26,7 @@ describe('alerts across a restart (docs/guarantees.md)', () => {
     const created = await owner.api('/api/integrations', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/restart`, alert_types: ['number.first_seen'] }),
+      body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/restart`, alert_types: ['number.first_seen'], min_score: 0 }),
     });
     const { secret } = (await created.json()) as { secret: string };
     expect((await postEvent(owner, sampleEvent({ called_number: '+15557770001' }))).status).toBe(201);
@@ -57,7 +57,7 @@ describe('alerts across a restart (docs/guarantees.md)', () => {
       const created = await owner.api('/api/integrations', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/pair`, alert_types: ['number.first_seen'] }),
+        body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/pair`, alert_types: ['number.first_seen'], min_score: 0 }),
       });
       expect(created.status).toBe(201);
       const numbers = Array.from({ length: 12 }, (_, i) => `+1555888${String(i).padStart(4, '0')}`);

@@ -15,7 +15,7 @@ describe('webhook signatures (docs/api.md §12)', () => {
   const expected = 'v1,I4IoNX+T5hKM4YlCXFg59/jEzpC/WzXm+gDevnkwSME=';
 
   it('signs the documented example exactly', () => {
-    expect(signedHeaders(secret, id, at, body)).toEqual({ 'webhook-id': id, 'webhook-timestamp': '1763895600', 'webhook-signature': expected });
+    expect(signedHeaders([secret], id, at, body)).toEqual({ 'webhook-id': id, 'webhook-timestamp': '1763895600', 'webhook-signature': expected });
   });
 
   it('is HMAC-SHA256 over id.timestamp.body keyed by the base64 bytes after whsec_, as the doc tells a receiver to compute it', () => {
@@ -25,7 +25,7 @@ describe('webhook signatures (docs/api.md §12)', () => {
 
   it('verifies with the reference library, and fails for another secret', () => {
     const headers = { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': '' };
-    headers['webhook-signature'] = signedHeaders(secret, id, new Date(Number(headers['webhook-timestamp']) * 1000), body)['webhook-signature']!;
+    headers['webhook-signature'] = signedHeaders([secret], id, new Date(Number(headers['webhook-timestamp']) * 1000), body)['webhook-signature']!;
     expect(new Webhook(secret).verify(body, headers)).toMatchObject({ type: 'number.first_seen' });
     expect(() => new Webhook('whsec_' + Buffer.alloc(24, 1).toString('base64')).verify(body, headers)).toThrow();
   });

@@ -103,6 +103,29 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     expect((await browser.get(`/settings/integrations/${id}`)).status).toBe(404);
   });
 
+  it('sets a least score, rotates a webhook’s secret (shown once), and disables and enables it again', async () => {
+    await browser.post('/settings/integrations', { kind: 'webhook', name: 'scored', url: `${receiver.url}/scored`, alert_types: 'lookup.matched', min_score: '35' });
+    const id = linkedId((await browser.get('/settings/integrations')).text, 'scored');
+    expect((await h.services.integrations.get(owner.account.account_id, id)).min_score).toBe(35);
+    const refused = await browser.post(`/settings/integrations/${id}`, { name: 'scored', alert_types: 'lookup.matched', min_score: '101' });
+    expect(refused.status).toBe(422);
+    expect(refused.text).toContain('<code>min_score</code> must be an integer from 0 to 100');
+
+    const rotated = await browser.post(`/settings/integrations/${id}/secret`);
+    expect(rotated.status).toBe(200);
+    const secret = /<code id="webhook-secret">(whsec_[^<]+)<\/code>/.exec(rotated.text)?.[1];
+    expect(secret).toBeDefined();
+    expect((await browser.get(`/settings/integrations/${id}`)).text).not.toContain(secret!);
+
+    expect((await browser.post(`/settings/integrations/${id}/disable`)).status).toBe(303);
+    const off = await browser.get(`/settings/integrations/${id}`);
+    expect(off.text).toContain('disabled by its owner');
+    expect(off.text).toContain('Enable again');
+    expect((await browser.post(`/settings/integrations/${id}/enable`)).status).toBe(303);
+    expect((await h.services.integrations.get(owner.account.account_id, id)).status).toBe('active');
+    expect((await browser.post(`/settings/integrations/${id}/delete`)).status).toBe(303);
+  });
+
   it('lets members read but not change, and answers another account’s integration as missing', async () => {
     const [mine] = await h.services.integrations.list(owner.account.account_id);
     const { browser: member } = await signedIn(h, owner.account.account_id, 'member');

@@ -526,6 +526,10 @@ export interface Operations {
         'lookup.matched' | 'number.first_seen' | 'node.silent',
         ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
       ];
+      /**
+       * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+       */
+      min_score?: number;
     };
     responses: {
       '201': {
@@ -550,11 +554,23 @@ export interface Operations {
           ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
         ];
         /**
-         * An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before
+         * An email address is `pending_confirmation` until its owner follows the mailed link; an integration is `disabled` after a day in which every delivery to it failed, or by its owner, until enabled again (PATCH `enabled`). Nothing is sent to either
          */
-        status: 'active' | 'pending_confirmation';
+        status: 'active' | 'pending_confirmation' | 'disabled';
+        /**
+         * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+         */
+        min_score: number;
         created_at: string;
         confirmed_at: string | null;
+        /**
+         * When it was disabled; null while it is not
+         */
+        disabled_at: string | null;
+        /**
+         * Why: the failures that disabled it, or its owner
+         */
+        disabled_reason: string | null;
         /**
          * A webhook’s signing secret (Standard Webhooks); shown only here
          */
@@ -628,6 +644,14 @@ export interface Operations {
         'lookup.matched' | 'number.first_seen' | 'node.silent',
         ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
       ];
+      /**
+       * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+       */
+      min_score?: number;
+      /**
+       * `true` enables a disabled integration again (its held deliveries go out); `false` disables it
+       */
+      enabled?: boolean;
     };
     responses: {
       '200': Integration;
@@ -657,6 +681,36 @@ export interface Operations {
       '401': Problem;
       '403': Problem;
       '404': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * POST /api/integrations/{id}/secret
+   */
+  rotateIntegrationSecret: {
+    path: {
+      /**
+       * The integration's id. Any value naming none of the caller's answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    responses: {
+      '200': {
+        /**
+         * The new signing secret; shown only here
+         */
+        secret: string;
+        /**
+         * Until then every delivery is signed with the old secret too
+         */
+        previous_secret_expires_at: string;
+      };
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '422': Problem;
       '429': Problem;
       '500': Problem;
       '503': Problem;
@@ -1139,9 +1193,21 @@ export interface Integration {
     ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
   ];
   /**
-   * An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before
+   * An email address is `pending_confirmation` until its owner follows the mailed link; an integration is `disabled` after a day in which every delivery to it failed, or by its owner, until enabled again (PATCH `enabled`). Nothing is sent to either
    */
-  status: 'active' | 'pending_confirmation';
+  status: 'active' | 'pending_confirmation' | 'disabled';
+  /**
+   * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+   */
+  min_score: number;
   created_at: string;
   confirmed_at: string | null;
+  /**
+   * When it was disabled; null while it is not
+   */
+  disabled_at: string | null;
+  /**
+   * Why: the failures that disabled it, or its owner
+   */
+  disabled_reason: string | null;
 }

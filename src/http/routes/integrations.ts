@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ALERT_TYPES } from '../../domain/alerts.ts';
-import { INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
+import { DEFAULT_MIN_SCORE, INTEGRATION_KINDS, MAX_LOG_PAGE } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { principalOf } from '../api-auth.ts';
@@ -10,6 +10,12 @@ import { formatSchema } from '../schemas.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'integrations'>;
+
+const MinScore = Type.Integer({
+  minimum: 0,
+  maximum: 100,
+  description: `Alerts that carry a score (\`lookup.matched\`, \`number.first_seen\`) are sent only at or above it (docs/scoring.md); ${DEFAULT_MIN_SCORE} by default, which one call attempt reaches and one scan does not`,
+});
 
 const AlertTypes = Type.Array(Type.Enum([...ALERT_TYPES], { type: 'string' }), { minItems: 1, uniqueItems: true, description: 'The alert types it receives' });
 
@@ -21,9 +27,16 @@ const integrationProperties = {
     url: Type.Optional(Type.String({ description: "The webhook's URL; a Slack URL shortened to its origin, since its path is a credential" })),
     email: Type.Optional(Type.String({ description: 'The address of an email integration' })),
     alert_types: AlertTypes,
-    status: Type.Enum(['active', 'pending_confirmation'], { type: 'string', description: 'An email address is `pending_confirmation` until its owner follows the mailed link; nothing is sent to it before' }),
+    status: Type.Enum(['active', 'pending_confirmation', 'disabled'], {
+      type: 'string',
+      description:
+        'An email address is `pending_confirmation` until its owner follows the mailed link; an integration is `disabled` after a day in which every delivery to it failed, or by its owner, until enabled again (PATCH `enabled`). Nothing is sent to either',
+    }),
+    min_score: MinScore,
     created_at: Type.String({ format: 'date-time' }),
     confirmed_at: nullable<string>(['string'], { format: 'date-time' }),
+    disabled_at: nullable<string>(['string'], { format: 'date-time', description: 'When it was disabled; null while it is not' }),
+    disabled_reason: nullable<string>(['string'], { description: 'Why: the failures that disabled it, or its owner' }),
 };
 const EXAMPLE = {
   id: '0b5e2c1a-6f1d-4a57-9a43-2f0c8d6f4b10',
@@ -32,8 +45,11 @@ const EXAMPLE = {
   url: 'https://pbx.example/hooks/tollwatch',
   alert_types: ['lookup.matched', 'number.first_seen'],
   status: 'active',
+  min_score: DEFAULT_MIN_SCORE,
   created_at: '2026-11-23T11:00:00.000Z',
   confirmed_at: '2026-11-23T11:00:00.000Z',
+  disabled_at: null,
+  disabled_reason: null,
 };
 export const IntegrationSchema = Type.Object(integrationProperties, { $id: 'Integration', additionalProperties: false, example: EXAMPLE });
 
@@ -49,13 +65,27 @@ const CreateIntegration = Type.Object(
     url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'For `webhook` and `slack` (required there): an https: URL whose host resolves only to public addresses' })),
     email: Type.Optional(Type.String({ minLength: 3, maxLength: 254, description: 'For `email` (required there)' })),
     alert_types: Type.Optional(AlertTypes),
+    min_score: Type.Optional(MinScore),
   },
   { example: { kind: 'webhook', name: 'PBX fraud desk', url: 'https://pbx.example/hooks/tollwatch', alert_types: ['lookup.matched', 'number.first_seen'] } },
 );
 
 const UpdateIntegration = Type.Object(
-  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), alert_types: Type.Optional(AlertTypes) },
-  { example: { alert_types: ['node.silent'] } },
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    alert_types: Type.Optional(AlertTypes),
+    min_score: Type.Optional(MinScore),
+    enabled: Type.Optional(Type.Boolean({ description: '`true` enables a disabled integration again (its held deliveries go out); `false` disables it' })),
+  },
+  { example: { alert_types: ['node.silent'], min_score: 40 } },
+);
+
+const RotatedSecret = Type.Object(
+  {
+    secret: Type.String({ pattern: '^whsec_', description: 'The new signing secret; shown only here' }),
+    previous_secret_expires_at: Type.String({ format: 'date-time', description: 'Until then every delivery is signed with the old secret too' }),
+  },
+  { additionalProperties: false, example: { secret: 'whsec_Q2xhc3NpZmllZEJ5VG9sbHdhdGNoMjAyNg==', previous_secret_expires_at: '2026-11-24T11:00:00.000Z' } },
 );
 
 const Params = Type.Object({
@@ -168,7 +198,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
     {
       config: { permission, pathValue },
       schema: {
-        summary: 'Rename an integration or change the alert types it receives',
+        summary: 'Rename an integration, change what it receives, or enable or disable it',
         operationId: 'updateIntegration',
         tags: ['integrations'],
         params: Params,
@@ -198,6 +228,26 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
       const { account, client } = principalOf(request);
       await integrations.delete(account.account_id, request.params.id, `client:${client.client_id}`);
       return reply.code(204).send();
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/integrations/:id/secret',
+    {
+      config: { permission, pathValue },
+      schema: {
+        summary: "Rotate a webhook's signing secret",
+        description:
+          'A new secret, answered once. For 24 hours the old one keeps signing beside it: every delivery carries both signatures in `webhook-signature`, so a receiver verifies with either while it switches. Any other kind is refused (422).',
+        operationId: 'rotateIntegrationSecret',
+        tags: ['integrations'],
+        params: Params,
+        response: apiAnswers({ ok: { 200: { description: 'The new secret', schema: RotatedSecret } }, errors: [404, 422], describe: notFound }),
+      },
+    },
+    async (request) => {
+      const { account, client } = principalOf(request);
+      return integrations.rotateSecret(account.account_id, request.params.id, `client:${client.client_id}`);
     },
   );
 

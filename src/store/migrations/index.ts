@@ -13,6 +13,7 @@ import { migration as m010 } from './010-aggregate-fold.ts';
 import { migration as m011 } from './011-users-and-sessions.ts';
 import { migration as m012 } from './012-integrations-and-outbox.ts';
 import { migration as m013 } from './013-intelligence.ts';
+import { migration as m014 } from './014-integration-health.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -34,5 +35,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '011_users_and_sessions': m011(),
     '012_integrations_and_outbox': m012(caps),
     '013_intelligence': m013(caps),
+    '014_integration_health': m014(),
   };
 }

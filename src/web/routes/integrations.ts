@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ALERT_TYPES } from '../../domain/alerts.ts';
 import { ServiceError } from '../../domain/errors.ts';
-import { INTEGRATION_KINDS, MAX_INTEGRATIONS, type CreatedIntegration, type IntegrationView } from '../../domain/integrations.ts';
+import { DEFAULT_MIN_SCORE, INTEGRATION_KINDS, MAX_INTEGRATIONS, type CreatedIntegration, type IntegrationView, type RotatedSecret } from '../../domain/integrations.ts';
 import type { Services } from '../../services.ts';
 import { formList, formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
@@ -44,6 +44,7 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
       ...(name ? { name } : {}),
       ...(kind === 'email' ? { email: formText(request, 'email').trim() } : { url: formText(request, 'url').trim() }),
       alert_types: formList(request, 'alert_types'),
+      ...minScoreField(request),
     };
     let created: CreatedIntegration;
     try {
@@ -60,12 +61,25 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
   app.post('/settings/integrations/:id', { config: { web: 'owner' } }, async (request, reply) => {
     const name = formText(request, 'name').trim();
     try {
-      await integrations.update(accountOf(request).account_id, idOf(request), { name, alert_types: formList(request, 'alert_types') }, actor(request));
+      await integrations.update(accountOf(request).account_id, idOf(request), { name, alert_types: formList(request, 'alert_types'), ...minScoreField(request) }, actor(request));
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
       throw err;
     }
     return reply.redirect(`/settings/integrations/${idOf(request)}`, 303);
+  });
+
+  // Enables an integration a day of failed deliveries disabled (its held deliveries go out), or disables one.
+  for (const [path, enabled] of [['enable', true], ['disable', false]] as const) {
+    app.post(`/settings/integrations/:id/${path}`, { config: { web: 'owner' } }, async (request, reply) => {
+      await integrations.update(accountOf(request).account_id, idOf(request), { enabled }, actor(request));
+      return reply.redirect(`/settings/integrations/${idOf(request)}`, 303);
+    });
+  }
+
+  app.post('/settings/integrations/:id/secret', { config: { web: 'owner' } }, async (request, reply) => {
+    const rotated = await integrations.rotateSecret(accountOf(request).account_id, idOf(request), actor(request));
+    return sendPage(request, reply, 'New signing secret', rotatedPage(idOf(request), rotated));
   });
 
   app.post('/settings/integrations/:id/test', { config: { web: 'owner' } }, async (request, reply) => {
@@ -134,6 +148,7 @@ function createForm(request: FastifyRequest): Html {
 <label for="url">URL <span class="hint">(webhook or Slack: https:, a public host)</span></label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://pbx.example/hooks/tollwatch">
 <label for="email">Email address <span class="hint">(email: confirmed by a mailed link before anything is sent)</span></label><input id="email" name="email" type="email" maxlength="254" placeholder="fraud-desk@example.com">
 ${alertTypeBoxes([...ALERT_TYPES])}
+${minScoreInput(DEFAULT_MIN_SCORE)}
 <button type="submit">Create integration</button>
 </form>`;
 }
@@ -143,6 +158,25 @@ const KIND_TEXT: Record<(typeof INTEGRATION_KINDS)[number], string> = {
   slack: 'Slack incoming webhook',
   email: 'Email',
 };
+
+/** The least score an alert must carry to be sent, as a form field. */
+function minScoreInput(value: number): Html {
+  return html`<label for="min_score">Least score <span class="hint">(0 to 100: lookup and first-sighting alerts below it are not sent; one call attempt scores 26, one scan 18)</span></label><input id="min_score" name="min_score" type="number" min="0" max="100" step="1" required value="${value}">`;
+}
+
+/** `min_score` from a form: a number when it reads as one, else the text, for the service to refuse by name. */
+function minScoreField(request: FastifyRequest): { min_score?: unknown } {
+  const text = formText(request, 'min_score').trim();
+  if (text === '') return {};
+  return { min_score: /^\d{1,3}$/.test(text) ? Number(text) : text };
+}
+
+/** A rotated secret is shown once; the old one signs beside it until the time given. */
+function rotatedPage(id: string, rotated: RotatedSecret): Html {
+  return html`<p class="notice" role="status">Copy the new signing secret now: it is shown only this once. Until <time datetime="${rotated.previous_secret_expires_at}">${toMinute(rotated.previous_secret_expires_at)}</time> UTC every delivery is signed with the old secret too, so your receiver can switch to the new one any time before then.</p>
+<dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${rotated.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>
+<p><a href="/settings/integrations/${id}">Back to the integration</a></p>`;
+}
 
 function alertTypeBoxes(checked: readonly string[]): Html {
   const boxes = ALERT_TYPES.map(
@@ -183,13 +217,21 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
 <form method="post" action="/settings/integrations/${integration.id}" class="stack">${csrfField(request)}
 <label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${integration.name}">
 ${alertTypeBoxes(integration.alert_types)}
+${minScoreInput(integration.min_score)}
 <button type="submit">Save</button>
 </form>
 <form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}<button type="submit"${integration.status === 'active' ? '' : html` disabled`}>Send a test alert</button></form>
+${integration.kind === 'webhook' ? html`<form method="post" action="/settings/integrations/${integration.id}/secret" class="inline">${csrfField(request)}<button type="submit">Rotate the signing secret</button></form>` : ''}
+${integration.status === 'active' ? html`<form method="post" action="/settings/integrations/${integration.id}/disable" class="inline">${csrfField(request)}<button type="submit">Disable</button></form>` : ''}
 <p><a href="/settings/integrations/${integration.id}/delete">Delete…</a></p>`
     : '';
-  const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}${notice ?? ''}
-<dl class="credentials"><dt>Kind</dt><dd>${integration.kind}</dd><dt>Target</dt><dd>${targetOf(integration)}</dd><dt>State</dt><dd>${statusOf(integration)}</dd><dt>Alerts</dt><dd>${integration.alert_types.join(' ')}</dd><dt>Created (UTC)</dt><dd>${toMinute(integration.created_at)}</dd></dl>
+  // Disabled: why, since when, and (for an owner) the way back, above everything else.
+  const disabled =
+    integration.status === 'disabled'
+      ? html`<div class="error" role="alert"><p>Disabled since <time datetime="${integration.disabled_at ?? ''}">${toMinute(integration.disabled_at ?? '')}</time> UTC: ${integration.disabled_reason ?? ''}. Nothing is sent to it, or kept for it, until it is enabled again.</p>${owner ? html`<form method="post" action="/settings/integrations/${integration.id}/enable" class="inline">${csrfField(request)}<button type="submit">Enable again</button></form>` : ''}</div>`
+      : '';
+  const content = html`${disabled}${error ? html`<div class="error" role="alert">${error}</div>` : ''}${notice ?? ''}
+<dl class="credentials"><dt>Kind</dt><dd>${integration.kind}</dd><dt>Target</dt><dd>${targetOf(integration)}</dd><dt>State</dt><dd>${statusOf(integration)}</dd><dt>Alerts</dt><dd>${integration.alert_types.join(' ')}, at a score of ${integration.min_score} or more</dd><dt>Created (UTC)</dt><dd>${toMinute(integration.created_at)}</dd></dl>
 ${changes}
 <h2>Delivery log</h2>
 <p>The newest ${LOG_SHOWN} attempts, newest first; the same as <code>GET /api/integrations/${integration.id}/deliveries</code>.</p>
@@ -203,7 +245,7 @@ function targetOf(integration: IntegrationView): string {
 }
 
 function statusOf(integration: IntegrationView): string {
-  return integration.status === 'active' ? 'active' : 'awaiting confirmation';
+  return integration.status === 'pending_confirmation' ? 'awaiting confirmation' : integration.status;
 }
 
 /** The service's refusal, and each field it names, for the person at the form. */
