@@ -1,9 +1,12 @@
-// C0 (ESC among them), DEL and C1: the characters a terminal may act on instead of showing.
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/g;
+import { visibleText } from '../domain/visible-text.ts';
 
-/** The text with every control character written as a visible `\xNN`. */
+/**
+ * The text with every control character (C0, ESC among them, DEL and C1: what a terminal may act
+ * on instead of showing) and every invisible format character (bidirectional overrides,
+ * zero-width spaces) written as a visible escape, as the dashboard shows them too.
+ */
 export function escapeControlCharacters(text: string): string {
-  return text.replace(CONTROL_CHARACTERS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return visibleText(text);
 }
 
 /**
