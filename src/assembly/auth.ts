@@ -71,7 +71,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const limiters: LimiterFactory = base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
   const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
   const usersRepo = new SqlUsersRepository(database.db);
-  const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds });
+  const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
   return {
     accounts,
     tokens,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { KeySealer } from './key-sealing.ts';
 import { hashSecret } from './secrets.ts';
 import type { User } from './users.ts';
 
@@ -28,7 +29,17 @@ export interface SessionsRepository {
   deleteSessionsOf(userId: string): Promise<void>;
   /** Removes a user's sessions that ended (absolute end before `now`, or last seen before `idleBefore`). */
   deleteEndedSessionsOf(userId: string, now: string, idleBefore: string): Promise<void>;
+  /** Keeps one sealed view with the session, replacing any kept before. */
+  holdView(idHash: string, sealed: string, at: string): Promise<void>;
+  /** The view kept with the session, cleared in the same step, so only one request gets it. */
+  takeView(idHash: string): Promise<{ sealed: string; at: string } | undefined>;
 }
+
+/**
+ * How long a held view waits for the page it was held for: a redirect follows at once, so a
+ * view not taken by then was never going to be (the tab was closed).
+ */
+const HELD_VIEW_MS = 10 * 60_000;
 
 export interface SessionLifetimes {
   /** A session unused this long ends. */
@@ -44,11 +55,32 @@ export class Sessions {
   private readonly repo: SessionsRepository;
   private readonly lifetimes: SessionLifetimes;
   private readonly now: () => Date;
+  private readonly sealer: KeySealer | undefined;
 
-  constructor(repo: SessionsRepository, lifetimes: SessionLifetimes, now: () => Date = () => new Date()) {
+  constructor(repo: SessionsRepository, lifetimes: SessionLifetimes, now: () => Date = () => new Date(), sealer?: KeySealer) {
     this.repo = repo;
     this.lifetimes = lifetimes;
     this.now = now;
+    this.sealer = sealer;
+  }
+
+  /**
+   * Keeps what the page after a form's redirect shows once (post/redirect/get): a new secret is
+   * never in a URL, and reloading that page, or going back to it, shows it no more and repeats
+   * nothing. Sealed at rest like every secret of the store; gone with the session.
+   */
+  async hold(id: string, view: Record<string, unknown>): Promise<void> {
+    const idHash = hashSecret(id);
+    const text = JSON.stringify(view);
+    await this.repo.holdView(idHash, this.sealer ? this.sealer.seal(text, heldContext(idHash)) : text, this.now().toISOString());
+  }
+
+  /** The view held for this session, once; undefined when none is, or it waited too long. */
+  async takeHeld(id: string): Promise<Record<string, unknown> | undefined> {
+    const idHash = hashSecret(id);
+    const held = await this.repo.takeView(idHash);
+    if (!held || this.now().getTime() - Date.parse(held.at) > HELD_VIEW_MS) return undefined;
+    return JSON.parse(this.sealer ? this.sealer.open(held.sealed, heldContext(idHash)) : held.sealed) as Record<string, unknown>;
   }
 
   /** A new session for a user who just proved who they are; its id exists only in this answer. */
@@ -91,4 +123,9 @@ export class Sessions {
   endAll(userId: string): Promise<void> {
     return this.repo.deleteSessionsOf(userId);
   }
+}
+
+/** Where a held view's sealed text belongs: sealed for one session, it opens for no other. */
+function heldContext(idHash: string): string {
+  return `user_sessions/${idHash}/held_view`;
 }

@@ -244,6 +244,9 @@ export interface UserSessionsTable {
   created_at: string;
   last_seen_at: string;
   expires_at: string;
+  /** What the next page shows once (a new secret), sealed; cleared by that view (migration 015). */
+  held_view: ColumnType<string | null, string | null | undefined, string | null>;
+  held_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Where an account's alerts go (docs/api.md §12). */

@@ -108,6 +108,23 @@ export class SqlUsersRepository implements UsersRepository, SessionsRepository {
       .execute();
   }
 
+  async holdView(idHash: string, sealed: string, at: string): Promise<void> {
+    await this.db.updateTable('user_sessions').set({ held_view: sealed, held_at: at }).where('id_hash', '=', idHash).execute();
+  }
+
+  async takeView(idHash: string): Promise<{ sealed: string; at: string } | undefined> {
+    const row = await this.db.selectFrom('user_sessions').select(['held_view', 'held_at']).where('id_hash', '=', idHash).executeTakeFirst();
+    if (!row?.held_view || !row.held_at) return undefined;
+    // Cleared only if still the one read: of two requests racing for it, one gets it.
+    const taken = await this.db
+      .updateTable('user_sessions')
+      .set({ held_view: null, held_at: null })
+      .where('id_hash', '=', idHash)
+      .where('held_view', '=', row.held_view)
+      .executeTakeFirst();
+    return taken.numUpdatedRows > 0n ? { sealed: row.held_view, at: row.held_at } : undefined;
+  }
+
   async deleteSessionsOf(userId: string): Promise<void> {
     await this.db.deleteFrom('user_sessions').where('user_id', '=', userId).execute();
   }

@@ -33,10 +33,15 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
   it('creates a client whose secret is shown once and works at the token endpoint', async () => {
     const list = await browser.get('/settings/clients');
     expect(list.text).toContain('1 of 25 clients on the contributor plan.');
-    const created = await browser.post('/settings/clients', { name: 'node <b>2</b>', permissions: ['write:events', 'read:events'] });
+    const created = await browser.submit('/settings/clients', { name: 'node <b>2</b>', permissions: ['write:events', 'read:events'] });
     expect(created.status).toBe(200);
     expect(created.text).toContain('node &#60;b&#62;2&#60;/b&#62;');
     const { clientId, secret } = shownCredentials(created.text);
+    // Post/redirect/get: the page the form led to, opened again (a reload), shows the secret no more
+    // and made no second client.
+    const reloaded = await browser.get('/settings/clients');
+    expect(reloaded.text).not.toContain(secret);
+    expect(reloaded.text.split('node &#60;b&#62;2&#60;/b&#62;')).toHaveLength(2);
     const token = await tokenFor(h, clientId, secret);
     expect(token.status).toBe(200);
     expect(((await token.json()) as { scope: string }).scope).toBe('write:events read:events');
@@ -51,14 +56,28 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
     expect(audit.find((a) => a.action === 'client.created' && a.client_id === clientId)?.actor).toMatch(/^user:/);
   });
 
+  it('holds a secret for the one page after the redirect sealed, and lets only that page show it', async () => {
+    const posted = await browser.post('/settings/clients', { name: 'held', permissions: 'read:events' });
+    expect(posted.status).toBe(303);
+    expect(posted.location).toBe('/settings/clients');
+    const rows = await h.services.database.db.selectFrom('user_sessions').select('held_view').where('held_view', 'is not', null).execute();
+    expect(rows).toHaveLength(1);
+    const { secret } = shownCredentials((await browser.get(posted.location!)).text);
+    expect(rows[0]!.held_view).not.toContain(secret);
+    // Taken by that view: nothing is held any more.
+    expect(await h.services.database.db.selectFrom('user_sessions').select('held_view').where('held_view', 'is not', null).execute()).toEqual([]);
+  });
+
   it('resets a secret: the old secret and its tokens stop at once, the new one works', async () => {
-    const created = shownCredentials((await browser.post('/settings/clients', { name: 'to reset', permissions: 'write:events' })).text);
+    const created = shownCredentials((await browser.submit('/settings/clients', { name: 'to reset', permissions: 'write:events' })).text);
     const oldToken = ((await (await tokenFor(h, created.clientId, created.secret)).json()) as { access_token: string }).access_token;
     const submit = (token: string) => fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(sampleEvent()) });
     expect((await submit(oldToken)).status).toBe(201);
     const confirm = await browser.get(`/settings/clients/${created.clientId}/reset-secret`);
     expect(confirm.text).toContain('Reset secret');
-    const reset = shownCredentials((await browser.post(`/settings/clients/${created.clientId}/reset-secret`)).text);
+    const reset = shownCredentials((await browser.submit(`/settings/clients/${created.clientId}/reset-secret`)).text);
+    // A reload of where the reset led resets nothing again: the new secret keeps working.
+    expect((await browser.get('/settings/clients')).text).not.toContain(reset.secret);
     expect(reset.clientId).toBe(created.clientId);
     expect(reset.secret).not.toBe(created.secret);
     expect((await submit(oldToken)).status).toBe(401);
@@ -67,7 +86,7 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
   });
 
   it('deletes a client after confirmation; its tokens stop', async () => {
-    const created = shownCredentials((await browser.post('/settings/clients', { name: 'to delete', permissions: 'read:events' })).text);
+    const created = shownCredentials((await browser.submit('/settings/clients', { name: 'to delete', permissions: 'read:events' })).text);
     const token = ((await (await tokenFor(h, created.clientId, created.secret)).json()) as { access_token: string }).access_token;
     await browser.get(`/settings/clients/${created.clientId}/delete`);
     const deleted = await browser.post(`/settings/clients/${created.clientId}/delete`);

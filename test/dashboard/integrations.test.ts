@@ -31,7 +31,7 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
 
   it('creates a webhook whose secret is shown once and signs the test alert the owner sends', async () => {
     expect((await browser.get('/settings/integrations')).text).toContain('0 of 20 integrations.');
-    const created = await browser.post('/settings/integrations', { kind: 'webhook', name: 'desk <1>', url: `${receiver.url}/desk`, alert_types: ['lookup.matched', 'node.silent'] });
+    const created = await browser.submit('/settings/integrations', { kind: 'webhook', name: 'desk <1>', url: `${receiver.url}/desk`, alert_types: ['lookup.matched', 'node.silent'] });
     expect(created.status).toBe(200);
     const secret = /<code id="webhook-secret">(whsec_[^<]+)<\/code>/.exec(created.text)?.[1];
     expect(secret).toBeDefined();
@@ -44,7 +44,7 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     const detail = await browser.get(`/settings/integrations/${id}`);
     expect(detail.text).not.toContain(secret!);
     expect(detail.text).toContain('No deliveries yet.');
-    const tested = await browser.post(`/settings/integrations/${id}/test`);
+    const tested = await browser.submit(`/settings/integrations/${id}/test`);
     expect(tested.status).toBe(200);
     const alertId = /A test alert \(<code>(msg_[^<]+)<\/code>\)/.exec(tested.text)?.[1];
     const [delivery] = await receiver.waitFor(1, '/desk');
@@ -111,7 +111,7 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     expect(refused.status).toBe(422);
     expect(refused.text).toContain('<code>min_score</code> must be an integer from 0 to 100');
 
-    const rotated = await browser.post(`/settings/integrations/${id}/secret`);
+    const rotated = await browser.submit(`/settings/integrations/${id}/secret`);
     expect(rotated.status).toBe(200);
     const secret = /<code id="webhook-secret">(whsec_[^<]+)<\/code>/.exec(rotated.text)?.[1];
     expect(secret).toBeDefined();

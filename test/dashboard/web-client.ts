@@ -38,6 +38,16 @@ export class WebClient {
     return this.request(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() });
   }
 
+  /**
+   * Posts a form that answers with a redirect (post/redirect/get) and opens the page it leads
+   * to, as a browser would; fails on any other answer.
+   */
+  async submit(path: string, fields: Record<string, string | string[]> = {}): Promise<Page> {
+    const posted = await this.post(path, fields);
+    if (posted.status !== 303 || !posted.location) throw new Error(`POST ${path} answered ${posted.status}, not a redirect: ${posted.text.slice(0, 300)}`);
+    return this.get(posted.location);
+  }
+
   get csrfToken(): string {
     return this.csrf;
   }

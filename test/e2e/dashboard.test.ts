@@ -146,7 +146,9 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByRole('button', { name: 'Create integration' }).click();
     expect(await page.locator('#webhook-secret').textContent()).toMatch(/^whsec_/);
     await shoot(page, 'integration-created');
-    await page.getByRole('link', { name: 'Send a test alert' }).click();
+    // The page the creation led to: a reload shows the secret no more, and creates nothing.
+    await page.reload();
+    expect(await page.locator('#webhook-secret').count()).toBe(0);
     await page.getByRole('button', { name: 'Send a test alert' }).click();
     await receiver.waitFor(1, '/desk');
     await shoot(page, 'integration');
@@ -171,7 +173,10 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     const refused = await fetch(`${h.url}/api/events`, { headers: { authorization: `Bearer ${token}` } });
     expect(refused.status).toBe(401);
 
-    await page.getByRole('link', { name: 'Back to the clients' }).click();
+    // Post/redirect/get: reloading the page the reset led to resets nothing again.
+    await page.reload();
+    expect(await page.locator('#client-secret').count()).toBe(0);
+    expect((await fetch(`${h.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: newSecret }).toString() })).status).toBe(200);
     await page.locator('tr', { hasText: 'browser node' }).getByRole('link', { name: 'Delete…' }).click();
     await shoot(page, 'client-delete-confirm');
     await page.getByRole('button', { name: 'Delete client' }).click();

@@ -7,10 +7,11 @@ import { formList, formText } from '../form.ts';
 import { toMinute } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
+import { heldView, redirectShowingOnce } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'plans'>;
+type RouteServices = Pick<Services, 'accounts' | 'plans' | 'sessions'>;
 
 /**
  * Settings → API clients (docs/dashboard.md): owners create, reset and delete; members read.
@@ -32,7 +33,7 @@ export async function clientRoutes(app: FastifyInstance, { services }: { service
       if (err instanceof ServiceError && (err.code === 'validation_failed' || err.code === 'limit_reached')) return listPage(services, request, reply, err.message, 422);
       throw err;
     }
-    return sendPage(request, reply, 'Client created', secretShown(issued.name, issued.client_id, issued.client_secret));
+    return redirectShowingOnce(services, request, reply, '/settings/clients', { shown: 'client-secret', name: issued.name, client_id: issued.client_id, client_secret: issued.client_secret });
   });
 
   app.get('/settings/clients/:id/reset-secret', { config: { web: 'owner' } }, async (request, reply) => {
@@ -43,7 +44,7 @@ export async function clientRoutes(app: FastifyInstance, { services }: { service
   app.post('/settings/clients/:id/reset-secret', { config: { web: 'owner' } }, async (request, reply) => {
     const client = await services.accounts.clientOf(accountOf(request).account_id, (request.params as { id: string }).id);
     const reset = await services.accounts.resetSecret(client.client_id, actor(request));
-    return sendPage(request, reply, 'New secret', secretShown(client.name, reset.client_id, reset.client_secret));
+    return redirectShowingOnce(services, request, reply, '/settings/clients', { shown: 'client-secret', name: client.name, client_id: reset.client_id, client_secret: reset.client_secret });
   });
 
   app.get('/settings/clients/:id/delete', { config: { web: 'owner' } }, async (request, reply) => {
@@ -61,7 +62,8 @@ export async function clientRoutes(app: FastifyInstance, { services }: { service
 async function listPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, error?: string, status = 200) {
   const account = accountOf(request);
   const owner = userOf(request).role === 'owner';
-  const [clients, plan] = await Promise.all([services.accounts.listClients(account.account_id), services.plans.find(account.plan)]);
+  const [clients, plan, held] = await Promise.all([services.accounts.listClients(account.account_id), services.plans.find(account.plan), heldView(services, request)]);
+  const shown = held?.shown === 'client-secret' ? secretShown(String(held.name), String(held.client_id), String(held.client_secret)) : '';
   const max = plan?.maxClients ?? null;
   const full = max !== null && clients.length >= max;
   const rows = clients.map(
@@ -72,7 +74,7 @@ ${owner ? html`<td class="actions"><a href="/settings/clients/${c.client_id}/res
     ? html`<p>No API clients yet.</p>`
     : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
   const limit = html`<p class="limit">${clients.length} of ${max === null ? 'unlimited' : max} clients on the ${account.plan} plan.${full ? ' The limit is reached: delete a client before creating another.' : ''}</p>`;
-  return sendPage(request, reply, 'API clients', html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
+  return sendPage(request, reply, 'API clients', html`${shown}${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
 }
 
 function createForm(request: FastifyRequest, maySubmit: boolean): Html {
@@ -94,8 +96,7 @@ function secretShown(name: string, clientId: string, secret: string): Html {
 <dl class="credentials">
 <dt>client_id</dt><dd><code id="client-id">${clientId}</code> <button type="button" class="copy" data-copy="client-id">Copy</button></dd>
 <dt>client_secret</dt><dd><code id="client-secret">${secret}</code> <button type="button" class="copy" data-copy="client-secret">Copy</button></dd>
-</dl>
-<p><a href="/settings/clients">Back to the clients</a></p>`;
+</dl>`;
 }
 
 function confirmPage(request: FastifyRequest, reply: FastifyReply, title: string, explanation: Html, action: string, button: string) {

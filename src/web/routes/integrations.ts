@@ -7,10 +7,11 @@ import { formList, formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
+import { heldView, redirectShowingOnce } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'integrations'>;
+type RouteServices = Pick<Services, 'integrations' | 'sessions'>;
 
 /** What each alert type means, in the words of docs/api.md §12. */
 const ALERT_TYPE_TEXT: Record<(typeof ALERT_TYPES)[number], string> = {
@@ -53,7 +54,7 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
       if (err instanceof ServiceError && FORM_REFUSALS.has(err.code)) return listPage(services, request, reply, refusalOf(err), 422);
       throw err;
     }
-    return sendPage(request, reply, 'Integration created', createdPage(created));
+    return redirectShowingOnce(services, request, reply, `/settings/integrations/${created.id}`, { shown: 'integration-created', ...created });
   });
 
   app.get('/settings/integrations/:id', { config: { web: 'account' } }, async (request, reply) => detailPage(services, request, reply, idOf(request)));
@@ -79,13 +80,13 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
 
   app.post('/settings/integrations/:id/secret', { config: { web: 'owner' } }, async (request, reply) => {
     const rotated = await integrations.rotateSecret(accountOf(request).account_id, idOf(request), actor(request));
-    return sendPage(request, reply, 'New signing secret', rotatedPage(idOf(request), rotated));
+    return redirectShowingOnce(services, request, reply, `/settings/integrations/${idOf(request)}`, { shown: 'webhook-secret', ...rotated });
   });
 
   app.post('/settings/integrations/:id/test', { config: { web: 'owner' } }, async (request, reply) => {
     try {
       const { alert_id } = await integrations.test(accountOf(request).account_id, idOf(request));
-      return detailPage(services, request, reply, idOf(request), undefined, 200, html`<p class="notice" role="status">A test alert (<code>${alert_id}</code>) is on its way; its attempts appear below within seconds.</p>`);
+      return redirectShowingOnce(services, request, reply, `/settings/integrations/${idOf(request)}`, { shown: 'test-sent', alert_id });
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
       throw err;
@@ -172,10 +173,9 @@ function minScoreField(request: FastifyRequest): { min_score?: unknown } {
 }
 
 /** A rotated secret is shown once; the old one signs beside it until the time given. */
-function rotatedPage(id: string, rotated: RotatedSecret): Html {
+function rotatedPage(rotated: RotatedSecret): Html {
   return html`<p class="notice" role="status">Copy the new signing secret now: it is shown only this once. Until <time datetime="${rotated.previous_secret_expires_at}">${toMinute(rotated.previous_secret_expires_at)}</time> UTC every delivery is signed with the old secret too, so your receiver can switch to the new one any time before then.</p>
-<dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${rotated.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>
-<p><a href="/settings/integrations/${id}">Back to the integration</a></p>`;
+<dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${rotated.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`;
 }
 
 function alertTypeBoxes(checked: readonly string[]): Html {
@@ -183,6 +183,20 @@ function alertTypeBoxes(checked: readonly string[]): Html {
     (t) => html`<label class="check option"><input type="checkbox" name="alert_types" value="${t}"${checked.includes(t) ? html` checked` : ''}> <span><code>${t}</code>: ${ALERT_TYPE_TEXT[t]}</span></label>`,
   );
   return html`<fieldset><legend>Alerts</legend>${boxes}</fieldset>`;
+}
+
+/** What a form's redirect left for the integration's page to show once. */
+function shownOnce(held: Record<string, unknown> | undefined): Html | '' {
+  switch (held?.shown) {
+    case 'integration-created':
+      return createdPage(held as unknown as CreatedIntegration);
+    case 'webhook-secret':
+      return rotatedPage(held as unknown as RotatedSecret);
+    case 'test-sent':
+      return html`<p class="notice" role="status">A test alert (<code>${String(held.alert_id)}</code>) is on its way; its attempts appear below within seconds.</p>`;
+    default:
+      return '';
+  }
 }
 
 /** A webhook's secret is shown here once, with a copy button; an email address waits for its link. */
@@ -193,13 +207,14 @@ function createdPage(created: CreatedIntegration): Html {
     : created.status === 'pending_confirmation'
       ? html`<p class="notice" role="status">A confirmation mail went to <strong>${created.email ?? ''}</strong>. Nothing is sent to the address until its link is followed (within 24 hours).</p>`
       : html`<p class="notice" role="status">Alerts go to ${targetOf(created)} from now on.</p>`;
-  return html`${next}<p><a href="/settings/integrations/${created.id}">Send a test alert</a> · <a href="/settings/integrations">Back to the integrations</a></p>`;
+  return next;
 }
 
-async function detailPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200, notice?: Html) {
+async function detailPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200) {
   const accountId = accountOf(request).account_id;
   const owner = userOf(request).role === 'owner';
   const integration = await services.integrations.get(accountId, id);
+  const shown = shownOnce(await heldView(services, request));
   const { attempts } = await services.integrations.attempts(accountId, integration.id, { limit: String(LOG_SHOWN) });
   // A delivery that ended (delivered or given up) may be sent again, by an owner.
   const again = (a: (typeof attempts)[number]) =>
@@ -230,7 +245,7 @@ ${integration.status === 'active' ? html`<form method="post" action="/settings/i
     integration.status === 'disabled'
       ? html`<div class="error" role="alert"><p>Disabled since <time datetime="${integration.disabled_at ?? ''}">${toMinute(integration.disabled_at ?? '')}</time> UTC: ${integration.disabled_reason ?? ''}. Nothing is sent to it, or kept for it, until it is enabled again.</p>${owner ? html`<form method="post" action="/settings/integrations/${integration.id}/enable" class="inline">${csrfField(request)}<button type="submit">Enable again</button></form>` : ''}</div>`
       : '';
-  const content = html`${disabled}${error ? html`<div class="error" role="alert">${error}</div>` : ''}${notice ?? ''}
+  const content = html`${shown}${disabled}${error ? html`<div class="error" role="alert">${error}</div>` : ''}
 <dl class="credentials"><dt>Kind</dt><dd>${integration.kind}</dd><dt>Target</dt><dd>${targetOf(integration)}</dd><dt>State</dt><dd>${statusOf(integration)}</dd><dt>Alerts</dt><dd>${integration.alert_types.join(' ')}, at a score of ${integration.min_score} or more</dd><dt>Created (UTC)</dt><dd>${toMinute(integration.created_at)}</dd></dl>
 ${changes}
 <h2>Delivery log</h2>
