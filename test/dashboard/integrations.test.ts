@@ -70,16 +70,23 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
 
   it('shows the reasons for a refused integration, and stores nothing', async () => {
     const before = (await h.services.integrations.list(owner.account.account_id)).length;
-    const refused = await browser.post('/settings/integrations', { kind: 'webhook', name: 'bad', url: 'not a url' });
+    const refused = await browser.post('/settings/integrations', { kind: 'slack', name: 'bad', url: 'not a url', min_score: '35' });
     expect(refused.status).toBe(422);
-    expect(refused.text).toContain('<code>url</code> must be an absolute URL');
-    expect(refused.text).toContain('<code>alert_types</code> must be a non-empty list');
+    // Each reason in words, at its field, which says it is invalid and where its reason is.
+    expect(refused.text).toContain('<p class="field-error" id="url-error">The URL must be an absolute URL.</p>');
+    expect(refused.text).toMatch(/<input id="url" [^>]*value="not a url" aria-invalid="true" aria-describedby="url-error">/);
+    expect(refused.text).toContain('The alerts must be a non-empty list');
+    // What was typed comes back: the kind chosen, the name, the URL, the score.
+    expect(refused.text).toContain('<option value="slack" selected>');
+    expect(refused.text).toMatch(/<input id="name" [^>]*value="bad"/);
+    expect(refused.text).toMatch(/<input id="min_score" [^>]*value="35"/);
+    expect(refused.text).not.toMatch(/<input id="name" [^>]*aria-invalid/);
     const noMail = await browser.post('/settings/integrations', { kind: 'email', email: 'desk@example.com', alert_types: 'node.silent' });
     expect(noMail.status).toBe(422);
     expect(noMail.text).toContain('no SMTP server is configured');
     const noKind = await browser.post('/settings/integrations', { kind: 'pager', url: `${receiver.url}/x`, alert_types: 'node.silent' });
     expect(noKind.status).toBe(422);
-    expect(noKind.text).toContain('<code>kind</code> must be one of webhook, slack, email');
+    expect(noKind.text).toContain('The kind must be one of webhook, slack, email.');
     expect(await h.services.integrations.list(owner.account.account_id)).toHaveLength(before);
   });
 
@@ -109,7 +116,7 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     expect((await h.services.integrations.get(owner.account.account_id, id)).min_score).toBe(35);
     const refused = await browser.post(`/settings/integrations/${id}`, { name: 'scored', alert_types: 'lookup.matched', min_score: '101' });
     expect(refused.status).toBe(422);
-    expect(refused.text).toContain('<code>min_score</code> must be an integer from 0 to 100');
+    expect(refused.text).toContain('The least score must be an integer from 0 to 100.');
 
     const rotated = await browser.submit(`/settings/integrations/${id}/secret`);
     expect(rotated.status).toBe(200);

@@ -7,6 +7,7 @@ import { formList, formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
+import { FieldErrors } from '../field-errors.ts';
 import { heldView, redirectShowingOnce } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
 
@@ -51,7 +52,8 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
     try {
       created = await integrations.create(accountOf(request), body, actor(request));
     } catch (err) {
-      if (err instanceof ServiceError && FORM_REFUSALS.has(err.code)) return listPage(services, request, reply, refusalOf(err), 422);
+      // Back with what was typed, and each reason at its field.
+      if (err instanceof ServiceError && FORM_REFUSALS.has(err.code)) return listPage(services, request, reply, html`<p>${err.message}.</p>`, 422, { typed: typedOf(request), errors: new FieldErrors(err, FIELD_LABELS) });
       throw err;
     }
     return redirectShowingOnce(services, request, reply, `/settings/integrations/${created.id}`, { shown: 'integration-created', ...created });
@@ -122,7 +124,38 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
   });
 }
 
-async function listPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, error?: Html, status = 200) {
+/** What an owner typed into the creation form, to show it again when refused. */
+interface Typed {
+  kind: string;
+  name: string;
+  url: string;
+  email: string;
+  alert_types: string[];
+  min_score: string;
+}
+
+function typedOf(request: FastifyRequest): Typed {
+  return {
+    kind: formText(request, 'kind'),
+    name: formText(request, 'name'),
+    url: formText(request, 'url'),
+    email: formText(request, 'email'),
+    alert_types: formList(request, 'alert_types'),
+    min_score: formText(request, 'min_score'),
+  };
+}
+
+/** How the forms name the fields the service may refuse. */
+const FIELD_LABELS: Record<string, string> = {
+  kind: 'The kind',
+  name: 'The name',
+  url: 'The URL',
+  email: 'The email address',
+  alert_types: 'The alerts',
+  min_score: 'The least score',
+};
+
+async function listPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, error?: Html, status = 200, refused?: { typed: Typed; errors: FieldErrors }) {
   const account = accountOf(request);
   const owner = userOf(request).role === 'owner';
   const held = await services.integrations.list(account.account_id);
@@ -134,22 +167,25 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
     : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col">Alerts</th><th scope="col">State</th><th scope="col">Created (UTC)</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const full = held.length >= MAX_INTEGRATIONS;
   const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
-  const content = html`${error ? html`<div class="error" role="alert">${error}</div>` : ''}
+  const content = html`${error ? html`<div class="error" role="alert">${error}${refused?.errors.summary() ?? ''}</div>` : ''}
 <p>Alerts are signed (webhooks), retried with backoff for a day when a receiver fails, sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
-${limit}${table}${owner && !full ? createForm(request) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
+${limit}${table}${owner && !full ? createForm(request, refused) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
   return sendPage(request, reply, 'Integrations', content, status);
 }
 
-function createForm(request: FastifyRequest): Html {
-  const kinds = INTEGRATION_KINDS.map((k) => html`<option value="${k}">${KIND_TEXT[k]}</option>`);
+/** The creation form; refused, it comes back as typed, each reason at its field. */
+function createForm(request: FastifyRequest, refused?: { typed: Typed; errors: FieldErrors }): Html {
+  const typed = refused?.typed;
+  const errors = refused?.errors ?? new FieldErrors(undefined, FIELD_LABELS);
+  const kinds = INTEGRATION_KINDS.map((k) => html`<option value="${k}"${typed?.kind === k ? html` selected` : ''}>${KIND_TEXT[k]}</option>`);
   return html`<h2>New integration</h2>
 <form method="post" action="/settings/integrations" class="stack">${csrfField(request)}
-<label for="kind">Kind</label><select id="kind" name="kind">${kinds}</select>
-<label for="name">Name <span class="hint">(optional)</span></label><input id="name" name="name" maxlength="200" placeholder="e.g. PBX fraud desk">
-<label for="url">URL <span class="hint">(webhook or Slack: https:, a public host)</span></label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://pbx.example/hooks/tollwatch">
-<label for="email">Email address <span class="hint">(email: confirmed by a mailed link before anything is sent)</span></label><input id="email" name="email" type="email" maxlength="254" placeholder="fraud-desk@example.com">
-${alertTypeBoxes([...ALERT_TYPES])}
-${minScoreInput(DEFAULT_MIN_SCORE)}
+<label for="kind">Kind</label><select id="kind" name="kind"${errors.attributes('kind')}>${kinds}</select>${errors.note('kind')}
+<label for="name">Name <span class="hint">(optional)</span></label><input id="name" name="name" maxlength="200" placeholder="e.g. PBX fraud desk" value="${typed?.name ?? ''}"${errors.attributes('name')}>${errors.note('name')}
+<label for="url">URL <span class="hint">(webhook or Slack: https:, a public host)</span></label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://pbx.example/hooks/tollwatch" value="${typed?.url ?? ''}"${errors.attributes('url')}>${errors.note('url')}
+<label for="email">Email address <span class="hint">(email: confirmed by a mailed link before anything is sent)</span></label><input id="email" name="email" type="email" maxlength="254" placeholder="fraud-desk@example.com" value="${typed?.email ?? ''}"${errors.attributes('email')}>${errors.note('email')}
+${alertTypeBoxes(typed ? typed.alert_types : [...ALERT_TYPES], errors)}
+${minScoreInput(typed?.min_score ?? String(DEFAULT_MIN_SCORE), errors)}
 <button type="submit">Create integration</button>
 </form>`;
 }
@@ -161,8 +197,8 @@ const KIND_TEXT: Record<(typeof INTEGRATION_KINDS)[number], string> = {
 };
 
 /** The least score an alert must carry to be sent, as a form field. */
-function minScoreInput(value: number): Html {
-  return html`<label for="min_score">Least score <span class="hint">(0 to 100: lookup and first-sighting alerts below it are not sent; one call attempt scores 26, one scan 18)</span></label><input id="min_score" name="min_score" type="number" min="0" max="100" step="1" required value="${value}">`;
+function minScoreInput(value: number | string, errors?: FieldErrors): Html {
+  return html`<label for="min_score">Least score <span class="hint">(0 to 100: lookup and first-sighting alerts below it are not sent; one call attempt scores 26, one scan 18)</span></label><input id="min_score" name="min_score" type="number" min="0" max="100" step="1" required value="${value}"${errors?.attributes('min_score') ?? ''}>${errors?.note('min_score') ?? ''}`;
 }
 
 /** `min_score` from a form: a number when it reads as one, else the text, for the service to refuse by name. */
@@ -178,11 +214,11 @@ function rotatedPage(rotated: RotatedSecret): Html {
 <dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${rotated.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`;
 }
 
-function alertTypeBoxes(checked: readonly string[]): Html {
+function alertTypeBoxes(checked: readonly string[], errors?: FieldErrors): Html {
   const boxes = ALERT_TYPES.map(
     (t) => html`<label class="check option"><input type="checkbox" name="alert_types" value="${t}"${checked.includes(t) ? html` checked` : ''}> <span><code>${t}</code>: ${ALERT_TYPE_TEXT[t]}</span></label>`,
   );
-  return html`<fieldset><legend>Alerts</legend>${boxes}</fieldset>`;
+  return html`<fieldset${errors?.attributes('alert_types') ?? ''}><legend>Alerts</legend>${boxes}${errors?.note('alert_types') ?? ''}</fieldset>`;
 }
 
 /** What a form's redirect left for the integration's page to show once. */
@@ -265,6 +301,5 @@ function statusOf(integration: IntegrationView): string {
 
 /** The service's refusal, and each field it names, for the person at the form. */
 function refusalOf(err: ServiceError): Html {
-  const fields = err.errors ?? [];
-  return html`<p>${err.message}.</p>${fields.length > 0 ? html`<ul>${fields.map((f) => html`<li><code>${f.field}</code> ${f.message}</li>`)}</ul>` : ''}`;
+  return html`<p>${err.message}.</p>${new FieldErrors(err, FIELD_LABELS).summary()}`;
 }
