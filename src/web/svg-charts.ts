@@ -11,15 +11,17 @@ const ROW = 22;
 const LABEL_WIDTH = 220;
 const BAR_WIDTH = 300;
 
-/** Horizontal bars, one per value, longest first as given. */
-export function barChart(title: string, rows: CountedValue[]): Html {
+/** Horizontal bars, one per value, longest first as given; with `linkOf`, each bar links to its value's page. */
+export function barChart(title: string, rows: CountedValue[], linkOf?: (value: string) => string): Html {
   if (rows.length === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">Nothing in this period.</p></figure>`;
   const max = Math.max(...rows.map((r) => r.count));
   const height = rows.length * ROW + 4;
   const bars = rows.map((r, i) => {
     const y = i * ROW + 2;
     const width = Math.max(1, Math.round((r.count / max) * BAR_WIDTH));
-    return html`<g><title>${r.value || '(empty)'}: ${r.count}</title><text x="${LABEL_WIDTH - 6}" y="${y + 15}" class="label" text-anchor="end">${shorten(r.value || '(empty)')}</text><rect x="${LABEL_WIDTH}" y="${y + 3}" width="${width}" height="${ROW - 6}" class="bar"></rect><text x="${LABEL_WIDTH + width + 4}" y="${y + 15}" class="value">${r.count}</text></g>`;
+    const bar = html`<g><title>${r.value || '(empty)'}: ${r.count}</title><text x="${LABEL_WIDTH - 6}" y="${y + 15}" class="label" text-anchor="end">${shorten(r.value || '(empty)')}</text><rect x="${LABEL_WIDTH}" y="${y + 3}" width="${width}" height="${ROW - 6}" class="bar"></rect><text x="${LABEL_WIDTH + width + 4}" y="${y + 15}" class="value">${r.count}</text></g>`;
+    // An SVG link is reached by the keyboard like any other, and named by the bar's title.
+    return linkOf && r.value ? html`<a href="${linkOf(r.value)}">${bar}</a>` : bar;
   });
   return html`<figure class="chart"><figcaption>${title}</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${LABEL_WIDTH + BAR_WIDTH + 70} ${height}" preserveAspectRatio="xMinYMin meet">${bars}</svg></figure>`;
 }

@@ -13,6 +13,7 @@ import { clientRoutes } from './routes/clients.ts';
 import { eventRoutes } from './routes/events.ts';
 import { integrationPages } from './routes/integrations.ts';
 import { lookupRoute } from './routes/lookup.ts';
+import { subjectPages } from './routes/subjects.ts';
 import { nodeRoutes } from './routes/nodes.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { overviewRoutes } from './routes/overview.ts';
@@ -76,6 +77,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(eventRoutes, { services });
   await app.register(nodeRoutes, { services });
   await app.register(lookupRoute, { services });
+  await app.register(subjectPages, { services });
   await app.register(clientRoutes, { services });
   await app.register(integrationPages, { services });
   await app.register(accountRoutes, { services });

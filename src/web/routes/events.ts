@@ -8,6 +8,7 @@ import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';
 import { toSecond } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
+import { addressLink, numberLink } from '../subject-links.ts';
 import { accountOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
@@ -37,7 +38,7 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     }
     const query = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
-      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${e.source_ip}</td><td>${e.called_number}</td><td>${e.sip_user_agent}</td><td><code>${e.created_by_node_id.slice(0, 8)}</code></td></tr>`,
+      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td><code>${e.created_by_node_id.slice(0, 8)}</code></td></tr>`,
     );
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
     const content = html`${filterForm(filters)}${errors}
@@ -51,7 +52,9 @@ ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest event
   app.get('/events/:uuid', { config: { web: 'account' } }, async (request, reply) => {
     const event = await services.eventQuery.get(accountOf(request), (request.params as { uuid: string }).uuid);
     const { sip_message, ...fields } = event;
-    const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${value}</dd>`);
+    // The number and the address it names lead to their pages.
+    const shown = (name: string, value: string) => (name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : value);
+    const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${shown(name, String(value))}</dd>`);
     return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events">Back to the events</a></p>`);
   });
 

@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Account } from '../../domain/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
 import { allowanceRefusal } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
 import { formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
-import { csrfField, sendPage } from '../layout.ts';
+import { sendPage } from '../layout.ts';
+import { addressPath, numberPath } from '../subject-links.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 
@@ -13,26 +15,37 @@ import { accountOf } from '../web-session.ts';
 type RouteServices = Pick<Services, 'limiter' | 'lookups' | 'plans'>;
 
 /**
+ * Spends one lookup of the account's plan, as an API lookup does (`PlanLimiter.spend`), or
+ * refuses with 429 when the allowance is spent. The lookup page and the number and address
+ * pages each answer with a lookup.
+ */
+export async function spendLookup(services: Pick<Services, 'limiter' | 'plans'>, account: Account): Promise<void> {
+  const plan = await services.plans.find(account.plan);
+  const spent = plan && services.limiter.spend('lookups', plan, account.account_id);
+  if (plan && spent) {
+    const state = await spent.state;
+    if (!state.allowed) throw new WebRefusal(429, `${capitalised(allowanceRefusal(plan, 'lookups', spent.window, state))}.`, state.resetSeconds);
+  }
+}
+
+/**
  * Lookup (docs/dashboard.md): a number or an address, answered by the lookup service the API
  * routes call (docs/api.md §7), with this account's scopes, and spending the plan's lookups
- * allowance as an API lookup does. A POST with the CSRF token: it spends, so no other site may
- * make a signed-in browser send one.
+ * allowance as an API lookup does. A GET (`/lookup?q=…`), so a lookup has a URL to keep and
+ * share. Cross-site requests cannot spend it unseen: the session cookie is SameSite=Lax, sent
+ * only on a top-level navigation, which shows the person the page it spent for.
  */
 export async function lookupRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
-  app.get('/lookup', { config: { web: 'account' } }, async (request, reply) => lookupPage(request, reply, ''));
-
-  app.post('/lookup', { config: { web: 'account' } }, async (request, reply) => {
+  app.get('/lookup', { config: { web: 'account' } }, async (request, reply) => {
+    const value = (typeof (request.query as Record<string, unknown>).q === 'string' ? ((request.query as Record<string, string>).q ?? '') : '').trim();
+    if (value === '') return lookupPage(request, reply, '');
     const account = accountOf(request);
-    const value = formText(request, 'q').trim();
-    const plan = await services.plans.find(account.plan);
-    const spent = plan && services.limiter.spend('lookups', plan, account.account_id);
-    if (plan && spent) {
-      const state = await spent.state;
-      if (!state.allowed) throw new WebRefusal(429, `${capitalised(allowanceRefusal(plan, 'lookups', spent.window, state))}.`, state.resetSeconds);
-    }
+    await spendLookup(services, account);
     try {
-      const answer = canonicalIpAddress(value) ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
-      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>${answer.found ? whyFlagged(answer.score, answer.reasons) : ''}`;
+      const address = canonicalIpAddress(value);
+      const answer = address ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
+      const page = address ? addressPath(address) : 'phone_number' in answer ? numberPath(answer.phone_number) : '';
+      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>${answer.found ? whyFlagged(answer.score, answer.reasons) : ''}${answer.found && page ? html`<p><a href="${page}">Everything about ${value}: its events, activity and what it is paired with →</a></p>` : ''}`;
       return lookupPage(request, reply, value, html`${summary}<h2>The API’s answer</h2><pre class="answer">${JSON.stringify(answer, null, 2)}</pre>`);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'invalid_phone_number') {
@@ -41,6 +54,9 @@ export async function lookupRoute(app: FastifyInstance, { services }: { services
       throw err;
     }
   });
+
+  // The form of earlier pages posted: answered with the lookup's own URL.
+  app.post('/lookup', { config: { web: 'account' } }, async (request, reply) => reply.redirect(`/lookup?${new URLSearchParams({ q: formText(request, 'q').trim() }).toString()}`, 303));
 }
 
 /** The score and the facts behind it (docs/scoring.md), before the JSON that carries them too. */
@@ -55,7 +71,7 @@ function lookupPage(request: FastifyRequest, reply: FastifyReply, value: string,
     request,
     reply,
     'Lookup',
-    html`<form method="post" action="/lookup" class="inline">${csrfField(request)}
+    html`<form method="get" action="/lookup" class="inline">
 <label for="q">Phone number or source address</label>
 <input id="q" name="q" value="${value}" required maxlength="512" placeholder="+46812118532 or 203.0.113.7">
 <button type="submit">Look up</button></form>

@@ -3,6 +3,7 @@ import { OVERVIEW_PERIODS } from '../../domain/account-activity.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
+import { addressPath, numberPath } from '../subject-links.ts';
 import { barChart, timeChart, usageBar } from '../svg-charts.ts';
 import { accountOf } from '../web-session.ts';
 import { usageOf } from './account.ts';
@@ -22,8 +23,8 @@ export async function overviewRoutes(app: FastifyInstance, { services }: { servi
     const content = html`<p class="periods">Period: ${periods.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>
 <div class="charts">
 ${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime)}
-${barChart('Top called numbers', o.calledNumbers)}
-${barChart('Top source addresses', o.sourceAddresses)}
+${barChart('Top called numbers', o.calledNumbers, numberPath)}
+${barChart('Top source addresses', o.sourceAddresses, addressPath)}
 ${barChart('SIP methods', o.methods)}
 ${barChart('Transports', o.transports)}
 ${barChart('User agents', o.userAgents)}

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { signedIn, type WebClient } from './web-client.ts';
+
+const NUMBER = '+442071838751';
+const WRITTEN = '00442071838751';
+const SOURCES = ['192.0.2.10', '192.0.2.11', '192.0.2.12'];
+const THEIR_SOURCE = '198.51.100.66';
+const now = () => new Date().toISOString().replace('T', ' ').slice(0, 19);
+
+/**
+ * Drill-down (issue 25 item 2): a page for a number and for an address, linked from every
+ * number and address the dashboard shows, with the lookup's answer, the account's own events of
+ * it, its activity and what it is paired with; the lookup itself is a GET, so it has a URL.
+ */
+describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
+  let h: Harness;
+  let a: TestAccount;
+  let b: TestAccount;
+  let page: WebClient;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    a = await h.account();
+    b = await h.account();
+    ({ browser: page } = await signedIn(h, a.account.account_id));
+    for (const [i, source] of SOURCES.entries()) {
+      for (let n = 0; n <= i; n++) expect((await postEvent(a, sampleEvent({ called_number: WRITTEN, source_ip: source, event_timestamp: now() }))).status).toBe(201);
+    }
+    // Another account's event of the same number: never on this account's pages.
+    expect((await postEvent(b, sampleEvent({ called_number: WRITTEN, source_ip: THEIR_SOURCE }))).status).toBe(201);
+    await h.settled();
+  });
+  afterAll(() => h.close());
+
+  it('links every number and address of the events table, an event and the overview’s charts', async () => {
+    const events = (await page.get('/events')).text;
+    expect(events).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}">${WRITTEN}</a>`);
+    expect(events).toContain('<a href="/addresses/192.0.2.12">192.0.2.12</a>');
+    const uuid = /href="\/events\/([0-9a-f-]{36})"/.exec(events)![1]!;
+    const event = (await page.get(`/events/${uuid}`)).text;
+    expect(event).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}">`);
+    const overview = (await page.get('/overview')).text;
+    expect(overview).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}"><g><title>${NUMBER}: 6</title>`);
+    expect(overview).toContain('<a href="/addresses/192.0.2.12"><g><title>192.0.2.12: 3</title>');
+  });
+
+  it('shows a number: the lookup’s answer, its own events, per day, and the addresses that dialled it, linked on', async () => {
+    const res = await page.get(`/numbers/${encodeURIComponent(WRITTEN)}`);
+    expect(res.status).toBe(200);
+    const api = (await (await a.api(`/api/phone-numbers/${encodeURIComponent(WRITTEN)}`)).json()) as { score: number; seen_count: number };
+    expect(res.text).toContain('<strong>SEEN</strong>');
+    expect(res.text).toContain(`${api.score} of 100</h2>`);
+    expect(res.text).toContain(`<dd>${api.seen_count} times</dd>`);
+    // Most-dialling source first, each bar a link to its address page.
+    const bars = [...res.text.matchAll(/<a href="\/addresses\/([^"]+)"><g><title>[^:]+: (\d+)<\/title>/g)].map((m) => [m[1], Number(m[2])]);
+    expect(bars).toEqual([['192.0.2.12', 3], ['192.0.2.11', 2], ['192.0.2.10', 1]]);
+    expect(res.text).toContain('Its events per day');
+    expect(res.text).toContain('all 6 of this account’s own events');
+    expect(res.text).not.toContain(THEIR_SOURCE);
+  });
+
+  it('shows an address at its canonical URL, with the numbers it dialled', async () => {
+    const res = await page.get('/addresses/192.0.2.12');
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}"><g><title>${WRITTEN}: 3</title>`);
+    const other = await page.get('/addresses/2001:0db8:0000:0000:0000:0000:0000:0007');
+    expect(other.status).toBe(301);
+    expect(other.location).toBe(`/addresses/${encodeURIComponent('2001:db8::7')}`);
+    expect((await page.get('/addresses/not-an-address')).status).toBe(404);
+    expect((await page.get('/numbers/not%20a%20number!')).status).toBe(404);
+  });
+
+  it('answers the lookup form at a URL of its own, leading on to the page', async () => {
+    const res = await page.get(`/lookup?q=${encodeURIComponent(WRITTEN)}`);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}">Everything about ${WRITTEN}`);
+    expect(res.text).toContain('<form method="get" action="/lookup"');
+  });
+
+  it('spends a lookup for each page, as the lookup page does', async () => {
+    const plan = (await h.services.plans.find('contributor'))!;
+    const before = (await h.services.limiter.usage('lookups', a.account.account_id, plan.lookups)).used;
+    await page.get(`/numbers/${encodeURIComponent(NUMBER)}`);
+    await page.get('/addresses/192.0.2.10');
+    expect((await h.services.limiter.usage('lookups', a.account.account_id, plan.lookups)).used).toBe(before + 2);
+  });
+});
