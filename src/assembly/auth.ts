@@ -4,6 +4,7 @@ import { Sessions } from '../domain/sessions.ts';
 import { UsersService } from '../domain/users.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
+import { ResetRequests } from '../limits/reset-requests.ts';
 import { DEFAULT_SIGN_IN_LOCKS, SignInLocks, type SignInLockSettings } from '../limits/sign-in-locks.ts';
 import { AccessTokens } from '../oauth/access-tokens.ts';
 import { ApiAuthenticator } from '../oauth/api-authenticator.ts';
@@ -32,6 +33,8 @@ export interface AuthServices {
   authFailures: FailureThrottle;
   /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
   signInLocks: SignInLocks;
+  /** Bounds "forgot your password" mails, per email and per address. */
+  resetRequests: ResetRequests;
   /** Dashboard users and their one-time links (docs/dashboard.md). */
   users: UsersService;
   /** Dashboard sessions, kept in the store. */
@@ -86,6 +89,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
       perAddress: { ...DEFAULT_SIGN_IN_LOCKS.perAddress, short: config.authThrottle.perAddress },
       ...options.signInLocks,
     }),
+    resetRequests: new ResetRequests(limiters),
     users: new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer }),
     sessions,
   };

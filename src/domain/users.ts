@@ -72,6 +72,8 @@ export interface IssuedLink {
 
 /** How long an invitation or reset link works: 72 hours. */
 export const INVITATION_TTL_MS = 72 * 3600 * 1000;
+/** How long a link a user asked for themselves works: its mail is read at once, or asked for again. */
+export const SELF_RESET_TTL_MS = 3600 * 1000;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const TOKEN = new RegExp(`^${INVITATION_TOKEN_PREFIX}[A-Za-z0-9_-]{43}$`);
 
@@ -138,6 +140,32 @@ export class UsersService {
     const owners = (await this.repo.listUsers(accountId)).filter((user) => user.role === 'owner' && !user.disabled);
     for (const owner of owners) await this.mailer.send({ to: owner.email, ...message });
     return owners.length;
+  }
+
+  /**
+   * "Forgot your password": mails a one-time link (an hour) to set a new one, if `email` is an
+   * enabled user's and this server sends mail; otherwise nothing. Never says which: the caller
+   * answers the same either way, and runs this off the answer's path so its time tells nothing.
+   */
+  async sendPasswordReset(email: string, ip: string): Promise<boolean> {
+    if (!this.mailer?.configured || !EMAIL.test(email.trim())) return false;
+    const user = await this.repo.findUserByEmail(email.trim().toLowerCase());
+    if (!user || user.disabled) return false;
+    await this.repo.retireInvitations(user.user_id, this.now().toISOString());
+    await this.record('user.password_reset', 'self', user, { ip });
+    const { link, expires_at } = await this.issueLink(user, 'reset', SELF_RESET_TTL_MS);
+    await this.mailer.send({
+      to: user.email,
+      subject: 'Tollwatch: set a new password',
+      text: [
+        `Someone (from ${ip}) asked to set a new password for ${user.email} on Tollwatch.`,
+        '',
+        `To set one, open this link before ${expires_at} (it works once):\n${link}`,
+        '',
+        'If that was not you, ignore this mail: your password stays as it is.',
+      ].join('\n'),
+    });
+    return true;
   }
 
   /** Creates a user of an account (or an operator, with no account) and its invitation link. */
@@ -248,10 +276,10 @@ export class UsersService {
     return this.audit.record({ action, actor: `user:${user.user_id}`, accountId: user.account_id, ip, detail: { user_id: user.user_id } });
   }
 
-  private async issueLink(user: User, purpose: InvitationPurpose): Promise<IssuedLink> {
+  private async issueLink(user: User, purpose: InvitationPurpose, ttlMs = INVITATION_TTL_MS): Promise<IssuedLink> {
     const token = `${INVITATION_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const created = this.now();
-    const expires = new Date(created.getTime() + INVITATION_TTL_MS).toISOString();
+    const expires = new Date(created.getTime() + ttlMs).toISOString();
     await this.repo.insertInvitation({ token_hash: hashSecret(token), user_id: user.user_id, purpose, created_at: created.toISOString(), expires_at: expires, used_at: null });
     return { user: viewOf(user), link: `${this.publicUrl}/invitations/${token}`, expires_at: expires };
   }

@@ -26,7 +26,8 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
     expect(tooShort.status).toBe(422);
     const set = await browser.post(path, { password: 'a long enough password', confirm: 'a long enough password' });
     expect(set.status).toBe(303);
-    expect(set.location).toBe('/sign-in?done=password');
+    expect(set.location).toBe('/sign-in?done=password&email=new.owner%40example.test');
+    expect((await browser.get(set.location!)).text).toContain('value="new.owner@example.test"');
     expect((await browser.get(path)).status).toBe(404);
     const signIn = await browser.signIn('new.owner@example.test', 'a long enough password');
     expect(signIn.status).toBe(303);
@@ -117,7 +118,7 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
     const desk = new WebClient(h.url);
     for (const b of [phone, laptop, desk]) expect((await b.signIn(made.email, made.password)).status).toBe(303);
     await phone.get('/overview');
-    expect((await phone.post('/sign-out')).location).toBe('/sign-in');
+    expect((await phone.post('/sign-out')).location).toBe('/sign-in?done=signed-out');
     expect((await phone.get('/overview')).status).toBe(303);
     expect((await laptop.get('/overview')).status).toBe(200);
     await laptop.get('/overview');

@@ -71,9 +71,10 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByLabel('New password').fill('a browser-made password');
     await page.getByLabel('The same again').fill('a browser-made password');
     await page.getByRole('button', { name: 'Set password' }).click();
-    await page.waitForURL(/\/sign-in\?done=password$/);
+    await page.waitForURL(/\/sign-in\?done=password&/);
     await shoot(page, 'sign-in');
-    await page.getByLabel('Email').fill(email);
+    // The address the password was set for is filled in.
+    expect(await page.getByLabel('Email').inputValue()).toBe(email);
     await page.getByLabel('Password').fill('a browser-made password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(accountId === null ? /\/operator\/accounts$/ : /\/overview$/);

@@ -12,7 +12,7 @@ import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'sessions' | 'signInLocks' | 'users'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
 
 /**
  * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
@@ -25,7 +25,8 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
   app.get('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
     if (request.web.user) return reply.redirect('/', 303);
     const query = request.query as Record<string, string | undefined>;
-    return signInPage(request, reply, 200, query.next, query.done === 'password' ? 'Your password is set. Sign in with it.' : undefined);
+    const notice = query.done === 'password' ? 'Your password is set. Sign in with it.' : query.done === 'signed-out' ? 'You are signed out.' : undefined;
+    return signInPage(request, reply, 200, query.next, notice, undefined, query.email);
   });
 
   app.post('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
@@ -49,7 +50,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
       await slowDown(attempt);
-      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.');
+      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email);
     }
     await services.signInLocks.succeeded(request.ip, email);
     // A new id at every sign-in: an id planted in this browser before (session fixation) never becomes a signed-in one.
@@ -65,7 +66,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     const sessionId = request.cookies[SESSION_COOKIE];
     if (sessionId) await services.sessions.end(sessionId);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    return reply.redirect('/sign-in', 303);
+    return reply.redirect('/sign-in?done=signed-out', 303);
   });
 
   app.post('/sign-out-everywhere', { config: { web: 'signed-in' } }, async (request, reply) => {
@@ -95,7 +96,23 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     }
     // Whoever holds a fresh link may sign in again at once, even while guessers hold a lock.
     await services.signInLocks.release(user.email);
-    return reply.redirect('/sign-in?done=password', 303);
+    return reply.redirect(`/sign-in?${new URLSearchParams({ done: 'password', email: user.email }).toString()}`, 303);
+  });
+
+  // Forgot your password: the same answer whether or not the address is a user's, and the mail
+  // sent off the answer's path, so neither the words nor the time tell.
+  app.get('/forgot-password', { config: { web: 'public' } }, async (request, reply) => {
+    const sent = (request.query as Record<string, string | undefined>).sent === '1';
+    return forgotPage(request, reply, 200, sent);
+  });
+
+  app.post('/forgot-password', { config: { web: 'public' } }, async (request, reply) => {
+    const email = formText(request, 'email').trim();
+    if (email === '') return forgotPage(request, reply, 422, false, 'Give the email address you sign in with.');
+    const attempt = await services.resetRequests.attempt(request.ip, email);
+    if (!attempt.allowed) throw new WebRefusal(429, `Too many requests for a new password. Try again in ${minutesText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
+    services.users.sendPasswordReset(email, request.ip).catch((err: unknown) => request.log.warn({ err }, 'password reset mail failed'));
+    return reply.redirect('/forgot-password?sent=1', 303);
   });
 
   if (!dashboard.signup) return;
@@ -152,7 +169,23 @@ function safeNext(next: string): string {
   return url.origin === SELF ? `${url.pathname}${url.search}${url.hash}` : '/';
 }
 
-function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string) {
+function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number, sent: boolean, error?: string) {
+  return sendPage(
+    request,
+    reply,
+    'Forgot your password?',
+    sent
+      ? html`<p class="notice" role="status">If an account uses that address, a link to set a new password is on its way. It works once, for an hour. No mail? Look in spam, or ask again in a few minutes; a server that sends no mail leaves it to your operator (<code>tollwatch users reset-password</code>).</p><p><a href="/sign-in">Back to sign-in</a></p>`
+      : html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}<p>Give the email address you sign in with: a link to set a new password is mailed to it.</p>
+<form method="post" action="/forgot-password" class="stack">${csrfField(request)}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
+<button type="submit">Mail me a link</button>
+</form>`,
+    status,
+  );
+}
+
+function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '') {
   return sendPage(
     request,
     reply,
@@ -160,10 +193,11 @@ function signInPage(request: FastifyRequest, reply: FastifyReply, status: number
     html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="/sign-in" class="stack">
 ${csrfField(request)}<input type="hidden" name="next" value="${next}">
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${email}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${email ? html` autofocus` : ''}>
 <button type="submit">Sign in</button>
-</form>`,
+</form>
+<p><a href="/forgot-password">Forgot your password?</a></p>`,
     status,
   );
 }
