@@ -25,6 +25,7 @@ export type AuditAction =
   | 'user.password_set'
   | 'user.password_reset'
   | 'user.disabled'
+  | 'user.role_changed'
   | 'user.enabled'
   | 'user.signed_up'
   | 'user.signed_in'

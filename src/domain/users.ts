@@ -51,6 +51,7 @@ export interface UsersRepository {
   /** An account's users, or the operators when `accountId` is null; oldest first. */
   listUsers(accountId: string | null): Promise<User[]>;
   setDisabled(userId: string, disabled: boolean): Promise<boolean>;
+  setRole(userId: string, role: UserRole): Promise<boolean>;
   setPasswordHash(userId: string, hash: string): Promise<void>;
   insertInvitation(invitation: Invitation): Promise<void>;
   findInvitation(tokenHash: string): Promise<Invitation | undefined>;
@@ -259,6 +260,55 @@ export class UsersService {
     return viewOf({ ...user, disabled });
   }
 
+  /**
+   * An owner invites a teammate to their own account, as owner or member: the invitation link
+   * is mailed to them where the server sends mail (answered `mailed: true`), and otherwise
+   * answered for the owner to pass on.
+   */
+  async inviteTeammate(owner: User, input: { email: string; role: string }): Promise<IssuedLink & { mailed: boolean }> {
+    const role = teammateRole(input.role);
+    if (owner.role !== 'owner' || owner.account_id === null) throw new ServiceError('not_found', 'only an account’s owners invite its users');
+    const issued = await this.invite({ accountId: owner.account_id, email: input.email, role }, `user:${owner.user_id}`);
+    if (!this.mailer?.configured) return { ...issued, mailed: false };
+    await this.mailer.send({
+      to: issued.user.email,
+      subject: 'Tollwatch: you are invited',
+      text: [
+        `${owner.email} invited you to their Tollwatch account as ${role}.`,
+        '',
+        `To choose a password and sign in, open this link before ${issued.expires_at} (it works once):\n${issued.link}`,
+      ].join('\n'),
+    });
+    return { ...issued, mailed: true };
+  }
+
+  /**
+   * An owner changes a teammate's role (owner or member). Never their own: so the account keeps
+   * an owner whatever owners do, the one acting.
+   */
+  async setTeammateRole(owner: User, userId: string, role: string): Promise<UserView> {
+    const teammate = await this.teammateOf(owner, userId);
+    const wanted = teammateRole(role);
+    await this.repo.setRole(teammate.user_id, wanted);
+    await this.record('user.role_changed', `user:${owner.user_id}`, teammate, { from: teammate.role, to: wanted });
+    return viewOf({ ...teammate, role: wanted });
+  }
+
+  /** An owner removes a teammate: disabled (signed out everywhere at once), kept for the audit trail. */
+  async removeTeammate(owner: User, userId: string): Promise<UserView> {
+    const teammate = await this.teammateOf(owner, userId);
+    return this.setDisabled(teammate.user_id, true, `user:${owner.user_id}`);
+  }
+
+  /** Another user of the owner's own account; `not_found` for anyone else, the owner included. */
+  private async teammateOf(owner: User, userId: string): Promise<User> {
+    const user = await this.repo.findUser(userId);
+    if (owner.role !== 'owner' || !user || user.account_id === null || user.account_id !== owner.account_id || user.user_id === owner.user_id) {
+      throw new ServiceError('not_found', 'no such teammate');
+    }
+    return user;
+  }
+
   async list(accountId: string | null): Promise<UserView[]> {
     if (accountId !== null) await this.accounts.getAccount(accountId);
     return (await this.repo.listUsers(accountId)).map(viewOf);
@@ -299,4 +349,10 @@ export function validEmail(raw: string): string {
 export function viewOf(user: User): UserView {
   const { password_hash, ...rest } = user;
   return { ...rest, password_set: password_hash !== null };
+}
+
+/** The roles an owner may give: an owner's account's users are owners or members, never operators. */
+function teammateRole(role: string): Exclude<UserRole, 'operator'> {
+  if (role !== 'owner' && role !== 'member') throw new ServiceError('validation_failed', 'role must be owner or member', [{ field: 'role', message: 'must be owner or member' }]);
+  return role;
 }

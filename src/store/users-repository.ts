@@ -36,6 +36,11 @@ export class SqlUsersRepository implements UsersRepository, SessionsRepository {
     return result.numUpdatedRows > 0n;
   }
 
+  async setRole(userId: string, role: UserRole): Promise<boolean> {
+    const result = await this.db.updateTable('users').set({ role }).where('user_id', '=', userId).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   async setPasswordHash(userId: string, hash: string): Promise<void> {
     await this.db.updateTable('users').set({ password_hash: hash }).where('user_id', '=', userId).execute();
   }

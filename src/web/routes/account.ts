@@ -1,16 +1,21 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../../domain/accounts.ts';
+import { ServiceError } from '../../domain/errors.ts';
+import type { UserView } from '../../domain/users.ts';
 import { describeWindow } from '../../domain/plan-notation.ts';
 import type { Plan, RateWindow } from '../../domain/plans.ts';
 import type { LimitGroup } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
 import { toMinute } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
-import { sendPage } from '../layout.ts';
-import { accountOf } from '../web-session.ts';
+import { FieldErrors } from '../field-errors.ts';
+import { formText } from '../form.ts';
+import { csrfField, sendPage } from '../layout.ts';
+import { heldView, redirectShowingOnce } from '../shown-once.ts';
+import { accountOf, userOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'users'>;
+type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'users'>;
 
 /** One allowance of a plan with what the account spent of it in the current window. */
 export interface AllowanceUsage {
@@ -38,36 +43,104 @@ export async function usageOf(services: Pick<Services, 'limiter'>, account: Acco
 
 /** Settings → account (docs/dashboard.md): plan, limits and use, users, what a SentryPeer node needs. */
 export async function accountRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
+  app.get('/settings/account', { config: { web: 'account' } }, async (request, reply) => accountPage(services, request, reply));
+
+  // An owner's teammates: invited (the link mailed, or shown once), given a role, removed.
+  app.post('/settings/account/users', { config: { web: 'owner' } }, async (request, reply) => {
+    try {
+      const issued = await services.users.inviteTeammate(userOf(request), { email: formText(request, 'email').trim(), role: formText(request, 'role') });
+      return redirectShowingOnce(services, request, reply, '/settings/account', { shown: 'invited', email: issued.user.email, mailed: issued.mailed, ...(issued.mailed ? {} : { link: issued.link }), expires_at: issued.expires_at });
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'validation_failed') {
+        return accountPage(services, request, reply, { email: formText(request, 'email'), role: formText(request, 'role'), errors: new FieldErrors(err, { email: 'The email address', role: 'The role' }) });
+      }
+      throw err;
+    }
+  });
+
+  app.post('/settings/account/users/:id', { config: { web: 'owner' } }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    try {
+      if (formText(request, 'action') === 'remove') await services.users.removeTeammate(userOf(request), id);
+      else await services.users.setTeammateRole(userOf(request), id, formText(request, 'role'));
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'validation_failed') return accountPage(services, request, reply, { email: '', role: 'member', errors: new FieldErrors(undefined, {}), refusal: err.message });
+      throw err;
+    }
+    return reply.redirect('/settings/account', 303);
+  });
+}
+
+/** What a refused invitation or change comes back with. */
+interface Refused {
+  email: string;
+  role: string;
+  errors: FieldErrors;
+  refusal?: string;
+}
+
+async function accountPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, refused?: Refused) {
   const { config } = services;
-  app.get('/settings/account', { config: { web: 'account' } }, async (request, reply) => {
-    const account = accountOf(request);
-    const [plan, users, clients, ingestUrls] = await Promise.all([
-      services.plans.find(account.plan),
-      services.users.list(account.account_id),
-      services.accounts.listClients(account.account_id),
-      services.ingestUrls.list(account.account_id),
-    ]);
-    const usage = plan ? await usageOf(services, account, plan) : [];
-    const usageRows = usage.map(
-      (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${u.resetSeconds} s</td></tr>`,
-    );
-    const userRows = users.map((u) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.disabled ? 'disabled' : u.password_set ? 'active' : 'invited'}</td></tr>`);
-    const content = html`<h2>Plan</h2>
+  const account = accountOf(request);
+  const me = userOf(request);
+  const owner = me.role === 'owner';
+  const held = await heldView(services, request);
+  const [plan, users, clients, ingestUrls] = await Promise.all([
+    services.plans.find(account.plan),
+    services.users.list(account.account_id),
+    services.accounts.listClients(account.account_id),
+    services.ingestUrls.list(account.account_id),
+  ]);
+  const usage = plan ? await usageOf(services, account, plan) : [];
+  const usageRows = usage.map(
+    (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${u.resetSeconds} s</td></tr>`,
+  );
+  const userRows = users.map(
+    (u) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,
+  );
+  const content = html`<h2>Plan</h2>
 <p><strong>${account.plan}</strong>${plan?.maySubmit ? ': may submit events' : ': lookups only (no event submission)'}. Clients: ${clients.length} of ${plan?.maxClients ?? 'unlimited'}.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Allowance</th><th scope="col">Limit</th><th scope="col">This window</th></tr></thead><tbody>${usageRows}</tbody></table></div>
 <h2>Users</h2>
-<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th></tr></thead><tbody>${userRows}</tbody></table></div>
-<p>The operator invites users and resets passwords.</p>
+${invitedNotice(held)}${refused?.refusal ? html`<p class="error" role="alert">${refused.refusal}.</p>` : ''}
+<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
+${owner ? inviteForm(request, refused) : html`<p>The account’s owners invite and remove its users.</p>`}
 <h2>Connecting to the API</h2>
 ${apiSettings(config.publicUrl, config.audiences)}
 <h2>Configuring a SentryPeer node</h2>
 ${nodeSettings(config.publicUrl, plan?.maySubmit ?? false)}
 ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Their secrets were shown once, when the operator created them; here only their names.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
-      (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
-    )}</tbody></table></div>` : ''}`;
-    return sendPage(request, reply, 'Account', content);
-  });
+    (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
+  )}</tbody></table></div>` : ''}`;
+  return sendPage(request, reply, 'Account', content, refused ? 422 : 200);
+}
+
+/** An owner's controls on another user's row: change the role, or remove; none on their own row. */
+function teammateActions(request: FastifyRequest, me: string, user: UserView): Html | '' {
+  if (user.user_id === me || user.disabled) return '';
+  const other = user.role === 'owner' ? 'member' : 'owner';
+  return html`<form method="post" action="/settings/account/users/${user.user_id}" class="inline">${csrfField(request)}<input type="hidden" name="role" value="${other}"><button type="submit">Make ${other}</button></form>
+<form method="post" action="/settings/account/users/${user.user_id}" class="inline">${csrfField(request)}<input type="hidden" name="action" value="remove"><button type="submit" class="danger">Remove</button></form>`;
+}
+
+function inviteForm(request: FastifyRequest, refused?: Refused): Html {
+  const errors = refused?.errors ?? new FieldErrors(undefined, {});
+  const role = refused?.role ?? 'member';
+  return html`<h3>Invite a teammate</h3>
+<form method="post" action="/settings/account/users" class="stack">${csrfField(request)}
+<label for="invite-email">Email</label><input id="invite-email" name="email" type="email" required maxlength="320" value="${refused?.email ?? ''}"${errors.attributes('email')}>${errors.note('email')}
+<label for="invite-role">Role</label><select id="invite-role" name="role"${errors.attributes('role')}><option value="member"${role === 'member' ? html` selected` : ''}>member: reads everything, changes nothing</option><option value="owner"${role === 'owner' ? html` selected` : ''}>owner: also manages clients, integrations and users</option></select>${errors.note('role')}
+<button type="submit">Invite</button>
+</form>`;
+}
+
+/** After an invitation: where its link went, or the link itself, once, when the server sends no mail. */
+function invitedNotice(held: Record<string, unknown> | undefined): Html | '' {
+  if (held?.shown !== 'invited') return '';
+  return held.mailed
+    ? html`<p class="notice" role="status">An invitation is mailed to <strong>${String(held.email)}</strong>; its link works once, until ${toMinute(String(held.expires_at))} UTC.</p>`
+    : html`<p class="notice" role="status">This server sends no mail: give <strong>${String(held.email)}</strong> this link yourself. It works once, until ${toMinute(String(held.expires_at))} UTC, and is shown only now.</p><dl class="credentials"><dt>Invitation link</dt><dd><code id="invitation-link">${String(held.link)}</code> <button type="button" class="copy" data-copy="invitation-link">Copy</button></dd></dl>`;
 }
 
 /** What any client of the API is configured with: every plan's clients get tokens the same way. */
