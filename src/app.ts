@@ -22,7 +22,7 @@ import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
 import { tokenEndpoint } from './http/routes/token.ts';
 import type { Services } from './services.ts';
-import { webScope } from './web/web-scope.ts';
+import { webNotFound, webScope } from './web/web-scope.ts';
 
 export interface AppOptions {
   /** The process logger; no logging when absent (tests). */
@@ -105,6 +105,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // The dashboard's pages at / (docs/dashboard.md), in a scope of their own: session cookies,
   // forms and a page policy that lets the dashboard's own script and stylesheet load.
   await app.register(webScope, { services });
+  // Everything else: a page for a browser (and the icon), Fastify's JSON for a program.
+  app.setNotFoundHandler(webNotFound(services));
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: documentationContentSecurityPolicy(services.config.publicUrl) });
   const { maxConnections, maxConnectionsPerAddress, trustProxy } = services.config;
   limitConnections(

@@ -7,3 +7,16 @@ export function toMinute(iso: string): string {
 export function toSecond(iso: string): string {
   return iso.slice(0, 19).replace('T', ' ');
 }
+
+/** A span of time as people say it: "45 seconds", "1 minute", "59 minutes", "2 hours", "3 days" (rounded up). */
+export function durationText(seconds: number): string {
+  const units: Array<[string, number]> = [['day', 86_400], ['hour', 3600], ['minute', 60]];
+  for (const [unit, size] of units) {
+    if (seconds >= size) {
+      const n = Math.ceil(seconds / size - 1e-9);
+      return `${n.toLocaleString('en')} ${unit}${n === 1 ? '' : 's'}`;
+    }
+  }
+  const n = Math.max(0, Math.ceil(seconds));
+  return `${n} second${n === 1 ? '' : 's'}`;
+}

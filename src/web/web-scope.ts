@@ -19,7 +19,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { WebRefusal } from './web-refusal.ts';
-import { webGate } from './web-session.ts';
+import { SESSION_COOKIE, webGate } from './web-session.ts';
 
 /**
  * The dashboard's policy: scripts, styles and images from this origin only (no inline script
@@ -40,7 +40,10 @@ export const DASHBOARD_CSP = [
 const STATIC_FILES: Record<string, { type: string; body: Buffer }> = {
   'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./static/dashboard.css', import.meta.url)) },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./static/dashboard.js', import.meta.url)) },
+  'favicon.svg': { type: 'image/svg+xml', body: readFileSync(new URL('./static/favicon.svg', import.meta.url)) },
 };
+/** The icon, also where browsers look for it unasked. */
+const FAVICON = STATIC_FILES['favicon.svg']!;
 
 /**
  * The dashboard (docs/dashboard.md): server-rendered pages at `/`, plain forms that post, charts
@@ -103,6 +106,25 @@ function webErrorPage(error: FastifyError | Error, request: FastifyRequest, repl
   }
   request.log.error({ err: error }, 'dashboard failure');
   return sendMessage(request, reply, 500, 'Server error', 'Something failed on our side; it has been logged.');
+}
+
+/**
+ * Paths nobody serves, outside `/api` and `/ingest` (which answer problem documents): a page in
+ * the dashboard's layout for a browser, with its navigation when a session is signed in, and
+ * the dashboard's headers; Fastify's JSON for anything else. `/favicon.ico` is the icon.
+ */
+export function webNotFound(services: Pick<Services, 'sessions' | 'accounts'>) {
+  const headers = { ...securityHeaders(), 'content-security-policy': DASHBOARD_CSP, 'cache-control': 'no-store' };
+  return async function notFound(request: FastifyRequest, reply: FastifyReply) {
+    if (request.method === 'GET' && request.url === '/favicon.ico') return reply.header('cache-control', 'public, max-age=86400').type(FAVICON.type).send(FAVICON.body);
+    if (!/text\/html/.test(request.headers.accept ?? '')) return reply.code(404).send({ message: `Route ${request.method}:${request.url} not found`, error: 'Not Found', statusCode: 404 });
+    reply.headers(headers);
+    const sessionId = (request.headers.cookie ?? '').split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))?.slice(SESSION_COOKIE.length + 1);
+    const user = sessionId ? await services.sessions.resume(decodeURIComponent(sessionId)).catch(() => undefined) : undefined;
+    const account = user?.account_id ? await services.accounts.getAccount(user.account_id).catch(() => undefined) : undefined;
+    request.web = { user, account, secret: sessionId ?? '' };
+    return sendMessage(request, reply, 404, 'Not found', 'There is no page at this address.');
+  };
 }
 
 function titleOf(status: number): string {

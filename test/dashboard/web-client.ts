@@ -59,7 +59,8 @@ export class WebClient {
   }
 
   private async request(path: string, init: RequestInit): Promise<Page> {
-    const headers = new Headers(init.headers);
+    // What a browser asks for: pages.
+    const headers = new Headers({ accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...Object.fromEntries(new Headers(init.headers)) });
     for (const [name, value] of Object.entries(this.extraHeaders)) headers.set(name, value);
     if (this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '));
     const res = await fetch(`${this.base}${path}`, { ...init, headers, redirect: 'manual' });

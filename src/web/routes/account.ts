@@ -6,7 +6,7 @@ import { describeWindow } from '../../domain/plan-notation.ts';
 import type { Plan, RateWindow } from '../../domain/plans.ts';
 import type { LimitGroup } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
-import { toMinute } from '../time-text.ts';
+import { durationText, toMinute } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { formText } from '../form.ts';
@@ -93,7 +93,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
   ]);
   const usage = plan ? await usageOf(services, account, plan) : [];
   const usageRows = usage.map(
-    (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${u.resetSeconds} s</td></tr>`,
+    (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${durationText(u.resetSeconds)}</td></tr>`,
   );
   const userRows = users.map(
     (u) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,

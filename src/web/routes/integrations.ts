@@ -168,7 +168,7 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
   const full = held.length >= MAX_INTEGRATIONS;
   const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
   const content = html`${error ? html`<div class="error" role="alert">${error}${refused?.errors.summary() ?? ''}</div>` : ''}
-<p>Alerts are signed (webhooks), retried with backoff for a day when a receiver fails, sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. docs/api.md §12 shows how a receiver checks a signature.</p>
+<p>Alerts are signed (webhooks), retried with backoff for a day when a receiver fails, sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. <a href="/docs#/integrations">The API reference</a> shows how a receiver checks a signature.</p>
 ${limit}${table}${owner && !full ? createForm(request, refused) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
   return sendPage(request, reply, 'Integrations', content, status);
 }
@@ -238,7 +238,7 @@ function shownOnce(held: Record<string, unknown> | undefined): Html | '' {
 /** A webhook's secret is shown here once, with a copy button; an email address waits for its link. */
 function createdPage(created: CreatedIntegration): Html {
   const next = created.secret
-    ? html`<p class="notice" role="status">Copy the signing secret now: it is shown only this once. Your receiver checks each delivery’s <code>webhook-signature</code> with it (docs/api.md §12).</p>
+    ? html`<p class="notice" role="status">Copy the signing secret now: it is shown only this once. Your receiver checks each delivery’s <code>webhook-signature</code> with it (<a href="/docs#/integrations">the API reference</a> shows how).</p>
 <dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${created.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`
     : created.status === 'pending_confirmation'
       ? html`<p class="notice" role="status">A confirmation mail went to <strong>${created.email ?? ''}</strong>. Nothing is sent to the address until its link is followed (within 24 hours).</p>`
