@@ -37,6 +37,17 @@ export async function freshDatabase(): Promise<TestDatabase> {
       const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
       await client.connect();
       try {
+        // A pool's end() resolves once its clients are told to end, not once their sockets have
+        // closed: forcing the drop at once terminates connections still closing, whose clients
+        // have no error listener left, and the server's notice becomes an uncaught error in the
+        // test's worker (CIF: "terminating connection due to administrator command"). So wait
+        // for them to leave; force only what lingers after that.
+        const deadline = Date.now() + 5000;
+        while (Date.now() < deadline) {
+          const { rows } = await client.query<{ n: string }>('select count(*) as n from pg_stat_activity where datname = $1', [name]);
+          if (Number(rows[0]!.n) === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         await client.query(`drop database if exists ${name} with (force)`);
       } finally {
         await client.end();
