@@ -55,6 +55,8 @@ export interface Overview {
   transports: CountedValue[];
   userAgents: CountedValue[];
   countries: CountedValue[];
+  /** Events by weekday (0 Monday … 6 Sunday) and hour of day (UTC): when attackers work. */
+  weekHours: number[][];
 }
 
 /** The overview's periods, in days. */
@@ -91,8 +93,10 @@ export class AccountActivity {
     const since = new Date(this.now().getTime() - days * 86_400_000).toISOString();
     const bucket = days <= 1 ? 'hour' : 'day';
     const id = account.account_id;
-    const [overTime, calledNumbers, sourceAddresses, methods, transports, userAgents, numbers] = await Promise.all([
+    const [overTime, hourly, calledNumbers, sourceAddresses, methods, transports, userAgents, numbers] = await Promise.all([
       this.repo.eventsOverTime(id, since, bucket),
+      // The week's hours come from hourly counts: over a day, the same query as the chart's.
+      bucket === 'hour' ? Promise.resolve(undefined) : this.repo.eventsOverTime(id, since, 'hour'),
       this.repo.top(id, since, 'number_key', TOP),
       this.repo.top(id, since, 'source_ip', TOP),
       this.repo.top(id, since, 'sip_method', TOP),
@@ -110,6 +114,7 @@ export class AccountActivity {
       transports,
       userAgents,
       countries: countriesOf(numbers).slice(0, TOP),
+      weekHours: weekHoursOf(hourly ?? overTime),
     };
   }
 }
@@ -129,6 +134,17 @@ export function everyBucket(counted: CountedValue[], since: string, until: Date,
   }
   const all = new Set([...slots, ...counts.keys()]);
   return [...all].sort().map((value) => ({ value, count: counts.get(value) ?? 0 }));
+}
+
+/** Hourly counts (`YYYY-MM-DDTHH` slots, UTC) folded into weekday (Monday first) by hour of day. */
+export function weekHoursOf(hourly: CountedValue[]): number[][] {
+  const grid = Array.from({ length: 7 }, () => new Array<number>(24).fill(0));
+  for (const { value, count } of hourly) {
+    const at = new Date(`${value}:00:00Z`);
+    if (Number.isNaN(at.getTime())) continue;
+    grid[(at.getUTCDay() + 6) % 7]![at.getUTCHours()]! += count;
+  }
+  return grid;
 }
 
 /** Events per country of the called number; numbers that name no country count as `unknown`. */

@@ -8,10 +8,25 @@ import { html, type Html } from './html.ts';
  */
 
 const ROW = 22;
-const LABEL_WIDTH = 220;
-const BAR_WIDTH = 300;
+/** Sized so that the chart is drawn at about its own size in the overview's columns: 12px text stays 12px. */
+const LABEL_WIDTH = 150;
+const BAR_WIDTH = 170;
+const AXIS = 18;
 
-/** Horizontal bars, one per value, longest first as given; with `linkOf`, each bar links to its value's page. */
+/**
+ * The chart's numbers as a table, behind a disclosure: what a screen reader or a keyboard reads
+ * instead of the picture, and what anyone can copy. Linked values link here too.
+ */
+function dataTable(title: string, head: [string, string], rows: CountedValue[], linkOf?: (value: string) => string): Html {
+  const body = rows.map((r) => html`<tr><th scope="row">${linkOf && r.value ? html`<a href="${linkOf(r.value)}">${r.value}</a>` : r.value || '(empty)'}</th><td>${r.count.toLocaleString('en')}</td></tr>`);
+  return html`<details class="chart-data"><summary>The numbers</summary><table><caption class="visually-hidden">${title}</caption><thead><tr><th scope="col">${head[0]}</th><th scope="col">${head[1]}</th></tr></thead><tbody>${body}</tbody></table></details>`;
+}
+
+/**
+ * Horizontal bars, one per value, longest first as given, on a count axis; with `linkOf`, each
+ * bar (and its row in the data table) links to its value's page. A label longer than fits is
+ * cut at its end, the whole value in the bar's title (shown on hover and read by screen readers).
+ */
 export function barChart(title: string, rows: CountedValue[], linkOf?: (value: string) => string): Html {
   if (rows.length === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">Nothing in this period.</p></figure>`;
   const max = Math.max(...rows.map((r) => r.count));
@@ -19,28 +34,54 @@ export function barChart(title: string, rows: CountedValue[], linkOf?: (value: s
   const bars = rows.map((r, i) => {
     const y = i * ROW + 2;
     const width = Math.max(1, Math.round((r.count / max) * BAR_WIDTH));
-    const bar = html`<g><title>${r.value || '(empty)'}: ${r.count}</title><text x="${LABEL_WIDTH - 6}" y="${y + 15}" class="label" text-anchor="end">${shorten(r.value || '(empty)')}</text><rect x="${LABEL_WIDTH}" y="${y + 3}" width="${width}" height="${ROW - 6}" class="bar"></rect><text x="${LABEL_WIDTH + width + 4}" y="${y + 15}" class="value">${r.count}</text></g>`;
+    const bar = html`<g><title>${r.value || '(empty)'}: ${r.count}</title><text x="${LABEL_WIDTH - 6}" y="${y + 15}" class="label" text-anchor="end">${shorten(r.value || '(empty)')}</text><rect x="${LABEL_WIDTH}" y="${y + 3}" width="${width}" height="${ROW - 6}" class="bar"></rect><text x="${LABEL_WIDTH + width + 4}" y="${y + 15}" class="value">${r.count.toLocaleString('en')}</text></g>`;
     // An SVG link is reached by the keyboard like any other, and named by the bar's title.
     return linkOf && r.value ? html`<a href="${linkOf(r.value)}">${bar}</a>` : bar;
   });
-  return html`<figure class="chart"><figcaption>${title}</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${LABEL_WIDTH + BAR_WIDTH + 70} ${height}" preserveAspectRatio="xMinYMin meet">${bars}</svg></figure>`;
+  const axis = html`<g class="axis"><line x1="${LABEL_WIDTH}" y1="${height}" x2="${LABEL_WIDTH + BAR_WIDTH}" y2="${height}"></line><text x="${LABEL_WIDTH}" y="${height + 14}" text-anchor="start">0</text><text x="${LABEL_WIDTH + BAR_WIDTH}" y="${height + 14}" text-anchor="end">${max.toLocaleString('en')} events</text></g>`;
+  return html`<figure class="chart"><figcaption>${title}</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${LABEL_WIDTH + BAR_WIDTH + 50} ${height + AXIS}" preserveAspectRatio="xMinYMin meet">${bars}${axis}</svg>${dataTable(title, ['Value', 'Events'], rows, linkOf)}</figure>`;
 }
 
-/** Vertical bars over time, one per bucket, oldest left. */
-export function timeChart(title: string, rows: CountedValue[]): Html {
+/** Vertical bars over time, one per bucket, oldest left, on an axis of events per bucket. */
+export function timeChart(title: string, rows: CountedValue[], unit = 'bucket'): Html {
   const max = Math.max(0, ...rows.map((r) => r.count));
   if (max === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">No events in this period.</p></figure>`;
-  const width = 600;
-  const height = 160;
-  const step = width / rows.length;
+  const left = 40;
+  const width = 360;
+  const height = 140;
+  const step = (width - left) / rows.length;
   const bars = rows.map((r, i) => {
     // An empty bucket is a gap; any event at all shows.
     const h = r.count === 0 ? 0 : Math.max(1, Math.round((r.count / max) * (height - 20)));
-    return html`<rect x="${(i * step + 1).toFixed(1)}" y="${height - h}" width="${Math.max(1, step - 2).toFixed(1)}" height="${h}" class="bar"><title>${r.value}: ${r.count}</title></rect>`;
+    return html`<rect x="${(left + i * step + 0.5).toFixed(1)}" y="${height - h}" width="${Math.max(1, step - 1).toFixed(1)}" height="${h}" class="bar"><title>${r.value}: ${r.count}</title></rect>`;
   });
   const first = rows[0]!.value;
   const last = rows.at(-1)!.value;
-  return html`<figure class="chart"><figcaption>${title} (most ${max} per bucket)</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${width} ${height + 18}" preserveAspectRatio="xMinYMin meet">${bars}<text x="0" y="${height + 14}" class="label">${first}</text><text x="${width}" y="${height + 14}" class="label" text-anchor="end">${last}</text></svg></figure>`;
+  const axes = html`<g class="axis"><line x1="${left}" y1="${height}" x2="${width}" y2="${height}"></line><line x1="${left}" y1="20" x2="${left}" y2="${height}"></line><text x="${left - 4}" y="24" text-anchor="end">${max.toLocaleString('en')}</text><text x="${left - 4}" y="${height}" text-anchor="end">0</text><text x="${left}" y="${height + 14}">${first}</text><text x="${width}" y="${height + 14}" text-anchor="end">${last}</text></g>`;
+  return html`<figure class="chart"><figcaption>${title} (events per ${unit}, at most ${max.toLocaleString('en')})</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${width} ${height + AXIS}" preserveAspectRatio="xMinYMin meet">${bars}${axes}</svg>${dataTable(title, [unit === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', 'Events'], rows)}</figure>`;
+}
+
+const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+
+/**
+ * A week of hours: one cell per weekday and hour of day (UTC), darker the more events, so the
+ * hours attackers keep stand out. Each cell names its count; the data table lists them all.
+ */
+export function weekHeatmap(title: string, grid: number[][]): Html {
+  const max = Math.max(0, ...grid.flat());
+  if (max === 0) return html`<figure class="chart"><figcaption>${title}</figcaption><p class="empty">No events in this period.</p></figure>`;
+  const left = 34;
+  const cell = 13;
+  const cells = grid.flatMap((hours, day) =>
+    hours.map(
+      (n, hour) =>
+        html`<rect x="${left + hour * cell}" y="${day * cell + 2}" width="${cell - 1}" height="${cell - 1}" class="${n === 0 ? 'track' : 'bar'}" fill-opacity="${n === 0 ? 1 : (0.2 + 0.8 * (n / max)).toFixed(2)}"><title>${WEEKDAYS[day]} ${String(hour).padStart(2, '0')}:00–${String(hour + 1).padStart(2, '0')}:00 UTC: ${n}</title></rect>`,
+    ),
+  );
+  const rows = WEEKDAYS.map((d, day) => html`<text x="${left - 4}" y="${day * cell + 12}" text-anchor="end">${d}</text>`);
+  const hours = [0, 6, 12, 18].map((h) => html`<text x="${left + h * cell}" y="${7 * cell + 14}">${String(h).padStart(2, '0')}</text>`);
+  const table = html`<details class="chart-data"><summary>The numbers</summary><div class="scroll"><table><caption class="visually-hidden">${title}</caption><thead><tr><th scope="col">Day</th>${Array.from({ length: 24 }, (_, h) => html`<th scope="col">${String(h).padStart(2, '0')}</th>`)}</tr></thead><tbody>${grid.map((hoursOf, day) => html`<tr><th scope="row">${WEEKDAYS[day]}</th>${hoursOf.map((n) => html`<td>${n}</td>`)}</tr>`)}</tbody></table></div></details>`;
+  return html`<figure class="chart"><figcaption>${title} (UTC, at most ${max.toLocaleString('en')} in an hour)</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${left + 24 * cell} ${7 * cell + AXIS + 2}" preserveAspectRatio="xMinYMin meet">${cells}${rows}${hours}</svg>${table}</figure>`;
 }
 
 /** A used/limit gauge as a single bar. */
@@ -50,7 +91,8 @@ export function usageBar(title: string, used: number, limit: number): Html {
   return html`<figure class="chart"><figcaption>${title}: ${used} of ${limit}</figcaption><svg role="img" aria-label="${title}: ${used} of ${limit}" viewBox="0 0 ${width} 20"><rect x="0" y="2" width="${width}" height="16" class="track"></rect><rect x="0" y="2" width="${filled}" height="16" class="bar"></rect></svg></figure>`;
 }
 
+/** A label cut at its end to what fits beside the bars (the whole value is in the bar's title). */
 function shorten(text: string): string {
   const chars = [...text];
-  return chars.length > 32 ? `${chars.slice(0, 31).join('')}…` : text;
+  return chars.length > 22 ? `${chars.slice(0, 21).join('')}…` : text;
 }

@@ -6,7 +6,10 @@ const NUMBER = '+442071838751';
 const WRITTEN = '00442071838751';
 const SOURCES = ['192.0.2.10', '192.0.2.11', '192.0.2.12'];
 const THEIR_SOURCE = '198.51.100.66';
-const now = () => new Date().toISOString().replace('T', ' ').slice(0, 19);
+/** Yesterday at 14:30 UTC: inside the overview's week, in one known hour of one known weekday. */
+const YESTERDAY = new Date(Date.now() - 86_400_000);
+const AT = `${YESTERDAY.toISOString().slice(0, 10)} 14:30:00`;
+const WEEKDAY = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][YESTERDAY.getUTCDay()];
 
 /**
  * Drill-down (issue 25 item 2): a page for a number and for an address, linked from every
@@ -25,7 +28,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     b = await h.account();
     ({ browser: page } = await signedIn(h, a.account.account_id));
     for (const [i, source] of SOURCES.entries()) {
-      for (let n = 0; n <= i; n++) expect((await postEvent(a, sampleEvent({ called_number: WRITTEN, source_ip: source, event_timestamp: now() }))).status).toBe(201);
+      for (let n = 0; n <= i; n++) expect((await postEvent(a, sampleEvent({ called_number: WRITTEN, source_ip: source, event_timestamp: AT }))).status).toBe(201);
     }
     // Another account's event of the same number: never on this account's pages.
     expect((await postEvent(b, sampleEvent({ called_number: WRITTEN, source_ip: THEIR_SOURCE }))).status).toBe(201);
@@ -43,6 +46,11 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const overview = (await page.get('/overview')).text;
     expect(overview).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}"><g><title>${NUMBER}: 6</title>`);
     expect(overview).toContain('<a href="/addresses/192.0.2.12"><g><title>192.0.2.12: 3</title>');
+    // The week of hours counts the six events in their hour, and its table says the same.
+    expect(overview).toContain(`<title>${WEEKDAY} 14:00–15:00 UTC: 6</title>`);
+    expect(overview).toMatch(new RegExp(`<tr><th scope="row">${WEEKDAY}</th>(<td>0</td>){14}<td>6</td>(<td>0</td>){9}</tr>`));
+    // Every chart's numbers are there as a table too, its values linked like its bars.
+    expect(overview).toContain(`<th scope="row"><a href="/numbers/${encodeURIComponent(NUMBER)}">${NUMBER}</a></th><td>6</td>`);
   });
 
   it('shows a number: the lookup’s answer, its own events, per day, and the addresses that dialled it, linked on', async () => {

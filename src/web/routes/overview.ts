@@ -4,7 +4,7 @@ import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { addressPath, numberPath } from '../subject-links.ts';
-import { barChart, timeChart, usageBar } from '../svg-charts.ts';
+import { barChart, timeChart, usageBar, weekHeatmap } from '../svg-charts.ts';
 import { accountOf } from '../web-session.ts';
 import { usageOf } from './account.ts';
 
@@ -22,7 +22,8 @@ export async function overviewRoutes(app: FastifyInstance, { services }: { servi
     const periods = OVERVIEW_PERIODS.map((d) => html`<a href="/overview?days=${d}"${d === days ? html` aria-current="true"` : ''}>${d === 1 ? 'last 24 hours' : `last ${d} days`}</a>`);
     const content = html`<p class="periods">Period: ${periods.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>
 <div class="charts">
-${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime)}
+${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime, o.bucket)}
+${weekHeatmap('Events by weekday and hour', o.weekHours)}
 ${barChart('Top called numbers', o.calledNumbers, numberPath)}
 ${barChart('Top source addresses', o.sourceAddresses, addressPath)}
 ${barChart('SIP methods', o.methods)}

@@ -47,7 +47,7 @@ export async function subjectPages(app: FastifyInstance, { services }: { service
     const events = await ownEvents(services, account, { called_number: answer.phone_number });
     const pairs = counted(events.map((e) => e.source_ip));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day (this account’s own)', perDay(events))}
+${timeChart('Its events per day (this account’s own)', perDay(events), 'day')}
 ${barChart('Source addresses that dialled it', pairs.slice(0, PAIRS_SHOWN), addressPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.phone_number }).toString()}`)}`;
     return sendPage(request, reply, `Number ${answer.phone_number}`, content);
@@ -65,7 +65,7 @@ ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.pho
     const events = await ownEvents(services, account, { source_ip: address });
     const pairs = counted(events.map((e) => e.called_number));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day (this account’s own)', perDay(events))}
+${timeChart('Its events per day (this account’s own)', perDay(events), 'day')}
 ${barChart('Numbers it dialled', pairs.slice(0, PAIRS_SHOWN), numberPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ source_ip: address }).toString()}`)}`;
     return sendPage(request, reply, `Address ${address}`, content);
