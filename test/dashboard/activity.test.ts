@@ -57,8 +57,16 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect((options.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
     const bad = await pageA.get('/events?source_ip=not-an-address&since=yesterday');
     expect(bad.status).toBe(422);
-    expect(bad.text).toContain('source_ip: must be an IPv4 or IPv6 address');
-    expect(bad.text).toContain('since:');
+    // Each reason in words, at its field, which keeps what was typed.
+    expect(bad.text).toContain('<p class="field-error" id="source_ip-error">The source address must be an IPv4 or IPv6 address');
+    expect(bad.text).toMatch(/<input id="f-source_ip" name="source_ip" value="not-an-address" [^>]*aria-invalid="true" aria-describedby="source_ip-error">/);
+    expect(bad.text).toContain('id="since-error">Since ');
+    // A day alone is the whole day; the method is chosen, not typed.
+    const today = new Date().toISOString().slice(0, 10);
+    const day = await pageA.get(`/events?since=${today}&until=${today}&sip_method=OPTIONS`);
+    expect(day.status).toBe(200);
+    expect((day.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
+    expect(day.text).toContain('<option selected>OPTIONS</option>');
   });
 
   it('shows one event whole, its SIP message as escaped text, and another account’s as missing', async () => {

@@ -9,6 +9,7 @@ import { toSecond } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { addressLink, numberLink } from '../subject-links.ts';
+import { FieldErrors } from '../field-errors.ts';
 import { accountOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
@@ -30,18 +31,20 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     const cursor = textParam(request, 'cursor');
     let page: EventPage | undefined;
     let errors: Html | undefined;
+    let fieldErrors: FieldErrors | undefined;
     try {
-      page = await services.eventQuery.list(account, { ...filters, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      page = await services.eventQuery.list(account, { ...queryOf(filters), limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'validation_failed') throw err;
-      errors = html`<ul class="error" role="alert">${(err.errors ?? []).map((e) => html`<li>${e.field}: ${e.message}</li>`)}</ul>`;
+      fieldErrors = new FieldErrors(err, FILTER_LABELS);
+      errors = html`<div class="error" role="alert">${fieldErrors.summary()}</div>`;
     }
     const query = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
       (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td><code>${e.created_by_node_id.slice(0, 8)}</code></td></tr>`,
     );
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
-    const content = html`${filterForm(filters)}${errors}
+    const content = html`${filterForm(filters, fieldErrors)}${errors}
 <p class="exports">Export these events: <a href="/export/events.csv${query ? `?${query}` : ''}" download>CSV</a> · <a href="/export/events.ndjson${query ? `?${query}` : ''}" download>NDJSON</a></p>
 ${page && page.data.length === 0 ? html`<p>No events match.</p>` : ''}
 ${page && page.data.length > 0 ? html`<div class="scroll"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Transport</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th><th scope="col">Node</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
@@ -69,7 +72,7 @@ ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest event
       await services.eventQuery.list(account, { ...filters, limit: 1 });
       const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '');
       reply.type(type).header('content-disposition', `attachment; filename="tollwatch-events-${stamp}.${extension}"`);
-      return reply.send(Readable.from(lines(exportedEvents(services.eventQuery, account, filters))));
+      return reply.send(Readable.from(lines(exportedEvents(services.eventQuery, account, queryOf(filters)))));
     });
   }
 }
@@ -89,15 +92,44 @@ function textParam(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
-function filterForm(filters: Record<string, string>): Html {
-  const input = (name: string, label: string, placeholder: string) =>
-    html`<div><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${placeholder}"></div>`;
-  const choice = (name: string, label: string, options: readonly string[]) =>
-    html`<div><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"><option value="">any</option>${options.map((o) => html`<option${filters[name] === o ? html` selected` : ''}>${o}</option>`)}</select></div>`;
+/** How the filter form names what the event query may refuse. */
+const FILTER_LABELS: Record<string, string> = {
+  since: 'Since',
+  until: 'Until',
+  called_number: 'The called number',
+  source_ip: 'The source address',
+  sip_method: 'The SIP method',
+  node_id: 'The node id',
+  collected_method: 'Collected',
+  transport_type: 'The transport',
+  cursor: 'The page',
+};
+
+/** The SIP methods offered (RFC 3261 and its extensions); another value, from a link, is offered too. */
+const SIP_METHODS = ['INVITE', 'OPTIONS', 'REGISTER', 'ACK', 'BYE', 'CANCEL', 'PRACK', 'SUBSCRIBE', 'NOTIFY', 'PUBLISH', 'INFO', 'REFER', 'MESSAGE', 'UPDATE'];
+
+/**
+ * The query the form's values ask for: a date alone (`2026-11-20`) means the day's first instant
+ * for "since" and its last for "until", so a day typed as a day is the whole day.
+ */
+function queryOf(filters: Record<string, string>): Record<string, string> {
+  const query = { ...filters };
+  if (/^\d{4}-\d{2}-\d{2}$/.test(query.since ?? '')) query.since = `${query.since}T00:00:00Z`;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(query.until ?? '')) query.until = `${query.until}T23:59:59.999999999Z`;
+  return query;
+}
+
+function filterForm(filters: Record<string, string>, errors = new FieldErrors(undefined, FILTER_LABELS)): Html {
+  const input = (name: string, label: string, hint: string) =>
+    html`<div><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${hint}"${errors.attributes(name)}>${errors.note(name)}</div>`;
+  const choice = (name: string, label: string, options: readonly string[]) => {
+    const offered = filters[name] && !options.includes(filters[name]) ? [...options, filters[name]] : options;
+    return html`<div><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"${errors.attributes(name)}><option value="">any</option>${offered.map((o) => html`<option${filters[name] === o ? html` selected` : ''}>${o}</option>`)}</select>${errors.note(name)}</div>`;
+  };
   return html`<form method="get" action="/events" class="filters">
-${input('since', 'Since', '2026-11-20T00:00:00Z')}${input('until', 'Until', '2026-11-21T00:00:00Z')}
-${input('called_number', 'Called number', '+46812118532')}${input('source_ip', 'Source address', '203.0.113.7')}
-${input('sip_method', 'SIP method', 'INVITE')}${input('node_id', 'Node id', 'UUID')}
+${input('since', 'Since (UTC)', 'a day, or a day and time')}${input('until', 'Until (UTC)', 'a day, or a day and time')}
+${input('called_number', 'Called number', 'as dialled, any form')}${input('source_ip', 'Source address', 'IPv4 or IPv6')}
+${choice('sip_method', 'SIP method', SIP_METHODS)}${input('node_id', 'Node id', 'the node’s UUID')}
 ${choice('collected_method', 'Collected', COLLECTED_METHODS)}${choice('transport_type', 'Transport', TRANSPORT_TYPES)}
 <div class="buttons"><button type="submit">Filter</button> <a href="/events">Clear</a></div>
 </form>`;
