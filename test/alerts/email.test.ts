@@ -57,7 +57,11 @@ describe('email integrations (docs/api.md §12)', () => {
     // Following the link shows a button (scanners fetch links); posting it confirms, once.
     const page = await fetch(`${h.url}/integrations/confirm/${token}`);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<form method="post">');
+    const text = await page.text();
+    expect(text).toContain('<form method="post">');
+    // In the dashboard's layout and under its policy, which lets its stylesheet load.
+    expect(text).toContain('<link rel="stylesheet" href="/static/dashboard.css">');
+    expect(page.headers.get('content-security-policy')).toContain("style-src 'self'");
     expect(((await (await owner.api(`/api/integrations/${integration.id}`)).json()) as { status: string }).status).toBe('pending_confirmation');
     expect((await fetch(`${h.url}/integrations/confirm/${token}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status).toBe(200);
     expect((await fetch(`${h.url}/integrations/confirm/${token}`, { method: 'POST' })).status).toBe(404);
