@@ -86,6 +86,15 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect(res.text).toContain('<form method="get" action="/lookup"');
   });
 
+  it('says what to do next where there is nothing to chart', async () => {
+    const fresh = await h.account();
+    const { browser } = await signedIn(h, fresh.account.account_id);
+    const empty = await browser.get('/overview');
+    expect(empty.text).toContain('No events of this account’s own in the last 7 days. To send some:');
+    expect(empty.text).toContain('<a href="/settings/clients">API clients</a>');
+    expect((await page.get('/overview')).text).not.toContain('To send some:');
+  });
+
   it('spends a lookup for each page, as the lookup page does', async () => {
     const plan = (await h.services.plans.find('contributor'))!;
     const before = (await h.services.limiter.usage('lookups', a.account.account_id, plan.lookups)).used;

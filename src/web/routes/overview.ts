@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { OVERVIEW_PERIODS } from '../../domain/account-activity.ts';
 import type { Services } from '../../services.ts';
-import { html } from '../html.ts';
+import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { addressPath, numberPath } from '../subject-links.ts';
 import { barChart, timeChart, usageBar, weekHeatmap } from '../svg-charts.ts';
@@ -20,7 +20,9 @@ export async function overviewRoutes(app: FastifyInstance, { services }: { servi
     const [o, plan] = await Promise.all([services.activity.overview(account, days), services.plans.find(account.plan)]);
     const usage = plan ? await usageOf(services, account, plan) : [];
     const periods = OVERVIEW_PERIODS.map((d) => html`<a href="/overview?days=${d}"${d === days ? html` aria-current="true"` : ''}>${d === 1 ? 'last 24 hours' : `last ${d} days`}</a>`);
+    const empty = o.overTime.every((b) => b.count === 0);
     const content = html`<p class="periods">Period: ${periods.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>
+${empty ? firstSteps(plan?.maySubmit ?? false, days) : ''}
 <div class="charts">
 ${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime, o.bucket)}
 ${weekHeatmap('Events by weekday and hour', o.weekHours)}
@@ -34,4 +36,16 @@ ${usage.map((u) => usageBar(`${u.label}, this window`, u.used, u.window.limit))}
 </div>`;
     return sendPage(request, reply, 'Overview', content);
   });
+}
+
+/** What to do when there is nothing to chart: how events reach this account, or what else it can do. */
+function firstSteps(maySubmit: boolean, days: number): Html {
+  const period = days === 1 ? 'the last 24 hours' : `the last ${days} days`;
+  if (!maySubmit) {
+    return html`<div class="notice" role="status"><p>No events of this account’s own in ${period}: this plan looks up numbers and addresses but does not submit events.</p><p>Create a client under <a href="/settings/clients">API clients</a> and look numbers up from your PBX or SBC, or try one on the <a href="/lookup">Lookup</a> page.</p></div>`;
+  }
+  return html`<div class="notice" role="status"><p>No events of this account’s own in ${period}. To send some:</p>
+<ol><li>Create a client with <code>write:events</code> under <a href="/settings/clients">API clients</a>;</li>
+<li>start a SentryPeer node with its id and secret, as <a href="/settings/account">Settings → Account</a> shows (or with a node ingest URL from your operator);</li>
+<li>its probes appear here within a second of arriving.</li></ol></div>`;
 }
