@@ -65,6 +65,6 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
       },
     ),
     openImportSource,
-    activity: new AccountActivity(new SqlAccountActivityRepository(database.db)),
+    activity: new AccountActivity(new SqlAccountActivityRepository(database.db), undefined, audit),
   };
 }

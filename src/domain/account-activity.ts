@@ -1,5 +1,9 @@
 import type { Account } from './accounts.ts';
+import { validName } from './accounts.ts';
+import { NO_AUDIT, type AuditTrail } from './audit.ts';
+import { ServiceError } from './errors.ts';
 import { phoneNumberFacts } from './phone-number.ts';
+import { canonicalUuid } from './uuid.ts';
 
 /**
  * What an account's own events add up to, for its dashboard (docs/dashboard.md): its nodes and
@@ -36,9 +40,15 @@ export interface AccountActivityRepository {
   eventsOverTime(accountId: string, since: string, bucket: 'hour' | 'day'): Promise<CountedValue[]>;
   /** The most frequent values of a column since an instant, most first. */
   top(accountId: string, since: string, column: ActivityColumn, limit: number): Promise<CountedValue[]>;
+  /** The names the account gave its nodes, by node id. */
+  nodeNames(accountId: string): Promise<Map<string, string>>;
+  /** Names a node, or forgets its name (`null`). */
+  setNodeName(accountId: string, nodeId: string, name: string | null, at: string): Promise<void>;
 }
 
 export interface NodeSummary extends NodeTotals {
+  /** What the account calls it; undefined until named. */
+  name?: string;
   methods: CountedValue[];
   transports: CountedValue[];
   /** Nothing received from it for longer than the configured silence. */
@@ -69,22 +79,47 @@ export class AccountActivity {
   private readonly repo: AccountActivityRepository;
   private readonly now: () => Date;
 
-  constructor(repo: AccountActivityRepository, now: () => Date = () => new Date()) {
+  private readonly audit: AuditTrail;
+
+  constructor(repo: AccountActivityRepository, now: () => Date = () => new Date(), audit: AuditTrail = NO_AUDIT) {
     this.repo = repo;
     this.now = now;
+    this.audit = audit;
+  }
+
+  /** The names the account gave its nodes, by node id (its pages show them instead of the UUIDs). */
+  nodeNames(account: Account): Promise<Map<string, string>> {
+    return this.repo.nodeNames(account.account_id);
+  }
+
+  /** Names one of the account's nodes (1 to 200 printable characters), or forgets its name (empty). */
+  async nameNode(account: Account, nodeId: string, name: string, actor: string): Promise<void> {
+    const node = canonicalUuid(nodeId);
+    if (!node) throw new ServiceError('not_found', 'no such node');
+    let named: string | null = null;
+    if (name.trim() !== '') {
+      try {
+        named = validName(name.trim());
+      } catch {
+        throw new ServiceError('validation_failed', 'the name is not valid', [{ field: 'name', message: 'must be 1 to 200 printable characters' }]);
+      }
+    }
+    await this.repo.setNodeName(account.account_id, node, named, this.now().toISOString());
+    await this.audit.record({ action: 'node.named', actor, accountId: account.account_id, clientId: null, detail: { node_id: node, name: named } });
   }
 
   /** One entry per node that submitted events, the most recently heard first. */
   async nodes(account: Account, silentAfterSeconds: number): Promise<NodeSummary[]> {
-    const [totals, methods, transports] = await Promise.all([
+    const [totals, methods, transports, names] = await Promise.all([
       this.repo.nodeTotals(account.account_id),
       this.repo.nodeBreakdown(account.account_id, 'sip_method'),
       this.repo.nodeBreakdown(account.account_id, 'transport_type'),
+      this.repo.nodeNames(account.account_id),
     ]);
     const silentBefore = new Date(this.now().getTime() - silentAfterSeconds * 1000).toISOString();
     const of = (rows: NodeBreakdownRow[], node: string) => rows.filter((r) => r.node_id === node).map(({ value, count }) => ({ value, count }));
     return totals
-      .map((t) => ({ ...t, methods: of(methods, t.node_id), transports: of(transports, t.node_id), silent: t.last_event < silentBefore }))
+      .map((t) => ({ ...t, name: names.get(t.node_id), methods: of(methods, t.node_id), transports: of(transports, t.node_id), silent: t.last_event < silentBefore }))
       .sort((a, b) => (a.last_event < b.last_event ? 1 : -1));
   }
 

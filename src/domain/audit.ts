@@ -39,7 +39,9 @@ export type AuditAction =
   | 'integration.redelivered'
   | 'integration.disabled'
   | 'integration.enabled'
-  | 'integration.secret_rotated';
+  | 'integration.secret_rotated'
+  /** A node named (or its name forgotten) by an account's owner. */
+  | 'node.named';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

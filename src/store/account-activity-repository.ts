@@ -51,6 +51,23 @@ export class SqlAccountActivityRepository implements AccountActivityRepository {
     return rows.map((r) => ({ value: r.slot, count: Number(r.n) }));
   }
 
+  async nodeNames(accountId: string): Promise<Map<string, string>> {
+    const rows = await this.db.selectFrom('node_names').select(['node_id', 'name']).where('account_id', '=', accountId).execute();
+    return new Map(rows.map((r) => [r.node_id, r.name]));
+  }
+
+  async setNodeName(accountId: string, nodeId: string, name: string | null, at: string): Promise<void> {
+    if (name === null) {
+      await this.db.deleteFrom('node_names').where('account_id', '=', accountId).where('node_id', '=', nodeId).execute();
+      return;
+    }
+    await this.db
+      .insertInto('node_names')
+      .values({ account_id: accountId, node_id: nodeId, name, named_at: at })
+      .onConflict((oc) => oc.columns(['account_id', 'node_id']).doUpdateSet({ name, named_at: at }))
+      .execute();
+  }
+
   async top(accountId: string, since: string, column: ActivityColumn, limit: number): Promise<CountedValue[]> {
     let query = this.db
       .selectFrom('events')

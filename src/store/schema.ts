@@ -16,6 +16,7 @@ export interface Schema {
   ip_aggregates: IpAggregatesTable;
   ip_numbers: IpNumbersTable;
   number_hashes: NumberHashesTable;
+  node_names: NodeNamesTable;
   plans: PlansTable;
   audit_log: AuditLogTable;
   server_secrets: ServerSecretsTable;
@@ -247,6 +248,14 @@ export interface UserSessionsTable {
   /** What the next page shows once (a new secret), sealed; cleared by that view (migration 015). */
   held_view: ColumnType<string | null, string | null | undefined, string | null>;
   held_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** The names accounts give their nodes (migration 016). */
+export interface NodeNamesTable {
+  account_id: string;
+  node_id: string;
+  name: string;
+  named_at: string;
 }
 
 /** Where an account's alerts go (docs/api.md §12). */

@@ -97,6 +97,23 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect((await pageA.get('/export/events.csv?transport_type=SCTP')).status).toBe(422);
   });
 
+  it('lets an owner name a node: its pages show the name, another account’s show nothing of it', async () => {
+    await pageA.get('/nodes');
+    expect((await pageA.post(`/nodes/${NODE_OLD}/name`, { name: 'Kiruna <PoP>' })).status).toBe(303);
+    const nodes = (await pageA.get('/nodes')).text;
+    expect(nodes.split('<tr').find((row) => row.includes(NODE_OLD))).toContain('<strong>Kiruna &#60;PoP&#62;</strong>');
+    expect((await pageA.get(`/events?node_id=${NODE_OLD}`)).text).toContain('<td>Kiruna &#60;PoP&#62;</td>');
+    expect((await pageA.post(`/nodes/${NODE_OLD}/name`, { name: 'x'.repeat(201) })).status).toBe(422);
+    expect((await pageB.get('/nodes')).text).not.toContain('Kiruna');
+    const { browser: member } = await signedIn(h, a.account.account_id, 'member');
+    await member.get('/nodes');
+    expect((await member.post(`/nodes/${NODE_OLD}/name`, { name: 'mine' })).status).toBe(403);
+    // An empty name forgets it.
+    await pageA.get('/nodes');
+    expect((await pageA.post(`/nodes/${NODE_OLD}/name`, { name: '' })).status).toBe(303);
+    expect((await pageA.get('/nodes')).text).not.toContain('Kiruna');
+  });
+
   it('shows one row per node with its counts, marking the silent ones', async () => {
     const nodes = await pageA.get('/nodes');
     expect(nodes.status).toBe(200);

@@ -15,6 +15,7 @@ import { migration as m012 } from './012-integrations-and-outbox.ts';
 import { migration as m013 } from './013-intelligence.ts';
 import { migration as m014 } from './014-integration-health.ts';
 import { migration as m015 } from './015-session-held-view.ts';
+import { migration as m016 } from './016-node-names.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -38,5 +39,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '013_intelligence': m013(caps),
     '014_integration_health': m014(),
     '015_session_held_view': m015(),
+    '016_node_names': m016(),
   };
 }

@@ -13,7 +13,7 @@ import { FieldErrors } from '../field-errors.ts';
 import { accountOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'eventQuery'>;
+type RouteServices = Pick<Services, 'activity' | 'eventQuery'>;
 
 /** The filters the events page offers: those of `GET /api/events` (docs/api.md §8) but paging. */
 const FILTERS = QUERY_PARAMETERS.filter((p) => p !== 'limit' && p !== 'cursor');
@@ -32,8 +32,10 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     let page: EventPage | undefined;
     let errors: Html | undefined;
     let fieldErrors: FieldErrors | undefined;
+    let names = new Map<string, string>();
     try {
       page = await services.eventQuery.list(account, { ...queryOf(filters), limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      names = await services.activity.nodeNames(account);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'validation_failed') throw err;
       fieldErrors = new FieldErrors(err, FILTER_LABELS);
@@ -41,7 +43,7 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     }
     const query = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
-      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td><code>${e.created_by_node_id.slice(0, 8)}</code></td></tr>`,
+      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td>${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</td></tr>`,
     );
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
     const content = html`${filterForm(filters, fieldErrors)}${errors}
