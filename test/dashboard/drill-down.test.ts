@@ -91,7 +91,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const { browser } = await signedIn(h, fresh.account.account_id);
     const empty = await browser.get('/overview');
     expect(empty.text).toContain('No events of this account’s own in the last 7 days. To send some:');
-    expect(empty.text).toContain('<a href="/settings/clients">API clients</a>');
+    expect(empty.text).toContain('<a href="/settings/clients">the clients page</a>');
     expect((await page.get('/overview')).text).not.toContain('To send some:');
   });
 

@@ -118,7 +118,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByRole('link', { name: 'Events' }).click();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
     await shoot(page, 'events');
-    await page.getByLabel('SIP method').fill('OPTIONS');
+    await page.getByLabel('SIP method').selectOption('OPTIONS');
     await page.getByRole('button', { name: 'Filter' }).click();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
     await page.locator('tbody tr a').first().click();

@@ -130,7 +130,7 @@ function inviteForm(request: FastifyRequest, refused?: Refused): Html {
   return html`<h3>Invite a teammate</h3>
 <form method="post" action="/settings/account/users" class="stack">${csrfField(request)}
 <label for="invite-email">Email</label><input id="invite-email" name="email" type="email" required maxlength="320" value="${refused?.email ?? ''}"${errors.attributes('email')}>${errors.note('email')}
-<label for="invite-role">Role</label><select id="invite-role" name="role"${errors.attributes('role')}><option value="member"${role === 'member' ? html` selected` : ''}>member: reads everything, changes nothing</option><option value="owner"${role === 'owner' ? html` selected` : ''}>owner: also manages clients, integrations and users</option></select>${errors.note('role')}
+<label for="invite-role">Role <span class="hint">(a member reads everything and changes nothing; an owner also manages clients, integrations and users)</span></label><select id="invite-role" name="role"${errors.attributes('role')}><option value="member"${role === 'member' ? html` selected` : ''}>member</option><option value="owner"${role === 'owner' ? html` selected` : ''}>owner</option></select>${errors.note('role')}
 <button type="submit">Invite</button>
 </form>`;
 }

@@ -42,10 +42,10 @@ ${usage.map((u) => usageBar(`${u.label}, this window`, u.used, u.window.limit))}
 function firstSteps(maySubmit: boolean, days: number): Html {
   const period = days === 1 ? 'the last 24 hours' : `the last ${days} days`;
   if (!maySubmit) {
-    return html`<div class="notice" role="status"><p>No events of this account’s own in ${period}: this plan looks up numbers and addresses but does not submit events.</p><p>Create a client under <a href="/settings/clients">API clients</a> and look numbers up from your PBX or SBC, or try one on the <a href="/lookup">Lookup</a> page.</p></div>`;
+    return html`<div class="notice" role="status"><p>No events of this account’s own in ${period}: this plan looks up numbers and addresses but does not submit events.</p><p>Create a client on <a href="/settings/clients">the clients page</a> and look numbers up from your PBX or SBC, or try one on the <a href="/lookup">Lookup</a> page.</p></div>`;
   }
   return html`<div class="notice" role="status"><p>No events of this account’s own in ${period}. To send some:</p>
-<ol><li>Create a client with <code>write:events</code> under <a href="/settings/clients">API clients</a>;</li>
-<li>start a SentryPeer node with its id and secret, as <a href="/settings/account">Settings → Account</a> shows (or with a node ingest URL from your operator);</li>
+<ol><li>Create a client with <code>write:events</code> on <a href="/settings/clients">the clients page</a>;</li>
+<li>start a SentryPeer node with its id and secret, as <a href="/settings/account">the account page</a> shows (or with a node ingest URL from your operator);</li>
 <li>its probes appear here within a second of arriving.</li></ol></div>`;
 }
