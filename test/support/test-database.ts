@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { eventually } from './eventually.ts';
 
 /** Which store this test run uses: set per vitest project (see vitest.config.ts). */
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
@@ -42,12 +43,8 @@ export async function freshDatabase(): Promise<TestDatabase> {
         // have no error listener left, and the server's notice becomes an uncaught error in the
         // test's worker (CIF: "terminating connection due to administrator command"). So wait
         // for them to leave; force only what lingers after that.
-        const deadline = Date.now() + 5000;
-        while (Date.now() < deadline) {
-          const { rows } = await client.query<{ n: string }>('select count(*) as n from pg_stat_activity where datname = $1', [name]);
-          if (Number(rows[0]!.n) === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        const connections = async () => Number((await client.query<{ n: string }>('select count(*) as n from pg_stat_activity where datname = $1', [name])).rows[0]!.n);
+        await eventually(`the connections to ${name} to close`, connections, (n) => n === 0, { timeoutMs: 5000 }).catch(() => undefined);
         await client.query(`drop database if exists ${name} with (force)`);
       } finally {
         await client.end();
