@@ -66,3 +66,19 @@ export class OAuthError extends Error {
     this.retryAfter = retryAfter;
   }
 }
+
+/**
+ * A call outlived the deadline its caller set (`deadlineMs`, or the client's default for lookups):
+ * no answer came in time, or none could come in what was left of it. `cause` is the last
+ * failure seen, when there was one.
+ */
+export class DeadlineExceededError extends Error {
+  /** The budget the call had, in milliseconds. */
+  readonly deadlineMs: number;
+
+  constructor(deadlineMs: number, cause?: unknown) {
+    super(`no answer within the call's deadline of ${deadlineMs} ms`, cause === undefined ? undefined : { cause });
+    this.name = 'DeadlineExceededError';
+    this.deadlineMs = deadlineMs;
+  }
+}

@@ -1,7 +1,8 @@
 // @tollwatch/sdk: a client of the Tollwatch API (docs/api.md), on fetch alone.
-export { Tollwatch, type TollwatchOptions } from './tollwatch.ts';
+export { DEFAULT_LOOKUP_DEADLINE_MS, Tollwatch, type TollwatchOptions } from './tollwatch.ts';
+export type { CallOptions, RetryNotice } from './call-bounds.ts';
 export { numberKeyHash, phoneNumberKey } from './phone-number.ts';
-export { OAuthError, TollwatchError, type FieldError } from './errors.ts';
+export { DeadlineExceededError, OAuthError, TollwatchError, type FieldError } from './errors.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.ts';
 export type { FetchFunction, Sleep } from './retrying-fetch.ts';
 export type { SecretSource } from './token-source.ts';

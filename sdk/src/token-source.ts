@@ -1,3 +1,4 @@
+import { withinBounds, type Bounds, type RetryNotice } from './call-bounds.ts';
 import { OAuthError } from './errors.ts';
 import type { Operations } from './generated/api-types.ts';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.ts';
@@ -18,30 +19,45 @@ export interface TokenSourceOptions {
   retry: RetryPolicy;
   sleep: Sleep;
   now: () => number;
+  onRetry?: ((notice: RetryNotice) => void) | undefined;
 }
 
 type TokenAnswer = Operations['requestToken']['responses']['200'];
 
+/** How long a token must still be valid to be used while its successor is fetched: a slow request's worth. */
+const STILL_VALID_MS = 10_000;
+/** How long after a failed renewal the next is tried in the background. */
+const RENEW_PAUSE_MS = 5_000;
+
 /**
  * Access tokens by the client-credentials grant (docs/api.md §2), cached until shortly before
- * they expire. Requests that need a token together share one token request.
+ * they expire. Requests that need a token together share one token request. A token due for
+ * renewal but still valid is used while its successor is fetched, so that a call on a call path
+ * does not wait for a token request it could have done without.
  */
 export class TokenSource {
   private readonly options: TokenSourceOptions;
-  private cached: { token: string; renewAt: number } | undefined;
+  private cached: { token: string; renewAt: number; expiresAt: number } | undefined;
   private pending: Promise<string> | undefined;
+  /** No renewal in the background before this time: the last one failed. */
+  private quietUntil = 0;
 
   constructor(options: TokenSourceOptions) {
     this.options = options;
   }
 
-  /** A token valid for a while yet: the cached one, or a new one. */
-  get(): Promise<string> {
-    if (this.cached && this.options.now() < this.cached.renewAt) return Promise.resolve(this.cached.token);
-    this.pending ??= this.request().finally(() => {
-      this.pending = undefined;
-    });
-    return this.pending;
+  /** A token valid for a while yet: the cached one, or a new one, waited for within `bounds`. */
+  get(bounds: Bounds = {}): Promise<string> {
+    const now = this.options.now();
+    const cached = this.cached;
+    if (cached && now < cached.renewAt) return Promise.resolve(cached.token);
+    // Still valid for the length of a request: use it, and let the renewal finish meanwhile
+    // (after a failed one, not at every call).
+    if (cached && now < cached.expiresAt - STILL_VALID_MS) {
+      if (now >= this.quietUntil) void this.renew();
+      return Promise.resolve(cached.token);
+    }
+    return withinBounds(this.renew(), bounds);
   }
 
   /**
@@ -51,6 +67,21 @@ export class TokenSource {
    */
   invalidate(token: string): void {
     if (this.cached?.token === token) this.cached = undefined;
+  }
+
+  /** The token request under way, or a new one. */
+  private renew(): Promise<string> {
+    if (!this.pending) {
+      this.pending = this.request().finally(() => {
+        this.pending = undefined;
+      });
+      // A call that gave up waiting, or a renewal in the background, leaves the request without
+      // a listener: its failure is the next caller's to see, not an unhandled rejection.
+      this.pending.catch(() => {
+        this.quietUntil = this.options.now() + RENEW_PAUSE_MS;
+      });
+    }
+    return this.pending;
   }
 
   private async request(): Promise<string> {
@@ -68,6 +99,7 @@ export class TokenSource {
       { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) },
       o.retry,
       o.sleep,
+      { onRetry: o.onRetry },
     );
     const json = (await answer.json().catch(() => undefined)) as Partial<TokenAnswer & { error: string; error_description: string }> | undefined;
     if (answer.status !== 200 || typeof json?.access_token !== 'string') {
@@ -77,7 +109,7 @@ export class TokenSource {
     const lifetime = typeof json.expires_in === 'number' ? json.expires_in : 0;
     // From when the request was sent, so a slow answer cannot make the token look younger than it is.
     const margin = Math.min(o.renewBeforeSeconds, lifetime / 2);
-    this.cached = { token: json.access_token, renewAt: requestedAt + (lifetime - margin) * 1000 };
+    this.cached = { token: json.access_token, renewAt: requestedAt + (lifetime - margin) * 1000, expiresAt: requestedAt + lifetime * 1000 };
     return json.access_token;
   }
 }

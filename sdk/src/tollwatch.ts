@@ -1,4 +1,5 @@
 import { splitIntoBatches } from './batches.ts';
+import { Deadline, throwIfEnded, type Bounds, type CallOptions, type RetryNotice } from './call-bounds.ts';
 import { TollwatchError } from './errors.ts';
 import type { HoneypotEvent, Operations, Problem, StoredEvent } from './generated/api-types.ts';
 import { numberKeyHash, phoneNumberKey } from './phone-number.ts';
@@ -23,6 +24,9 @@ import type {
 /** Hex digits of the hash a range lookup sends (docs/api.md §13). */
 const RANGE_PREFIX_LENGTH = 5;
 
+/** Lookups fail within a second unless told otherwise (TollwatchOptions.lookupDeadlineMs). */
+export const DEFAULT_LOOKUP_DEADLINE_MS = 1_000;
+
 /** How to reach a Tollwatch server and who the client is. */
 export interface TollwatchOptions {
   /** The server's address, e.g. `https://tollwatch.example.com`: the API is under `/api`, tokens come from `/oauth/token`. */
@@ -39,6 +43,15 @@ export interface TollwatchOptions {
   fetch?: FetchFunction;
   /** How to retry on 429, 502, 503, 504 and network errors; see DEFAULT_RETRY_POLICY. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * The deadline of every lookup (single, bulk per request of 1,000, range) in milliseconds,
+   * unless a call sets its own `deadlineMs`: a lookup is asked while a call waits, so it fails
+   * fast rather than wait out retries. Default 1,000; `Infinity` leaves lookups to the retry
+   * policy alone, as submissions and reads are.
+   */
+  lookupDeadlineMs?: number;
+  /** Told before every wait between tries (the token request's too), to log or count them. */
+  onRetry?: (notice: RetryNotice) => void;
   /** Renew a token this many seconds before it expires (default 60, at most half its lifetime). */
   renewBeforeSeconds?: number;
   /** The clock, in milliseconds since the epoch (for tests). */
@@ -71,6 +84,8 @@ export class Tollwatch {
   private readonly retry: RetryPolicy;
   private readonly sleep: Sleep;
   private readonly tokens: TokenSource;
+  private readonly lookupDeadlineMs: number;
+  private readonly onRetry: ((notice: RetryNotice) => void) | undefined;
 
   constructor(options: TollwatchOptions) {
     // The root, whether given as the server's address or as its API's (`…/api`, docs/api.md §1).
@@ -79,6 +94,8 @@ export class Tollwatch {
     this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.sleep = options.sleep ?? realSleep;
+    this.lookupDeadlineMs = options.lookupDeadlineMs ?? DEFAULT_LOOKUP_DEADLINE_MS;
+    this.onRetry = options.onRetry;
     this.tokens = new TokenSource({
       tokenUrl: options.tokenUrl ?? `${root}/oauth/token`,
       clientId: options.clientId,
@@ -89,12 +106,13 @@ export class Tollwatch {
       retry: this.retry,
       sleep: this.sleep,
       now: options.now ?? Date.now,
+      onRetry: options.onRetry,
     });
   }
 
   /** Submits one event (docs/api.md §5): `created`, or `replayed` when the same event was already stored. */
-  async submitEvent(event: HoneypotEvent): Promise<SubmitResult> {
-    const answer = await this.call('POST', '/events', JSON.stringify(event));
+  async submitEvent(event: HoneypotEvent, options?: CallOptions): Promise<SubmitResult> {
+    const answer = await this.call('POST', '/events', options, JSON.stringify(event));
     if (answer.status !== 201 && answer.status !== 200) throw failure(answer);
     const result: SubmitResult = {
       status: answer.status === 201 ? 'created' : 'replayed',
@@ -112,10 +130,10 @@ export class Tollwatch {
    * thrown error may follow batches already stored: submitting the same events again is safe,
    * since stored ones answer `replayed`.
    */
-  async submitEvents(events: readonly HoneypotEvent[]): Promise<SubmitEventsResult> {
+  async submitEvents(events: readonly HoneypotEvent[], options?: CallOptions): Promise<SubmitEventsResult> {
     const total: SubmitEventsResult = { results: [], created: 0, replayed: 0, conflict: 0, invalid: 0 };
     for (const batch of splitIntoBatches(events, BATCH_EVENTS, BATCH_BYTES)) {
-      const answer = await this.call('POST', '/events/batch', `[${batch.json.join(',')}]`);
+      const answer = await this.call('POST', '/events/batch', options, `[${batch.json.join(',')}]`);
       if (answer.status !== 200) throw failure(answer);
       const page = answer.json as Operations['submitEventBatch']['responses']['200'];
       for (const item of page.results) total.results.push({ ...item, index: item.index + batch.start } satisfies BatchItemResult);
@@ -130,13 +148,13 @@ export class Tollwatch {
   }
 
   /** What is known of a phone number (docs/api.md §7); a number never seen is `found: false`, not an error. */
-  async lookupPhoneNumber(phoneNumber: string): Promise<WithRateLimit<PhoneNumberLookup>> {
-    return this.lookup<PhoneNumberLookup>(`/phone-numbers/${encodeURIComponent(phoneNumber)}`);
+  async lookupPhoneNumber(phoneNumber: string, options?: CallOptions): Promise<WithRateLimit<PhoneNumberLookup>> {
+    return this.lookup<PhoneNumberLookup>(`/phone-numbers/${encodeURIComponent(phoneNumber)}`, options);
   }
 
   /** What is known of a source address (docs/api.md §7); an address never seen is `found: false`, not an error. */
-  async lookupIpAddress(ipAddress: string): Promise<WithRateLimit<IpAddressLookup>> {
-    return this.lookup<IpAddressLookup>(`/ip-addresses/${encodeURIComponent(ipAddress)}`);
+  async lookupIpAddress(ipAddress: string, options?: CallOptions): Promise<WithRateLimit<IpAddressLookup>> {
+    return this.lookup<IpAddressLookup>(`/ip-addresses/${encodeURIComponent(ipAddress)}`, options);
   }
 
   /**
@@ -145,12 +163,12 @@ export class Tollwatch {
    * range is searched here for the rest. Padding (`seen_count` 0) is ignored. Throws a
    * TypeError for a value that is no phone number, before anything is sent.
    */
-  async rangeLookup(phoneNumber: string): Promise<WithRateLimit<RangeLookup>> {
+  async rangeLookup(phoneNumber: string, options?: CallOptions): Promise<WithRateLimit<RangeLookup>> {
     const key = phoneNumberKey(phoneNumber);
     if (key === null) throw new TypeError('not a phone number: up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)');
     const hash = await numberKeyHash(key);
     const prefix = hash.slice(0, RANGE_PREFIX_LENGTH);
-    const answer = await this.call('GET', `/phone-numbers/range/${prefix}`);
+    const answer = await this.call('GET', `/phone-numbers/range/${prefix}`, this.lookupOptions(options));
     if (answer.status !== 200) throw failure(answer);
     const range = answer.json as Operations['lookupPhoneNumberRange']['responses']['200'];
     const entry = range.entries.find((e) => e.seen_count > 0 && e.suffix === hash.slice(RANGE_PREFIX_LENGTH));
@@ -158,60 +176,67 @@ export class Tollwatch {
     return withRateLimit(result, answer.headers);
   }
 
-  /** Looks numbers up in bulk, 1,000 per request; one result per value, in order, an invalid value answered with its error. */
-  async lookupPhoneNumbers(phoneNumbers: readonly string[]): Promise<WithRateLimit<PhoneNumberBulkResult[]>> {
-    return this.bulkLookup<PhoneNumberBulkResult>('/phone-numbers/lookup', 'phone_numbers', phoneNumbers);
+  /**
+   * Looks numbers up in bulk, 1,000 per request; one result per value, in order, an invalid value
+   * answered with its error. A deadline bounds each request, not the whole list.
+   */
+  async lookupPhoneNumbers(phoneNumbers: readonly string[], options?: CallOptions): Promise<WithRateLimit<PhoneNumberBulkResult[]>> {
+    return this.bulkLookup<PhoneNumberBulkResult>('/phone-numbers/lookup', 'phone_numbers', phoneNumbers, options);
   }
 
-  /** Looks addresses up in bulk, 1,000 per request; one result per value, in order, an invalid value answered with its error. */
-  async lookupIpAddresses(ipAddresses: readonly string[]): Promise<WithRateLimit<IpAddressBulkResult[]>> {
-    return this.bulkLookup<IpAddressBulkResult>('/ip-addresses/lookup', 'ip_addresses', ipAddresses);
+  /**
+   * Looks addresses up in bulk, 1,000 per request; one result per value, in order, an invalid
+   * value answered with its error. A deadline bounds each request, not the whole list.
+   */
+  async lookupIpAddresses(ipAddresses: readonly string[], options?: CallOptions): Promise<WithRateLimit<IpAddressBulkResult[]>> {
+    return this.bulkLookup<IpAddressBulkResult>('/ip-addresses/lookup', 'ip_addresses', ipAddresses, options);
   }
 
   /**
    * The caller's events matching `filters`, newest first, page after page (docs/api.md §8):
-   * `for await (const page of client.listEvents({ limit: 500 })) …`. Starts at `filters.cursor`
-   * when given; ends after the page whose `next_cursor` is null.
+   * `for await (const page of client.listEvents({ limit: 500 })) …`.
+   * Starts at `filters.cursor` when given; ends after the page whose `next_cursor` is null.
+   * `options` bound each page's request.
    */
-  async *listEvents(filters: EventFilters = {}): AsyncGenerator<EventPage, void, undefined> {
+  async *listEvents(filters: EventFilters = {}, options?: CallOptions): AsyncGenerator<WithRateLimit<EventPage>, void, undefined> {
     let cursor = filters.cursor;
     do {
-      const page = await this.listEventsPage({ ...filters, cursor });
+      const page = await this.listEventsPage({ ...filters, cursor }, options);
       yield page;
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
   }
 
-  /** One page of the caller's events (docs/api.md §8). */
-  async listEventsPage(filters: EventFilters = {}): Promise<EventPage> {
+  /** One page of the caller's events (docs/api.md §8), with the `event_reads` allowance left. */
+  async listEventsPage(filters: EventFilters = {}, options?: CallOptions): Promise<WithRateLimit<EventPage>> {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(filters)) if (value !== undefined) query.set(name, String(value));
     const search = query.toString();
-    const answer = await this.call('GET', `/events${search ? `?${search}` : ''}`);
+    const answer = await this.call('GET', `/events${search ? `?${search}` : ''}`, options);
     if (answer.status !== 200) throw failure(answer);
-    return answer.json as EventPage;
+    return withRateLimit(answer.json as EventPage, answer.headers);
   }
 
   /** One of the caller's events by its uuid, or null when the account has none such (docs/api.md §8). */
-  async getEvent(eventUuid: string): Promise<StoredEvent | null> {
-    const answer = await this.call('GET', `/events/${encodeURIComponent(eventUuid)}`);
+  async getEvent(eventUuid: string, options?: CallOptions): Promise<StoredEvent | null> {
+    const answer = await this.call('GET', `/events/${encodeURIComponent(eventUuid)}`, options);
     if (answer.status === 404) return null;
     if (answer.status !== 200) throw failure(answer);
     return answer.json as StoredEvent;
   }
 
-  private async lookup<T extends object>(path: string): Promise<WithRateLimit<T>> {
-    const answer = await this.call('GET', path);
+  private async lookup<T extends object>(path: string, options: CallOptions | undefined): Promise<WithRateLimit<T>> {
+    const answer = await this.call('GET', path, this.lookupOptions(options));
     // 404 with `found: false` is the contract's "never seen" (docs/api.md §7), not a problem.
     if (answer.status !== 200 && !(answer.status === 404 && isNotFoundLookup(answer.json))) throw failure(answer);
     return withRateLimit(answer.json as T, answer.headers);
   }
 
-  private async bulkLookup<T>(path: string, member: string, values: readonly string[]): Promise<WithRateLimit<T[]>> {
+  private async bulkLookup<T>(path: string, member: string, values: readonly string[], options: CallOptions | undefined): Promise<WithRateLimit<T[]>> {
     const results: T[] = [];
     let headers: Headers | undefined;
     for (const batch of splitIntoBatches(values, BULK_VALUES, BULK_BYTES)) {
-      const answer = await this.call('POST', path, `{${JSON.stringify(member)}:[${batch.json.join(',')}]}`);
+      const answer = await this.call('POST', path, this.lookupOptions(options), `{${JSON.stringify(member)}:[${batch.json.join(',')}]}`);
       if (answer.status !== 200) throw failure(answer);
       results.push(...(answer.json as { results: T[] }).results);
       headers = answer.headers;
@@ -219,12 +244,24 @@ export class Tollwatch {
     return headers ? withRateLimit(results, headers) : results;
   }
 
+  /** A lookup's bounds: the caller's, with the lookups' deadline when the caller set none. */
+  private lookupOptions(options: CallOptions | undefined): CallOptions {
+    if (options?.deadlineMs !== undefined || !Number.isFinite(this.lookupDeadlineMs)) return options ?? {};
+    return { ...options, deadlineMs: this.lookupDeadlineMs };
+  }
+
   /**
-   * One API request with a bearer token, retried by the retry policy. A 401 means the token
-   * was revoked or expired early: it is dropped, a new one fetched, and the request sent once
-   * more; a second 401 is the caller's to see.
+   * One API request with a bearer token, retried by the retry policy within the call's bounds.
+   * A 401 means the token was revoked or expired early: it is dropped, a new one fetched, and
+   * the request sent once more; a second 401 is the caller's to see.
    */
-  private async call(method: 'GET' | 'POST', path: string, body?: string): Promise<Answer> {
+  private async call(method: 'GET' | 'POST', path: string, options: CallOptions | undefined, body?: string): Promise<Answer> {
+    const bounds: Bounds = {
+      signal: options?.signal,
+      deadline: options?.deadlineMs !== undefined && Number.isFinite(options.deadlineMs) ? new Deadline(options.deadlineMs) : undefined,
+      timeoutMs: options?.timeoutMs,
+      onRetry: this.onRetry,
+    };
     const send = (token: string) =>
       fetchWithRetries(
         this.fetch,
@@ -236,16 +273,24 @@ export class Tollwatch {
         },
         this.retry,
         this.sleep,
+        bounds,
       );
-    let token = await this.tokens.get();
+    let token = await this.tokens.get(bounds);
     let answer = await send(token);
     if (answer.status === 401) {
       await answer.body?.cancel().catch(() => {});
       this.tokens.invalidate(token);
-      token = await this.tokens.get();
+      token = await this.tokens.get(bounds);
       answer = await send(token);
     }
-    const text = await answer.text();
+    let text: string;
+    try {
+      text = await answer.text();
+    } catch (err) {
+      // The body was cut off by the caller's signal or the deadline, or by the network.
+      throwIfEnded(bounds, err);
+      throw err;
+    }
     let json: unknown;
     try {
       json = text === '' ? undefined : JSON.parse(text);

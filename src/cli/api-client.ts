@@ -37,6 +37,8 @@ export function apiClientFromEnvironment(env: ApiEnvironment, retry: Partial<Ret
     clientSecret: env.TOLLWATCH_CLIENT_SECRET!,
     ...(audience ? { audience } : {}),
     retry,
+    // A shell's lookups are bounded by their few quick tries (LOOKUP_RETRY), not a call path's deadline.
+    lookupDeadlineMs: Infinity,
   });
 }
 

@@ -70,8 +70,8 @@ describe('SDK retries', () => {
     const { client, counts } = sdkFor(h, await h.account({ plan: 'one_per_second' }));
     const first = await client.lookupPhoneNumber('+15550100');
     expect(first.rateLimit).toMatchObject({ policy: 'lookups', remaining: 0, quota: 1, windowSeconds: 1 });
-    // Refused with Retry-After, waited for, then answered.
-    const second = await client.lookupPhoneNumber('+15550100');
+    // Refused with Retry-After, waited for (past the lookups' default deadline, so with one of its own), then answered.
+    const second = await client.lookupPhoneNumber('+15550100', { deadlineMs: 30_000 });
     expect(second).toMatchObject({ found: false });
     expect(second.rateLimit).toMatchObject({ policy: 'lookups', remaining: 0 });
     expect(counts.apiRequests).toBe(3);

@@ -11,6 +11,9 @@ export function sdkFor(h: Harness | { url: string }, who: TestAccount, options: 
     clientSecret: who.clientSecret,
     // Tests wait for real only where the wait is what they check.
     retry: { baseDelayMs: 10, maxDelayMs: 50 },
+    // A loaded CI machine can take longer than the lookups' default second; the tests of that
+    // deadline pass `lookupDeadlineMs: undefined` to get the default back.
+    lookupDeadlineMs: 30_000,
     ...options,
     fetch: (url, init) => {
       if (url.endsWith('/oauth/token')) counts.tokenRequests += 1;

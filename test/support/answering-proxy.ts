@@ -10,9 +10,15 @@ export interface ProxiedRequest {
 
 /**
  * What the proxy does with one request: pass it on; pass it on and then cut the connection
- * before answering (the server acted, the client saw a network error); or answer it itself.
+ * before answering (the server acted, the client saw a network error); pass it on once
+ * `forwardAfter` settles (a slow server); never answer (a hung one); or answer it itself.
  */
-export type ProxyAction = 'forward' | 'forward-then-reset' | { status: number; headers?: Record<string, string>; body?: string };
+export type ProxyAction =
+  | 'forward'
+  | 'forward-then-reset'
+  | 'hang'
+  | { forwardAfter: Promise<unknown> }
+  | { status: number; headers?: Record<string, string>; body?: string };
 
 /** A proxy in front of a server, for faults only a network can cause. */
 export interface AnsweringProxy {
@@ -33,7 +39,9 @@ export async function startAnsweringProxy(target: string, decide: (request: Prox
     const request = { method: req.method ?? 'GET', path: req.url ?? '/', body };
     requests.push(request);
     const action = decide(request, requests.length - 1);
-    if (typeof action === 'object') {
+    if (action === 'hang') return;
+    if (typeof action === 'object' && 'forwardAfter' in action) await action.forwardAfter.catch(() => {});
+    else if (typeof action === 'object') {
       res.writeHead(action.status, action.headers ?? {});
       res.end(action.body ?? '');
       return;
