@@ -20,7 +20,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   'metrics/': [],
   'http/': ['domain/', 'limits/', 'metrics/metrics.ts', 'oauth/', 'services.ts', 'store/store-errors.ts'],
   'web/': ['domain/', 'limits/', 'services.ts', 'http/problem.ts', 'http/security-headers.ts', 'http/fault-class.ts'],
-  'cli/': ['domain/', 'services.ts', 'config.ts', 'app.ts', 'import/event-import.ts', '../sdk/src/'],
+  'cli/': ['domain/', 'services.ts', 'config.ts', 'app.ts', 'import/event-import.ts', '../sdk/src/', '../cli/src/lookup-output.ts'],
   'aggregates/': ['domain/', 'store/aggregate-fold.ts'],
   'import/': ['domain/'],
   'assembly/': ['domain/', 'store/', 'limits/', 'coordination/', 'oauth/', 'delivery/', 'metrics/metrics.ts', 'aggregates/', 'import/', 'config.ts'],

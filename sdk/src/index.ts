@@ -5,7 +5,7 @@ export { numberKeyHash, phoneNumberKey } from './phone-number.ts';
 export { DeadlineExceededError, OAuthError, TollwatchError, type FieldError } from './errors.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.ts';
 export type { FetchFunction, Sleep } from './retrying-fetch.ts';
-export type { SecretSource } from './token-source.ts';
+export type { SavedToken, SecretSource, TokenCache } from './token-source.ts';
 export type { RateLimit } from './rate-limit.ts';
 export type * from './types.ts';
 export type { Operations } from './generated/api-types.ts';

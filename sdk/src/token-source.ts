@@ -4,6 +4,22 @@ import type { Operations } from './generated/api-types.ts';
 import { parseRetryAfter, type RetryPolicy } from './retry-policy.ts';
 import { fetchWithRetries, type FetchFunction, type Sleep } from './retrying-fetch.ts';
 
+/** An access token kept outside the client, and when it expires (milliseconds since the epoch). */
+export interface SavedToken {
+  accessToken: string;
+  expiresAt: number;
+}
+
+/**
+ * Where tokens outlive the client: a CLI's file, say, so that each run does not ask for a token
+ * of its own. `load` is asked once, before the first token request; `save` after every token
+ * received. Either failing is as if there were no cache. Keep it as secret as the client secret.
+ */
+export interface TokenCache {
+  load(): SavedToken | undefined | Promise<SavedToken | undefined>;
+  save(token: SavedToken): void | Promise<void>;
+}
+
 /** The client secret, or a function that reads the current one (from a vault, after a rotation). */
 export type SecretSource = string | (() => string | Promise<string>);
 
@@ -20,6 +36,7 @@ export interface TokenSourceOptions {
   sleep: Sleep;
   now: () => number;
   onRetry?: ((notice: RetryNotice) => void) | undefined;
+  cache?: TokenCache | undefined;
 }
 
 type TokenAnswer = Operations['requestToken']['responses']['200'];
@@ -41,6 +58,8 @@ export class TokenSource {
   private pending: Promise<string> | undefined;
   /** No renewal in the background before this time: the last one failed. */
   private quietUntil = 0;
+  /** The cache's token, read once. */
+  private loading: Promise<void> | undefined;
 
   constructor(options: TokenSourceOptions) {
     this.options = options;
@@ -48,6 +67,10 @@ export class TokenSource {
 
   /** A token valid for a while yet: the cached one, or a new one, waited for within `bounds`. */
   get(bounds: Bounds = {}): Promise<string> {
+    if (this.options.cache && !this.loading) {
+      this.loading = this.load();
+      return withinBounds(this.loading, bounds).then(() => this.get(bounds));
+    }
     const now = this.options.now();
     const cached = this.cached;
     if (cached && now < cached.renewAt) return Promise.resolve(cached.token);
@@ -67,6 +90,16 @@ export class TokenSource {
    */
   invalidate(token: string): void {
     if (this.cached?.token === token) this.cached = undefined;
+  }
+
+  /** Takes the cache's token when it is valid for a while yet. */
+  private async load(): Promise<void> {
+    const saved = await Promise.resolve()
+      .then(() => this.options.cache?.load())
+      .catch(() => undefined);
+    if (this.cached || !saved || typeof saved.accessToken !== 'string' || !(saved.expiresAt > this.options.now() + STILL_VALID_MS)) return;
+    const renewAt = saved.expiresAt - this.options.renewBeforeSeconds * 1000;
+    this.cached = { token: saved.accessToken, renewAt, expiresAt: saved.expiresAt };
   }
 
   /** The token request under way, or a new one. */
@@ -110,6 +143,9 @@ export class TokenSource {
     // From when the request was sent, so a slow answer cannot make the token look younger than it is.
     const margin = Math.min(o.renewBeforeSeconds, lifetime / 2);
     this.cached = { token: json.access_token, renewAt: requestedAt + (lifetime - margin) * 1000, expiresAt: requestedAt + lifetime * 1000 };
+    await Promise.resolve()
+      .then(() => o.cache?.save({ accessToken: json.access_token!, expiresAt: requestedAt + lifetime * 1000 }))
+      .catch(() => {});
     return json.access_token;
   }
 }

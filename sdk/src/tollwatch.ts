@@ -6,7 +6,7 @@ import { numberKeyHash, phoneNumberKey } from './phone-number.ts';
 import { readRateLimit } from './rate-limit.ts';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retry-policy.ts';
 import { fetchWithRetries, realSleep, type FetchFunction, type Sleep } from './retrying-fetch.ts';
-import { TokenSource, type SecretSource } from './token-source.ts';
+import { TokenSource, type SecretSource, type TokenCache } from './token-source.ts';
 import type {
   BatchItemResult,
   EventFilters,
@@ -52,6 +52,8 @@ export interface TollwatchOptions {
   lookupDeadlineMs?: number;
   /** Told before every wait between tries (the token request's too), to log or count them. */
   onRetry?: (notice: RetryNotice) => void;
+  /** Where tokens are kept between runs (a CLI's file); in memory only by default. */
+  tokenCache?: TokenCache;
   /** Renew a token this many seconds before it expires (default 60, at most half its lifetime). */
   renewBeforeSeconds?: number;
   /** The clock, in milliseconds since the epoch (for tests). */
@@ -107,7 +109,17 @@ export class Tollwatch {
       sleep: this.sleep,
       now: options.now ?? Date.now,
       onRetry: options.onRetry,
+      cache: options.tokenCache,
     });
+  }
+
+  /**
+   * Gets an access token now unless the client holds a valid one: to check the credentials (an
+   * OAuthError says why they were refused), or before a call path's first lookup, so that it
+   * does not pay for the token request.
+   */
+  async authenticate(options?: CallOptions): Promise<void> {
+    await this.tokens.get(this.bounds(options));
   }
 
   /** Submits one event (docs/api.md §5): `created`, or `replayed` when the same event was already stored. */
@@ -244,6 +256,16 @@ export class Tollwatch {
     return headers ? withRateLimit(results, headers) : results;
   }
 
+  /** One call's bounds, its deadline counted from now. */
+  private bounds(options: CallOptions | undefined): Bounds {
+    return {
+      signal: options?.signal,
+      deadline: options?.deadlineMs !== undefined && Number.isFinite(options.deadlineMs) ? new Deadline(options.deadlineMs) : undefined,
+      timeoutMs: options?.timeoutMs,
+      onRetry: this.onRetry,
+    };
+  }
+
   /** A lookup's bounds: the caller's, with the lookups' deadline when the caller set none. */
   private lookupOptions(options: CallOptions | undefined): CallOptions {
     if (options?.deadlineMs !== undefined || !Number.isFinite(this.lookupDeadlineMs)) return options ?? {};
@@ -256,12 +278,7 @@ export class Tollwatch {
    * the request sent once more; a second 401 is the caller's to see.
    */
   private async call(method: 'GET' | 'POST', path: string, options: CallOptions | undefined, body?: string): Promise<Answer> {
-    const bounds: Bounds = {
-      signal: options?.signal,
-      deadline: options?.deadlineMs !== undefined && Number.isFinite(options.deadlineMs) ? new Deadline(options.deadlineMs) : undefined,
-      timeoutMs: options?.timeoutMs,
-      onRetry: this.onRetry,
-    };
+    const bounds = this.bounds(options);
     const send = (token: string) =>
       fetchWithRetries(
         this.fetch,

@@ -42,11 +42,14 @@ export function apiClientFromEnvironment(env: ApiEnvironment, retry: Partial<Ret
   });
 }
 
-/** One line for standard error saying why a user command failed; server text has its control characters escaped. */
-export function describeApiFailure(err: unknown, env: ApiEnvironment = {}): string {
+/**
+ * One line for standard error saying why a user command failed; server text has its control
+ * characters escaped. `credentials` says where the client id and secret came from, for the hint.
+ */
+export function describeApiFailure(err: unknown, env: ApiEnvironment = {}, credentials = 'TOLLWATCH_CLIENT_ID and TOLLWATCH_CLIENT_SECRET'): string {
   if (err instanceof ApiCommandError) return err.message;
   if (err instanceof OAuthError) {
-    const hint = err.error === 'invalid_client' ? ': check TOLLWATCH_CLIENT_ID and TOLLWATCH_CLIENT_SECRET' : '';
+    const hint = err.error === 'invalid_client' ? `: check ${credentials}` : '';
     return escapeControlCharacters(`the server refused the credentials (${err.error}${err.error_description ? `: ${err.error_description}` : ''})${hint}`);
   }
   if (err instanceof TollwatchError) {

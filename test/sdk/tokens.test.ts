@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OAuthError, TollwatchError } from '../../sdk/src/index.ts';
+import { OAuthError, TollwatchError, type SavedToken, type TokenCache } from '../../sdk/src/index.ts';
 import { SENTRYPEER_AUDIENCE, startHarness, type Harness } from '../support/harness.ts';
 import { sdkFor } from './sdk-client.ts';
 
@@ -89,5 +89,36 @@ describe('SDK tokens', () => {
     expect(error).toBeInstanceOf(OAuthError);
     expect(error).toMatchObject({ status: 401, error: 'invalid_client' });
     expect(counts).toEqual({ tokenRequests: 1, apiRequests: 0 });
+  });
+
+  it('keeps tokens in a token cache between clients: the next client asks for none, and a revoked one is replaced there', async () => {
+    const who = await h.account();
+    let saved: SavedToken | undefined;
+    const tokenCache: TokenCache = { load: () => saved, save: (token) => void (saved = token) };
+    const first = sdkFor(h, who, { tokenCache });
+    await first.client.lookupIpAddress('192.0.2.1');
+    expect(first.counts.tokenRequests).toBe(1);
+    expect(saved!.expiresAt).toBeGreaterThan(Date.now() + 50_000);
+    const second = sdkFor(h, who, { tokenCache });
+    await second.client.lookupIpAddress('192.0.2.1');
+    expect(second.counts).toEqual({ tokenRequests: 0, apiRequests: 1 });
+    // The cached token revoked on the server: 401, a new token, saved in its place.
+    const revoked = saved!.accessToken;
+    await h.services.accounts.resetSecret(who.clientId).then(() => undefined);
+    const third = sdkFor(h, who, { tokenCache, clientSecret: () => 'wrong' });
+    const error = await third.client.lookupIpAddress('192.0.2.1').catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'OAuthError', error: 'invalid_client' });
+    expect(third.counts).toEqual({ tokenRequests: 1, apiRequests: 1 });
+    expect(saved!.accessToken).toBe(revoked);
+  });
+
+  it('a cache that fails, or holds a token near its end, is as no cache', async () => {
+    const who = await h.account();
+    const broken = sdkFor(h, who, { tokenCache: { load: () => Promise.reject(new Error('disk gone')), save: () => { throw new Error('read-only'); } } });
+    expect((await broken.client.lookupIpAddress('192.0.2.1')).found).toBe(false);
+    expect(broken.counts.tokenRequests).toBe(1);
+    const stale = sdkFor(h, who, { tokenCache: { load: () => ({ accessToken: 'old', expiresAt: Date.now() + 5_000 }), save: () => {} } });
+    expect((await stale.client.lookupIpAddress('192.0.2.1')).found).toBe(false);
+    expect(stale.counts).toEqual({ tokenRequests: 1, apiRequests: 1 });
   });
 });

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { SERVER_NODE_FLAGS } from '../../src/node-flags.ts';
 import { eventually } from './eventually.ts';
+import { runCommand, type CommandRun } from './run-command.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -64,26 +65,14 @@ export function cli(databaseUrl: string, ...args: string[]): Record<string, any>
 }
 
 /** What a CLI run left: its exit status and its two streams. */
-export interface CliRun {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type CliRun = CommandRun;
 
 /**
  * Runs the `tollwatch` executable with extra environment, asynchronously: for tests whose harness,
  * serving in the test's own process, must keep answering while the CLI runs.
  */
 export function spawnCli(env: Record<string, string>, ...args: string[]): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [`${ROOT}bin/tollwatch.js`, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+  return runCommand(process.execPath, [`${ROOT}bin/tollwatch.js`, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
 }
 
 /** A contributor account and a fresh token on a running server. */
