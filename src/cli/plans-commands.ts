@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { PlanChanges } from '../domain/plans.ts';
+import { planJson, type PlanChanges } from '../domain/plans.ts';
 import { describeWindow, parseCount, parseWindow, parseYesNo } from './arguments.ts';
 import type { Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
@@ -22,7 +22,7 @@ export function plansCommands(program: Command, run: Run): void {
       run(async (s) => {
         const all = await s.plans.all();
         return {
-          json: { plans: all },
+          json: { plans: all.map(planJson) },
           text: all
             .map(
               (p) =>
@@ -43,7 +43,7 @@ export function plansCommands(program: Command, run: Run): void {
     .action(
       run(async (s, name: string, opts: PlanOptions) => {
         const plan = await s.plans.change(name, planChanges(opts));
-        return { json: plan, text: `plan ${name} saved` };
+        return { json: planJson(plan), text: `plan ${name} saved` };
       }),
     );
 }

@@ -60,6 +60,19 @@ export const DEFAULT_PLANS: readonly Plan[] = [
   },
 ];
 
+/** A plan as JSON shows it outside the code (the CLI's `--json`, the audit log): snake_case, as every JSON of Tollwatch. */
+export function planJson(plan: Plan) {
+  const windowJson = (w: RateWindow) => ({ limit: w.limit, window_seconds: w.windowSeconds });
+  return {
+    name: plan.name,
+    may_submit: plan.maySubmit,
+    lookups: windowJson(plan.lookups),
+    submissions: plan.submissions ? windowJson(plan.submissions) : null,
+    max_clients: plan.maxClients,
+    event_reads: windowJson(plan.eventReads),
+  };
+}
+
 /** Finds a plan by name in a plan table. */
 export function findPlan(plans: readonly Plan[], name: string): Plan | undefined {
   return plans.find((p) => p.name === name);
@@ -144,7 +157,7 @@ export class PlanCatalog {
     await this.repo.save(plan);
     this.plans = undefined;
     this.onSaved();
-    await this.audit.record({ action: 'plan.saved', actor, detail: { plan } });
+    await this.audit.record({ action: 'plan.saved', actor, detail: { plan: planJson(plan) } });
   }
 
   /** Applies changes to a plan, or to the tester plan's limits under a new name, and saves it. */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TESTER_PLAN } from '../../src/domain/plans.ts';
+import { planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
 import { startHarness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
@@ -168,13 +168,13 @@ describe('operator CLI (docs/api.md §10)', () => {
       json('plans', 'set', 'gold', '--may-submit', 'yes', '--lookups', '100/minute', '--submissions', '1000/hour', '--max-clients', 'unlimited', '--event-reads', '20/minute'),
     ).toEqual({
       name: 'gold',
-      maySubmit: true,
-      lookups: { limit: 100, windowSeconds: 60 },
-      submissions: { limit: 1000, windowSeconds: 3600 },
-      maxClients: null,
-      eventReads: { limit: 20, windowSeconds: 60 },
+      may_submit: true,
+      lookups: { limit: 100, window_seconds: 60 },
+      submissions: { limit: 1000, window_seconds: 3600 },
+      max_clients: null,
+      event_reads: { limit: 20, window_seconds: 60 },
     });
-    expect(json('plans', 'set', 'tester', '--lookups', '10/hour')).toMatchObject({ name: 'tester', lookups: { limit: 10, windowSeconds: 3600 }, maxClients: 1 });
+    expect(json('plans', 'set', 'tester', '--lookups', '10/hour')).toMatchObject({ name: 'tester', lookups: { limit: 10, window_seconds: 3600 }, max_clients: 1 });
     const account = json('accounts', 'create', '--name', 'Gold', '--plan', 'gold');
     expect(account.plan).toBe('gold');
     for (const args of [
@@ -231,12 +231,12 @@ describe('operator CLI (docs/api.md §10)', () => {
 
   it('audits plan changes with the operator as actor, and starts a new plan from the tester plan', () => {
     const saved = json('plans', 'set', 'starter', '--lookups', '7/minute');
-    expect(saved).toEqual({ ...TESTER_PLAN, name: 'starter', lookups: { limit: 7, windowSeconds: 60 } });
+    expect(saved).toEqual(planJson({ ...TESTER_PLAN, name: 'starter', lookups: { limit: 7, windowSeconds: 60 } }));
     const [entry] = json('audit', '--limit', '1').entries as Array<Record<string, unknown>>;
     expect(entry).toMatchObject({ action: 'plan.saved', actor: 'operator', account_id: null, client_id: null, ip: null, detail: { plan: saved } });
 
     const changed = json('plans', 'set', 'starter', '--submissions', '5/hour', '--may-submit', 'yes');
-    expect(changed).toEqual({ ...saved, maySubmit: true, submissions: { limit: 5, windowSeconds: 3600 } });
+    expect(changed).toEqual({ ...saved, may_submit: true, submissions: { limit: 5, window_seconds: 3600 } });
     expect((json('audit', '--limit', '1').entries as Array<Record<string, unknown>>)[0]).toMatchObject({ action: 'plan.saved', detail: { plan: changed } });
 
     // Refused changes leave no audit row.

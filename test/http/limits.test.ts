@@ -86,6 +86,24 @@ describe('per-plan rate limits (docs/api.md §9)', () => {
     const res = await who.api('/api/phone-numbers/100');
     expectRateHeaders(res, 3, 60);
   });
+
+  it('counts each limit and window apart: a plan given a new limit counts afresh under it, and its old limit resumes its count (docs/operations.md, "Plans")', async () => {
+    await h.services.plans.change('counted_apart', { lookups: { limit: 2, windowSeconds: 3600 } });
+    const who = await h.account({ plan: 'counted_apart' });
+    // A number never seen: 404 is an answer, 429 a refusal.
+    const statuses = async (n: number) => {
+      const seen: number[] = [];
+      for (let i = 0; i < n; i++) seen.push((await who.api('/api/phone-numbers/100')).status);
+      return seen;
+    };
+    expect(await statuses(3)).toEqual([404, 404, 429]);
+    await h.services.plans.change('counted_apart', { lookups: { limit: 3, windowSeconds: 3600 } });
+    // Not 3 less the 2 spent: the count under 3 an hour starts at 0.
+    expect(await statuses(4)).toEqual([404, 404, 404, 429]);
+    await h.services.plans.change('counted_apart', { lookups: { limit: 2, windowSeconds: 3600 } });
+    // Back to 2 an hour within the hour: the 2 spent under it still count.
+    expect(await statuses(1)).toEqual([429]);
+  });
 });
 
 /** A token request for a client with a wrong secret. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlanCatalog, TESTER_PLAN } from '../../src/domain/plans.ts';
+import { PlanCatalog, planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
 import { SqlAuditTrail } from '../../src/store/audit-trail.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { SqlPlansRepository } from '../../src/store/plans-repository.ts';
@@ -53,12 +53,12 @@ describe('the audit trail, read back', () => {
     // A new plan starts from the tester plan: the one definition of its limits.
     expect(saved).toEqual({ ...TESTER_PLAN, name: 'fresh', lookups: { limit: 7, windowSeconds: 60 } });
     const [entry] = await audit.list({ limit: 1 });
-    expect(entry).toMatchObject({ action: 'plan.saved', actor: 'client:twc_admin', account_id: null, client_id: null, detail: { plan: saved } });
+    expect(entry).toMatchObject({ action: 'plan.saved', actor: 'client:twc_admin', account_id: null, client_id: null, detail: { plan: planJson(saved) } });
 
     // A change keeps what it does not name; null is a change, not an absence.
     const changed = await plans.change('fresh', { maxClients: null, maySubmit: undefined });
     expect(changed).toEqual({ ...saved, maxClients: null });
-    expect((await audit.list({ limit: 1 }))[0]).toMatchObject({ action: 'plan.saved', actor: 'operator', detail: { plan: changed } });
+    expect((await audit.list({ limit: 1 }))[0]).toMatchObject({ action: 'plan.saved', actor: 'operator', detail: { plan: planJson(changed) } });
 
     // A refused plan is neither saved nor audited.
     const before = await audit.list({ limit: 50 });
