@@ -9,15 +9,15 @@ import { malformedPathHook } from './malformed-path.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { securityHeaders } from './security-headers.ts';
-import { eventsBatchRoute } from './routes/events-batch.ts';
-import { eventsQueryRoutes } from './routes/events-query.ts';
-import { eventsSubmitRoute } from './routes/events-submit.ts';
+import { EVENT_BATCH_SCHEMAS, eventsBatchRoute } from './routes/events-batch.ts';
+import { EVENT_QUERY_SCHEMAS, eventsQueryRoutes } from './routes/events-query.ts';
+import { EventAcknowledgement, eventsSubmitRoute } from './routes/events-submit.ts';
 import { lookupRoutes } from './routes/lookups.ts';
 import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
-import { feedRoutes } from './routes/feeds.ts';
-import { rangeLookupRoutes } from './routes/range-lookups.ts';
-import { IntegrationSchema, integrationRoutes } from './routes/integrations.ts';
-import { documentationOnly, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from './schemas.ts';
+import { FEED_SCHEMAS, feedRoutes } from './routes/feeds.ts';
+import { RANGE_LOOKUP_SCHEMAS, rangeLookupRoutes } from './routes/range-lookups.ts';
+import { INTEGRATION_SCHEMAS, integrationRoutes } from './routes/integrations.ts';
+import { documentationOnly, FieldErrorSchema, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from './schemas.ts';
 
 /** What an `/api` answer carries beyond every answer's security headers. Answers hold one account's private data: never stored by shared caches. */
 const API_ONLY_HEADERS = { 'api-version': '1', 'cache-control': 'no-store' };
@@ -35,8 +35,7 @@ export function apiHeaders(): Record<string, string> {
  * 405s. Call it before the scope adds any hook of its own.
  */
 export function apiConventions(app: FastifyInstance): AllowedMethods {
-  app.addSchema(ProblemSchema);
-  app.addSchema(HoneypotEventSchema);
+  for (const schema of [FieldErrorSchema, ProblemSchema, HoneypotEventSchema, EventAcknowledgement]) app.addSchema(schema);
   app.setValidatorCompiler(documentationOnly);
   // The security headers were set by the application's first hook (app.ts), for every answer.
   app.addHook('onRequest', (_request, reply, done) => {
@@ -67,9 +66,11 @@ export function apiConventions(app: FastifyInstance): AllowedMethods {
  */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   const allowed = apiConventions(app);
-  app.addSchema(StoredEventSchema);
-  for (const schema of LOOKUP_SCHEMAS) app.addSchema(schema);
-  app.addSchema(IntegrationSchema);
+  // Every request and answer body is a named schema, registered here, at the scope's root: a
+  // schema added in a route's own plugin would give it a validator compiler of its own.
+  for (const schema of [StoredEventSchema, ...EVENT_QUERY_SCHEMAS, ...EVENT_BATCH_SCHEMAS, ...LOOKUP_SCHEMAS, ...RANGE_LOOKUP_SCHEMAS, ...FEED_SCHEMAS, ...INTEGRATION_SCHEMAS]) {
+    app.addSchema(schema);
+  }
   app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
   app.addHook('onRequest', (request, _reply, done) => {
     // Permission before content (docs/api.md §5): 403 whatever the body, never a 400 or 422

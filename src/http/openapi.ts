@@ -17,7 +17,9 @@ const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
  * authenticate (OAuth2 client credentials with the token URL and scopes, so "Authorize" in
  * /docs and code generators can fetch tokens; a bearer token as such; Basic while accepted),
  * and on every operation the security its route's permission asks for. The operations
- * themselves come from the route schemas.
+ * themselves come from the route schemas, every request and answer body a named schema (`$id`,
+ * registered by its scope), so generated clients get our names rather than ones made of an
+ * operation and a status.
  */
 export function openApiOptions(services: Services): SwaggerOptions {
   const { config } = services;

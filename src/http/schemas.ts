@@ -22,7 +22,10 @@ import { PROBLEMS } from './problem.ts';
 /** The validator compiler of every `/api` route module: none runs (see the rule above). */
 export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
 
-/** The problem document every `/api` error answers with (docs/api.md §4). */
+/** One bad field and why: the items of a problem's `errors`, and of a batch item's. */
+export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() }, { $id: 'FieldError' });
+
+/** The problem document every `/api` error answers with (docs/api.md §4); registered after FieldError. */
 export const ProblemSchema = Type.Object(
   {
     type: Type.String({ format: 'uri', description: 'Where the code is explained: <public url>/problems#<code>', example: 'https://tollwatch.example/problems#validation_failed' }),
@@ -34,7 +37,7 @@ export const ProblemSchema = Type.Object(
       { description: 'Stable machine code (docs/api.md §4)' },
     ),
     errors: Type.Optional(
-      Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), {
+      Type.Array(Type.Ref('FieldError'), {
         description: 'Every bad field, for validation_failed',
       }),
     ),

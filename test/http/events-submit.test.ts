@@ -48,15 +48,20 @@ describe('POST /api/events (docs/api.md §5)', () => {
 
   it('documents in OpenAPI every media type the event routes read', async () => {
     type Body = { content: Record<string, { schema: Record<string, unknown> }> };
-    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, { requestBody: Body; description: string }>> };
+    const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { requestBody: Body; description: string }>>;
+      components: { schemas: Record<string, Record<string, unknown>> };
+    };
     const single = doc.paths['/api/events']!.post!;
     expect(Object.keys(single.requestBody.content)).toEqual(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
     for (const { schema } of Object.values(single.requestBody.content)) expect(schema).toEqual({ $ref: '#/components/schemas/HoneypotEvent' });
     expect(single.description).toContain('no Content-Type');
     const batch = doc.paths['/api/events/batch']!.post!;
     expect(Object.keys(batch.requestBody.content)).toEqual(['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/x-ndjson']);
-    expect(batch.requestBody.content['application/json']!.schema).toMatchObject({ type: 'array', maxItems: 1000 });
-    expect(batch.requestBody.content['application/x-ndjson']!.schema).toMatchObject({ type: 'string' });
+    expect(batch.requestBody.content['application/json']!.schema).toEqual({ $ref: '#/components/schemas/EventBatch' });
+    expect(doc.components.schemas.EventBatch).toMatchObject({ type: 'array', maxItems: 1000 });
+    expect(batch.requestBody.content['application/x-ndjson']!.schema).toEqual({ $ref: '#/components/schemas/EventBatchNdjson' });
+    expect(doc.components.schemas.EventBatchNdjson).toMatchObject({ type: 'string' });
   });
 
   it('415 for other media types, nothing stored', async () => {

@@ -231,25 +231,29 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
   it('is described in the OpenAPI document: no bearer security, its body, its answers', async () => {
     const doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as {
       paths: Record<string, Record<string, any>>;
+      components: { schemas: Record<string, any> };
     };
     const token = doc.paths['/oauth/token']!.post;
+    // Every body is a named schema (issue 30): what it names is what a client reads.
+    const named = (schema: { $ref: string }) => doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')];
     // Client credentials are this endpoint's authentication: no token or /api Basic applies.
     expect(doc.paths['/api/events']!.post.security).toContainEqual({ oauth2: ['write:events'] });
     expect(token.security).toEqual([]);
-    expect(Object.keys(token.requestBody.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
-    for (const media of Object.values(token.requestBody.content) as Array<{ schema: { properties: object; required: string[] } }>) {
-      expect(Object.keys(media.schema.properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type', 'resource', 'scope']);
-      expect(media.schema.required.sort()).toEqual(['grant_type']);
+    expect(Object.keys(token.requestBody.content)).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    for (const media of Object.values(token.requestBody.content) as Array<{ schema: { $ref: string } }>) {
+      expect(media.schema).toEqual({ $ref: '#/components/schemas/TokenRequest' });
+      expect(Object.keys(named(media.schema).properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type', 'resource', 'scope']);
+      expect(named(media.schema).required.sort()).toEqual(['grant_type']);
     }
     expect(Object.keys(token.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '429']));
-    expect(Object.keys(token.responses['200'].content['application/json'].schema.properties).sort()).toEqual([
+    expect(Object.keys(named(token.responses['200'].content['application/json'].schema).properties).sort()).toEqual([
       'access_token',
       'expires_in',
       'scope',
       'token_type',
     ]);
     for (const status of ['400', '401', '429']) {
-      expect(Object.keys(token.responses[status].content['application/json'].schema.properties).sort()).toEqual(['error', 'error_description']);
+      expect(Object.keys(named(token.responses[status].content['application/json'].schema).properties).sort()).toEqual(['error', 'error_description']);
     }
     expect(token.responses['429'].headers['Retry-After']).toMatchObject({ schema: { type: 'integer' } });
     // Documentation only: the endpoint still answers its own RFC 6749 errors, uncoerced.

@@ -51,6 +51,24 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     }
   });
 
+  it('names every request and answer body, so that generated clients use these names (issue 30)', () => {
+    const named = /^#\/components\/schemas\/[A-Z][A-Za-z]+$/;
+    for (const { path, method, operation } of operations()) {
+      for (const [type, { schema }] of Object.entries<any>(operation.requestBody?.content ?? {})) {
+        expect(schema.$ref, `${method} ${path} ${type}`).toMatch(named);
+      }
+      for (const [status, answer] of Object.entries<any>(operation.responses)) {
+        // A 204 and a 304 have no body to name.
+        if (status === '204' || status === '304') continue;
+        for (const [type, { schema }] of Object.entries<any>(answer.content ?? {})) expect(schema.$ref, `${method} ${path} ${status} ${type}`).toMatch(named);
+      }
+    }
+    // A union's members are named too, so a generator has nothing left to name after its place.
+    for (const [name, schema] of Object.entries<any>(doc.components.schemas)) {
+      for (const member of [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]) expect(member.$ref, name).toMatch(named);
+    }
+  });
+
   it('offers OAuth2 client credentials with the token URL and every scope, and says its licence', () => {
     expect(doc.components.securitySchemes.oauth2).toEqual({
       type: 'oauth2',

@@ -4,6 +4,60 @@
 // fails when this file and a fresh generation differ.
 
 /**
+ * @minItems 1
+ * @maxItems 1000
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventBatch".
+ */
+export type EventBatch = [HoneypotEvent, ...HoneypotEvent[]];
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkPhoneNumberLookupResult".
+ */
+export type BulkPhoneNumberLookupResult = PhoneNumberFound | PhoneNumberNotFound | BulkItemError;
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkIpAddressLookupResult".
+ */
+export type BulkIpAddressLookupResult = IpAddressFound | IpAddressNotFound | BulkItemError;
+/**
+ * One JSON event per line; a line that is not JSON is only that item’s failure
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventBatchNdjson".
+ */
+export type EventBatchNdjson = string;
+/**
+ * One value per line
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressFeedText".
+ */
+export type IpAddressFeedText = string;
+/**
+ * RFC 4180 with a header line: ip_address,score,seen_count,first_seen,last_seen
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressFeedCsv".
+ */
+export type IpAddressFeedCsv = string;
+/**
+ * One value per line
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberFeedText".
+ */
+export type PhoneNumberFeedText = string;
+/**
+ * RFC 4180 with a header line: phone_number,score,seen_count,first_seen,last_seen
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberFeedCsv".
+ */
+export type PhoneNumberFeedCsv = string;
+
+/**
  * Every operation of the API by its operationId: parameters, JSON request body, and answer bodies by status
  */
 export interface Operations {
@@ -11,104 +65,14 @@ export interface Operations {
    * POST /oauth/token
    */
   requestToken: {
-    /**
-     * Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both
-     */
-    requestBody: {
-      /**
-       * Only the client-credentials grant is supported
-       */
-      grant_type: 'client_credentials';
-      /**
-       * Unless sent as HTTP Basic
-       */
-      client_id?: string;
-      /**
-       * Unless sent as HTTP Basic
-       */
-      client_secret?: string;
-      /**
-       * One of the configured audiences; a trailing slash names the same one. The service API (the first configured audience) when absent
-       */
-      audience?: string;
-      /**
-       * RFC 8707 resource indicator: read as `audience` is; when both are sent they must name the same audience
-       */
-      resource?: string;
-      /**
-       * Space-separated permissions the token should carry, each held by the client; every permission the client holds when absent
-       */
-      scope?: string;
-    };
+    requestBody: TokenRequest;
     responses: {
-      /**
-       * An access token (Cache-Control: no-store)
-       */
-      '200': {
-        /**
-         * A signed JWT (ES256), verifiable with the JWKS
-         */
-        access_token: string;
-        token_type: 'Bearer';
-        /**
-         * Seconds the token is valid
-         */
-        expires_in: number;
-        /**
-         * The permissions the token carries, space-separated
-         */
-        scope: string;
-      };
-      /**
-       * A missing or malformed field, another grant type, an audience this server does not accept, or a scope the client does not hold
-       */
-      '400': {
-        error: 'invalid_request' | 'unsupported_grant_type' | 'invalid_target' | 'invalid_scope';
-        /**
-         * Safe to show; never says which of id or secret was wrong
-         */
-        error_description: string;
-      };
-      /**
-       * Client authentication failed: an unknown client and a wrong secret get this one identical answer
-       */
-      '401': {
-        error: 'invalid_client';
-        /**
-         * Safe to show; never says which of id or secret was wrong
-         */
-        error_description: string;
-      };
-      /**
-       * The body is larger than 8 KiB
-       */
-      '413': {
-        error: 'invalid_request';
-        /**
-         * Safe to show; never says which of id or secret was wrong
-         */
-        error_description: string;
-      };
-      /**
-       * Too many failed authentications from this address or for this client id
-       */
-      '429': {
-        error: 'rate_limited';
-        /**
-         * Safe to show; never says which of id or secret was wrong
-         */
-        error_description: string;
-      };
-      /**
-       * The store is unreachable just now
-       */
-      '503': {
-        error: 'temporarily_unavailable';
-        /**
-         * Safe to show; never says which of id or secret was wrong
-         */
-        error_description: string;
-      };
+      '200': TokenResponse;
+      '400': TokenRequestError;
+      '401': TokenClientError;
+      '413': TokenBodyTooLargeError;
+      '429': TokenRateLimitedError;
+      '503': TokenUnavailableError;
     };
   };
   /**
@@ -117,12 +81,8 @@ export interface Operations {
   submitEvent: {
     requestBody: HoneypotEvent;
     responses: {
-      '200': {
-        message: string;
-      };
-      '201': {
-        message: string;
-      };
+      '200': EventAcknowledgement;
+      '201': EventAcknowledgement;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -176,13 +136,7 @@ export interface Operations {
       cursor?: string;
     };
     responses: {
-      '200': {
-        data: StoredEvent[];
-        /**
-         * Pass as `cursor` for the next page; null on the last page
-         */
-        next_cursor: string | null;
-      };
+      '200': EventPage;
       '401': Problem;
       '403': Problem;
       '422': Problem;
@@ -257,27 +211,9 @@ export interface Operations {
    * POST /api/events/batch
    */
   submitEventBatch: {
-    /**
-     * @minItems 1
-     * @maxItems 1000
-     */
-    requestBody: [HoneypotEvent, ...HoneypotEvent[]];
+    requestBody: EventBatch;
     responses: {
-      '200': {
-        results: {
-          index: number;
-          event_uuid: string | null;
-          status: 'created' | 'replayed' | 'conflict' | 'invalid';
-          errors?: {
-            field: string;
-            message: string;
-          }[];
-        }[];
-        created: number;
-        replayed: number;
-        conflict: number;
-        invalid: number;
-      };
+      '200': EventBatchResult;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -293,22 +229,9 @@ export interface Operations {
    * POST /api/phone-numbers/lookup
    */
   lookupPhoneNumbers: {
-    requestBody: {
-      /**
-       * The values; one that is not valid is answered with its own error
-       *
-       * @minItems 1
-       * @maxItems 1000
-       */
-      phone_numbers: [string, ...string[]];
-    };
+    requestBody: BulkPhoneNumberLookupRequest;
     responses: {
-      '200': {
-        /**
-         * One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error
-         */
-        results: (PhoneNumberFound | PhoneNumberNotFound | BulkItemError)[];
-      };
+      '200': BulkPhoneNumberLookupResponse;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -324,22 +247,9 @@ export interface Operations {
    * POST /api/ip-addresses/lookup
    */
   lookupIpAddresses: {
-    requestBody: {
-      /**
-       * The values; one that is not valid is answered with its own error
-       *
-       * @minItems 1
-       * @maxItems 1000
-       */
-      ip_addresses: [string, ...string[]];
-    };
+    requestBody: BulkIpAddressLookupRequest;
     responses: {
-      '200': {
-        /**
-         * One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error
-         */
-        results: (IpAddressFound | IpAddressNotFound | BulkItemError)[];
-      };
+      '200': BulkIpAddressLookupResponse;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -362,29 +272,7 @@ export interface Operations {
       prefix: string;
     };
     responses: {
-      '200': {
-        /**
-         * The prefix asked, lower case
-         */
-        prefix: string;
-        /**
-         * Every number of the range the caller may see, padded with random suffixes to 32 entries (or the next power of two, at most 4096 real ones), in suffix order
-         */
-        entries: {
-          /**
-           * The last 59 hex digits of a SHA-256, lower case
-           */
-          suffix: string;
-          /**
-           * Events naming the number; 0 marks padding, which clients ignore
-           */
-          seen_count: number;
-          /**
-           * The number’s score (docs/scoring.md); 0 for padding
-           */
-          score: number;
-        }[];
-      };
+      '200': PhoneNumberRange;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -412,26 +300,7 @@ export interface Operations {
       format?: 'text' | 'csv' | 'json' | 'stix';
     };
     responses: {
-      '200': {
-        kind: string;
-        /**
-         * The instant scores were computed at: the start of the hour
-         */
-        scored_at: string;
-        /**
-         * @maxItems 100000
-         */
-        entries: {
-          /**
-           * Canonical address
-           */
-          ip_address: string;
-          score: number;
-          seen_count: number;
-          first_seen: string;
-          last_seen: string;
-        }[];
-      };
+      '200': IpAddressFeed;
       /**
        * Not modified: the If-None-Match tag is still this answer’s
        */
@@ -465,26 +334,7 @@ export interface Operations {
       format?: 'text' | 'csv' | 'json' | 'stix';
     };
     responses: {
-      '200': {
-        kind: string;
-        /**
-         * The instant scores were computed at: the start of the hour
-         */
-        scored_at: string;
-        /**
-         * @maxItems 100000
-         */
-        entries: {
-          /**
-           * The number key: E.164 `+…` for international forms
-           */
-          phone_number: string;
-          score: number;
-          seen_count: number;
-          first_seen: string;
-          last_seen: string;
-        }[];
-      };
+      '200': PhoneNumberFeed;
       /**
        * Not modified: the If-None-Match tag is still this answer’s
        */
@@ -503,79 +353,9 @@ export interface Operations {
    * POST /api/integrations
    */
   createIntegration: {
-    requestBody: {
-      kind: 'webhook' | 'slack' | 'email';
-      /**
-       * A label; the kind when absent
-       */
-      name?: string;
-      /**
-       * For `webhook` and `slack` (required there): an https: URL whose host resolves only to public addresses
-       */
-      url?: string;
-      /**
-       * For `email` (required there)
-       */
-      email?: string;
-      /**
-       * The alert types it receives
-       *
-       * @minItems 1
-       */
-      alert_types?: [
-        'lookup.matched' | 'number.first_seen' | 'node.silent',
-        ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
-      ];
-      /**
-       * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
-       */
-      min_score?: number;
-    };
+    requestBody: CreateIntegrationRequest;
     responses: {
-      '201': {
-        id: string;
-        kind: 'webhook' | 'slack' | 'email';
-        name: string;
-        /**
-         * The webhook's URL; a Slack URL shortened to its origin, since its path is a credential
-         */
-        url?: string;
-        /**
-         * The address of an email integration
-         */
-        email?: string;
-        /**
-         * The alert types it receives
-         *
-         * @minItems 1
-         */
-        alert_types: [
-          'lookup.matched' | 'number.first_seen' | 'node.silent',
-          ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
-        ];
-        /**
-         * An email address is `pending_confirmation` until its owner follows the mailed link; an integration is `disabled` after a day in which every delivery to it failed, or by its owner, until enabled again (PATCH `enabled`). Nothing is sent to either
-         */
-        status: 'active' | 'pending_confirmation' | 'disabled';
-        /**
-         * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
-         */
-        min_score: number;
-        created_at: string;
-        confirmed_at: string | null;
-        /**
-         * When it was disabled; null while it is not
-         */
-        disabled_at: string | null;
-        /**
-         * Why: the failures that disabled it, or its owner
-         */
-        disabled_reason: string | null;
-        /**
-         * A webhook’s signing secret (Standard Webhooks); shown only here
-         */
-        secret?: string;
-      };
+      '201': CreatedIntegration;
       '400': Problem;
       '401': Problem;
       '403': Problem;
@@ -593,9 +373,7 @@ export interface Operations {
    */
   listIntegrations: {
     responses: {
-      '200': {
-        integrations: Integration[];
-      };
+      '200': IntegrationList;
       '401': Problem;
       '403': Problem;
       '429': Problem;
@@ -633,26 +411,7 @@ export interface Operations {
        */
       id: string;
     };
-    requestBody: {
-      name?: string;
-      /**
-       * The alert types it receives
-       *
-       * @minItems 1
-       */
-      alert_types?: [
-        'lookup.matched' | 'number.first_seen' | 'node.silent',
-        ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
-      ];
-      /**
-       * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
-       */
-      min_score?: number;
-      /**
-       * `true` enables a disabled integration again (its held deliveries go out); `false` disables it
-       */
-      enabled?: boolean;
-    };
+    requestBody: UpdateIntegrationRequest;
     responses: {
       '200': Integration;
       '400': Problem;
@@ -697,16 +456,7 @@ export interface Operations {
       id: string;
     };
     responses: {
-      '200': {
-        /**
-         * The new signing secret; shown only here
-         */
-        secret: string;
-        /**
-         * Until then every delivery is signed with the old secret too
-         */
-        previous_secret_expires_at: string;
-      };
+      '200': RotatedWebhookSecret;
       '401': Problem;
       '403': Problem;
       '404': Problem;
@@ -727,9 +477,7 @@ export interface Operations {
       id: string;
     };
     responses: {
-      '202': {
-        alert_id: string;
-      };
+      '202': QueuedTestDelivery;
       '401': Problem;
       '403': Problem;
       '404': Problem;
@@ -754,9 +502,7 @@ export interface Operations {
       delivery_id: string;
     };
     responses: {
-      '202': {
-        delivery_id: string;
-      };
+      '202': QueuedRedelivery;
       '401': Problem;
       '403': Problem;
       '404': Problem;
@@ -783,31 +529,7 @@ export interface Operations {
       limit?: number;
     };
     responses: {
-      '200': {
-        attempts: {
-          delivery_id: string;
-          /**
-           * The `webhook-id` of the alert: the same on every attempt
-           */
-          alert_id: string;
-          alert_type: string;
-          attempt: number;
-          at: string;
-          duration_ms: number;
-          /**
-           * The receiver's HTTP status; null for mail, or when no answer came
-           */
-          status_code: number | null;
-          /**
-           * Why the attempt failed; null when it succeeded
-           */
-          error: string | null;
-          /**
-           * `retrying`: another attempt is due; `failed`: given up
-           */
-          outcome: 'delivered' | 'retrying' | 'failed';
-        }[];
-      };
+      '200': DeliveryLog;
       '401': Problem;
       '403': Problem;
       '404': Problem;
@@ -829,12 +551,8 @@ export interface Operations {
     };
     requestBody: HoneypotEvent;
     responses: {
-      '200': {
-        message: string;
-      };
-      '201': {
-        message: string;
-      };
+      '200': EventAcknowledgement;
+      '201': EventAcknowledgement;
       '400': Problem;
       '403': Problem;
       '404': Problem;
@@ -847,6 +565,124 @@ export interface Operations {
       '503': Problem;
     };
   };
+}
+/**
+ * Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenRequest".
+ */
+export interface TokenRequest {
+  /**
+   * Only the client-credentials grant is supported
+   */
+  grant_type: 'client_credentials';
+  /**
+   * Unless sent as HTTP Basic
+   */
+  client_id?: string;
+  /**
+   * Unless sent as HTTP Basic
+   */
+  client_secret?: string;
+  /**
+   * One of the configured audiences; a trailing slash names the same one. The service API (the first configured audience) when absent
+   */
+  audience?: string;
+  /**
+   * RFC 8707 resource indicator: read as `audience` is; when both are sent they must name the same audience
+   */
+  resource?: string;
+  /**
+   * Space-separated permissions the token should carry, each held by the client; every permission the client holds when absent
+   */
+  scope?: string;
+}
+/**
+ * An access token (Cache-Control: no-store)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenResponse".
+ */
+export interface TokenResponse {
+  /**
+   * A signed JWT (ES256), verifiable with the JWKS
+   */
+  access_token: string;
+  token_type: 'Bearer';
+  /**
+   * Seconds the token is valid
+   */
+  expires_in: number;
+  /**
+   * The permissions the token carries, space-separated
+   */
+  scope: string;
+}
+/**
+ * A missing or malformed field, another grant type, an audience this server does not accept, or a scope the client does not hold
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenRequestError".
+ */
+export interface TokenRequestError {
+  error: 'invalid_request' | 'unsupported_grant_type' | 'invalid_target' | 'invalid_scope';
+  /**
+   * Safe to show; never says which of id or secret was wrong
+   */
+  error_description: string;
+}
+/**
+ * Client authentication failed: an unknown client and a wrong secret get this one identical answer
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenClientError".
+ */
+export interface TokenClientError {
+  error: 'invalid_client';
+  /**
+   * Safe to show; never says which of id or secret was wrong
+   */
+  error_description: string;
+}
+/**
+ * The body is larger than 8 KiB
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenBodyTooLargeError".
+ */
+export interface TokenBodyTooLargeError {
+  error: 'invalid_request';
+  /**
+   * Safe to show; never says which of id or secret was wrong
+   */
+  error_description: string;
+}
+/**
+ * Too many failed authentications from this address or for this client id
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenRateLimitedError".
+ */
+export interface TokenRateLimitedError {
+  error: 'rate_limited';
+  /**
+   * Safe to show; never says which of id or secret was wrong
+   */
+  error_description: string;
+}
+/**
+ * The store is unreachable just now
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TokenUnavailableError".
+ */
+export interface TokenUnavailableError {
+  error: 'temporarily_unavailable';
+  /**
+   * Safe to show; never says which of id or secret was wrong
+   */
+  error_description: string;
 }
 /**
  * One SIP probe seen by a honeypot. Every field is required; other members are ignored and not stored.
@@ -909,6 +745,13 @@ export interface HoneypotEvent {
   sip_message: string;
 }
 /**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventAcknowledgement".
+ */
+export interface EventAcknowledgement {
+  message: string;
+}
+/**
  * RFC 9457 problem details
  *
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -951,10 +794,26 @@ export interface Problem {
   /**
    * Every bad field, for validation_failed
    */
-  errors?: {
-    field: string;
-    message: string;
-  }[];
+  errors?: FieldError[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "FieldError".
+ */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventPage".
+ */
+export interface EventPage {
+  data: StoredEvent[];
+  /**
+   * Pass as `cursor` for the next page; null on the last page
+   */
+  next_cursor: string | null;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1157,6 +1016,50 @@ export interface IpAddressNotFound {
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventBatchResult".
+ */
+export interface EventBatchResult {
+  results: EventBatchItemResult[];
+  created: number;
+  replayed: number;
+  conflict: number;
+  invalid: number;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "EventBatchItemResult".
+ */
+export interface EventBatchItemResult {
+  index: number;
+  event_uuid: string | null;
+  status: 'created' | 'replayed' | 'conflict' | 'invalid';
+  errors?: FieldError[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkPhoneNumberLookupRequest".
+ */
+export interface BulkPhoneNumberLookupRequest {
+  /**
+   * The values; one that is not valid is answered with its own error
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  phone_numbers: [string, ...string[]];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkPhoneNumberLookupResponse".
+ */
+export interface BulkPhoneNumberLookupResponse {
+  /**
+   * One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error
+   */
+  results: BulkPhoneNumberLookupResult[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "BulkItemError".
  */
 export interface BulkItemError {
@@ -1166,6 +1069,206 @@ export interface BulkItemError {
   input: string | number | boolean | null;
   error: 'invalid_phone_number' | 'invalid_ip_address';
   message: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkIpAddressLookupRequest".
+ */
+export interface BulkIpAddressLookupRequest {
+  /**
+   * The values; one that is not valid is answered with its own error
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  ip_addresses: [string, ...string[]];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "BulkIpAddressLookupResponse".
+ */
+export interface BulkIpAddressLookupResponse {
+  /**
+   * One answer per value, in order: the single lookup’s answer (with `found`), or the value’s error
+   */
+  results: BulkIpAddressLookupResult[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberRange".
+ */
+export interface PhoneNumberRange {
+  /**
+   * The prefix asked, lower case
+   */
+  prefix: string;
+  /**
+   * Every number of the range the caller may see, padded with random suffixes to 32 entries (or the next power of two, at most 4096 real ones), in suffix order
+   */
+  entries: PhoneNumberRangeEntry[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberRangeEntry".
+ */
+export interface PhoneNumberRangeEntry {
+  /**
+   * The last 59 hex digits of a SHA-256, lower case
+   */
+  suffix: string;
+  /**
+   * Events naming the number; 0 marks padding, which clients ignore
+   */
+  seen_count: number;
+  /**
+   * The number’s score (docs/scoring.md); 0 for padding
+   */
+  score: number;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressFeed".
+ */
+export interface IpAddressFeed {
+  kind: string;
+  /**
+   * The instant scores were computed at: the start of the hour
+   */
+  scored_at: string;
+  /**
+   * @maxItems 100000
+   */
+  entries: IpAddressFeedEntry[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressFeedEntry".
+ */
+export interface IpAddressFeedEntry {
+  /**
+   * Canonical address
+   */
+  ip_address: string;
+  score: number;
+  seen_count: number;
+  first_seen: string;
+  last_seen: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberFeed".
+ */
+export interface PhoneNumberFeed {
+  kind: string;
+  /**
+   * The instant scores were computed at: the start of the hour
+   */
+  scored_at: string;
+  /**
+   * @maxItems 100000
+   */
+  entries: PhoneNumberFeedEntry[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberFeedEntry".
+ */
+export interface PhoneNumberFeedEntry {
+  /**
+   * The number key: E.164 `+…` for international forms
+   */
+  phone_number: string;
+  score: number;
+  seen_count: number;
+  first_seen: string;
+  last_seen: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "CreateIntegrationRequest".
+ */
+export interface CreateIntegrationRequest {
+  kind: 'webhook' | 'slack' | 'email';
+  /**
+   * A label; the kind when absent
+   */
+  name?: string;
+  /**
+   * For `webhook` and `slack` (required there): an https: URL whose host resolves only to public addresses
+   */
+  url?: string;
+  /**
+   * For `email` (required there)
+   */
+  email?: string;
+  /**
+   * The alert types it receives
+   *
+   * @minItems 1
+   */
+  alert_types?: [
+    'lookup.matched' | 'number.first_seen' | 'node.silent',
+    ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+  ];
+  /**
+   * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+   */
+  min_score?: number;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "CreatedIntegration".
+ */
+export interface CreatedIntegration {
+  id: string;
+  kind: 'webhook' | 'slack' | 'email';
+  name: string;
+  /**
+   * The webhook's URL; a Slack URL shortened to its origin, since its path is a credential
+   */
+  url?: string;
+  /**
+   * The address of an email integration
+   */
+  email?: string;
+  /**
+   * The alert types it receives
+   *
+   * @minItems 1
+   */
+  alert_types: [
+    'lookup.matched' | 'number.first_seen' | 'node.silent',
+    ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+  ];
+  /**
+   * An email address is `pending_confirmation` until its owner follows the mailed link; an integration is `disabled` after a day in which every delivery to it failed, or by its owner, until enabled again (PATCH `enabled`). Nothing is sent to either
+   */
+  status: 'active' | 'pending_confirmation' | 'disabled';
+  /**
+   * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+   */
+  min_score: number;
+  created_at: string;
+  confirmed_at: string | null;
+  /**
+   * When it was disabled; null while it is not
+   */
+  disabled_at: string | null;
+  /**
+   * Why: the failures that disabled it, or its owner
+   */
+  disabled_reason: string | null;
+  /**
+   * A webhook’s signing secret (Standard Webhooks); shown only here
+   */
+  secret?: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IntegrationList".
+ */
+export interface IntegrationList {
+  integrations: Integration[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1210,4 +1313,164 @@ export interface Integration {
    * Why: the failures that disabled it, or its owner
    */
   disabled_reason: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "UpdateIntegrationRequest".
+ */
+export interface UpdateIntegrationRequest {
+  name?: string;
+  /**
+   * The alert types it receives
+   *
+   * @minItems 1
+   */
+  alert_types?: [
+    'lookup.matched' | 'number.first_seen' | 'node.silent',
+    ...('lookup.matched' | 'number.first_seen' | 'node.silent')[]
+  ];
+  /**
+   * Alerts that carry a score (`lookup.matched`, `number.first_seen`) are sent only at or above it (docs/scoring.md); 20 by default, which one call attempt reaches and one scan does not
+   */
+  min_score?: number;
+  /**
+   * `true` enables a disabled integration again (its held deliveries go out); `false` disables it
+   */
+  enabled?: boolean;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "RotatedWebhookSecret".
+ */
+export interface RotatedWebhookSecret {
+  /**
+   * The new signing secret; shown only here
+   */
+  secret: string;
+  /**
+   * Until then every delivery is signed with the old secret too
+   */
+  previous_secret_expires_at: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "QueuedTestDelivery".
+ */
+export interface QueuedTestDelivery {
+  alert_id: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "QueuedRedelivery".
+ */
+export interface QueuedRedelivery {
+  delivery_id: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "DeliveryLog".
+ */
+export interface DeliveryLog {
+  attempts: DeliveryAttempt[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "DeliveryAttempt".
+ */
+export interface DeliveryAttempt {
+  delivery_id: string;
+  /**
+   * The `webhook-id` of the alert: the same on every attempt
+   */
+  alert_id: string;
+  alert_type: string;
+  attempt: number;
+  at: string;
+  duration_ms: number;
+  /**
+   * The receiver's HTTP status; null for mail, or when no answer came
+   */
+  status_code: number | null;
+  /**
+   * Why the attempt failed; null when it succeeded
+   */
+  error: string | null;
+  /**
+   * `retrying`: another attempt is due; `failed`: given up
+   */
+  outcome: 'delivered' | 'retrying' | 'failed';
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressStixIndicator".
+ */
+export interface IpAddressStixIndicator {
+  type: 'indicator';
+  spec_version: '2.1';
+  id: string;
+  created: string;
+  modified: string;
+  name: string;
+  indicator_types: string[];
+  /**
+   * [ipv4-addr:value = '…'] or [ipv6-addr:value = '…']
+   */
+  pattern: string;
+  pattern_type: 'stix';
+  valid_from: string;
+  /**
+   * The score
+   */
+  confidence: number;
+}
+/**
+ * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "IpAddressStixBundle".
+ */
+export interface IpAddressStixBundle {
+  type: 'bundle';
+  id: string;
+  /**
+   * @maxItems 100000
+   */
+  objects: IpAddressStixIndicator[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberStixIndicator".
+ */
+export interface PhoneNumberStixIndicator {
+  type: 'indicator';
+  spec_version: '2.1';
+  id: string;
+  created: string;
+  modified: string;
+  name: string;
+  indicator_types: string[];
+  /**
+   * [x-tollwatch-phone-number:value = '+…'] (a custom object type, docs/api.md §14)
+   */
+  pattern: string;
+  pattern_type: 'stix';
+  valid_from: string;
+  /**
+   * The score
+   */
+  confidence: number;
+}
+/**
+ * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberStixBundle".
+ */
+export interface PhoneNumberStixBundle {
+  type: 'bundle';
+  id: string;
+  /**
+   * @maxItems 100000
+   */
+  objects: PhoneNumberStixIndicator[];
 }

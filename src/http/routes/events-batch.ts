@@ -17,20 +17,35 @@ type RouteServices = Pick<Services, 'intake' | 'metrics'>;
 /** 1,000 ordinary events are about 1-2 MiB; this leaves room for long SIP messages. */
 export const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 
-const BatchResult = Type.Object({
-  results: Type.Array(
-    Type.Object({
-      index: Type.Integer(),
-      event_uuid: nullable<string>(['string']),
-      status: Type.Union([Type.Literal('created'), Type.Literal('replayed'), Type.Literal('conflict'), Type.Literal('invalid')]),
-      errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
-    }),
-  ),
+/** A batch as JSON: an array of events. */
+const EventBatch = Type.Array(Type.Ref('HoneypotEvent'), { $id: 'EventBatch', minItems: 1, maxItems: MAX_BATCH, example: [SAMPLE_EVENT] });
+
+/** A batch as NDJSON: one event per line. */
+const EventBatchNdjson = Type.String({
+  $id: 'EventBatchNdjson',
+  description: 'One JSON event per line; a line that is not JSON is only that item’s failure',
+  example: `${JSON.stringify(SAMPLE_EVENT)}\n`,
+});
+
+/** One event's outcome in a batch. */
+const EventBatchItemResult = Type.Object(
+  {
+    index: Type.Integer(),
+    event_uuid: nullable<string>(['string']),
+    status: Type.Union([Type.Literal('created'), Type.Literal('replayed'), Type.Literal('conflict'), Type.Literal('invalid')]),
+    errors: Type.Optional(Type.Array(Type.Ref('FieldError'))),
+  },
+  { $id: 'EventBatchItemResult' },
+);
+
+const EventBatchResult = Type.Object({
+  results: Type.Array(Type.Ref('EventBatchItemResult')),
   created: Type.Integer(),
   replayed: Type.Integer(),
   conflict: Type.Integer(),
   invalid: Type.Integer(),
 }, {
+  $id: 'EventBatchResult',
   example: {
     results: [
       { index: 0, event_uuid: '891da16a-56b1-497f-abef-ca3a2a849bea', status: 'created' },
@@ -42,6 +57,9 @@ const BatchResult = Type.Object({
     invalid: 1,
   },
 });
+
+/** The batch's named schemas, for the /api scope to register. */
+export const EVENT_BATCH_SCHEMAS = [EventBatch, EventBatchNdjson, EventBatchItemResult, EventBatchResult];
 
 /** The items of a batch body, or the error for a body that is no acceptable list. */
 function itemsOf(request: FastifyRequest): unknown[] {
@@ -84,14 +102,9 @@ export async function eventsBatchRoute(app: FastifyInstance, { services }: { ser
           'A JSON array of events (as application/json, text/plain, application/x-www-form-urlencoded or with no Content-Type), or NDJSON (`Content-Type: application/x-ndjson`, one event per line). Each event follows the rules of POST /api/events and is stored or refused on its own; the answer lists every outcome in order, after the valid ones have been committed. Counts against the submission limit per event.',
         operationId: 'submitEventBatch',
         tags: ['events'],
-        body: jsonBodyContent(Type.Array(Type.Ref('HoneypotEvent'), { minItems: 1, maxItems: MAX_BATCH, example: [SAMPLE_EVENT] }), {
-          'application/x-ndjson': Type.String({
-            description: 'One JSON event per line; a line that is not JSON is only that item’s failure',
-            example: `${JSON.stringify(SAMPLE_EVENT)}\n`,
-          }),
-        }),
+        body: jsonBodyContent(Type.Ref('EventBatch'), { 'application/x-ndjson': Type.Ref('EventBatchNdjson') }),
         response: apiAnswers({
-          ok: { 200: { description: 'Every event’s outcome, in order, after the valid ones were committed', schema: BatchResult } },
+          ok: { 200: { description: 'Every event’s outcome, in order, after the valid ones were committed', schema: Type.Ref('EventBatchResult') } },
           errors: [400, 413, 415, 422],
           limited: true,
           describe: { 413: 'More than 1,000 events, or more than 16 MiB (`payload_too_large`)', 422: 'Not an array of events, or an empty one (`validation_failed`)' },

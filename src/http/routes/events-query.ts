@@ -39,6 +39,21 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** A page of the caller's events. */
+const EventPage = Type.Object(
+  {
+    data: Type.Array(Type.Ref('StoredEvent')),
+    next_cursor: nullable<string>(['string'], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+  },
+  {
+    $id: 'EventPage',
+    example: { data: [{ ...SAMPLE_EVENT, event_time: '2022-02-22T11:19:15.848934346Z', received_at: '2022-02-22T11:19:16.002Z' }], next_cursor: null },
+  },
+);
+
+/** The named schemas of these routes, for the /api scope to register. */
+export const EVENT_QUERY_SCHEMAS = [EventPage];
+
 /** GET /api/events and GET /api/events/{event_uuid}: the caller's own events (docs/api.md §8). */
 export async function eventsQueryRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   app.get(
@@ -56,13 +71,7 @@ export async function eventsQueryRoutes(app: FastifyInstance, { services }: { se
           ok: {
             200: {
               description: 'A page of the caller’s events, newest first',
-              schema: Type.Object(
-                {
-                  data: Type.Array(Type.Ref('StoredEvent')),
-                  next_cursor: nullable<string>(['string'], { description: 'Pass as `cursor` for the next page; null on the last page' }),
-                },
-                { example: { data: [{ ...SAMPLE_EVENT, event_time: '2022-02-22T11:19:15.848934346Z', received_at: '2022-02-22T11:19:16.002Z' }], next_cursor: null } },
-              ),
+              schema: Type.Ref('EventPage'),
             },
           },
           errors: [422],

@@ -12,10 +12,10 @@ type RouteServices = Pick<Services, 'intake' | 'metrics'>;
 /** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
 export const EVENT_BODY_LIMIT = 128 * 1024;
 
-/** The body of a 201 or 200 for a submitted event. */
-export const Acknowledgement = Type.Object(
+/** The body of a 201 or 200 for a submitted event, through /api or /ingest: apiConventions registers it for both. */
+export const EventAcknowledgement = Type.Object(
   { message: Type.String({ example: 'Thank you for the event.' }) },
-  { additionalProperties: false, example: { message: 'Thank you for the event.' } },
+  { $id: 'EventAcknowledgement', additionalProperties: false, example: { message: 'Thank you for the event.' } },
 );
 /** The Location header of a 201 or 200 for a submitted event. */
 export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
@@ -37,8 +37,8 @@ export async function eventsSubmitRoute(app: FastifyInstance, { services }: { se
         body: jsonBodyContent(Type.Ref('HoneypotEvent')),
         response: apiAnswers({
           ok: {
-            201: { description: 'Stored, durably', schema: Acknowledgement, headers: eventLocation },
-            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: eventLocation },
+            201: { description: 'Stored, durably', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
+            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
           },
           errors: [400, 409, 413, 415, 422],
           limited: true,

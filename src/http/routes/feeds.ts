@@ -27,84 +27,101 @@ const ETAG = {
   example: '"Hq8m1d3yq7D1lq9vN0a2rVb4Qk6s2Yt1"',
 };
 
-/** The answer's media types, each with what it holds. */
-function feedContent({ kind, valueName, valueSchema, stixPattern, stixExample, example }: FeedRoute) {
+/**
+ * The answer's schemas, named after the feed (`IpAddressFeed`, `PhoneNumberStixBundle`…): the
+ * /api scope registers them, and each media type of the answer refers to its own.
+ */
+function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExample, example }: FeedRoute) {
   const sample = { score: 78, seen_count: 120, first_seen: '2026-11-20T10:00:01.123456789Z', last_seen: '2026-11-22T06:25:32.918708020Z' };
-  const entry = Type.Object({
-    [valueName]: valueSchema,
-    score: Type.Integer({ minimum: 0, maximum: 100 }),
-    seen_count: Type.Integer({ minimum: 1 }),
-    first_seen: Type.String(),
-    last_seen: Type.String(),
-  });
+  const entry = Type.Object(
+    {
+      [valueName]: valueSchema,
+      score: Type.Integer({ minimum: 0, maximum: 100 }),
+      seen_count: Type.Integer({ minimum: 1 }),
+      first_seen: Type.String(),
+      last_seen: Type.String(),
+    },
+    { $id: `${name}FeedEntry` },
+  );
+  const indicator = Type.Object(
+    {
+      type: Type.Literal('indicator'),
+      spec_version: Type.Literal('2.1'),
+      id: Type.String({ pattern: '^indicator--' }),
+      created: Type.String(),
+      modified: Type.String(),
+      name: Type.String(),
+      indicator_types: Type.Array(Type.String()),
+      pattern: Type.String({ description: stixPattern }),
+      pattern_type: Type.Literal('stix'),
+      valid_from: Type.String(),
+      confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
+    },
+    { $id: `${name}StixIndicator` },
+  );
+  return [
+    Type.String({ $id: `${name}FeedText`, description: 'One value per line', example: `${example}\n` }),
+    Type.String({
+      $id: `${name}FeedCsv`,
+      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen`,
+      example: `${valueName},score,seen_count,first_seen,last_seen\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}\r\n`,
+    }),
+    entry,
+    Type.Object(
+      {
+        kind: Type.String(),
+        scored_at: Type.String({ description: 'The instant scores were computed at: the start of the hour' }),
+        entries: Type.Array(Type.Ref(`${name}FeedEntry`), { maxItems: MAX_FEED_ENTRIES }),
+      },
+      { $id: `${name}Feed`, example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...sample }] } },
+    ),
+    indicator,
+    Type.Object(
+      {
+        type: Type.Literal('bundle'),
+        id: Type.String({ pattern: '^bundle--' }),
+        objects: Type.Array(Type.Ref(`${name}StixIndicator`), { maxItems: MAX_FEED_ENTRIES }),
+      },
+      {
+        $id: `${name}StixBundle`,
+        description: 'A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)',
+        example: {
+          type: 'bundle',
+          id: 'bundle--5a7d2c1e-0b3f-5c4d-9e8f-1a2b3c4d5e6f',
+          objects: [
+            {
+              type: 'indicator',
+              spec_version: '2.1',
+              id: 'indicator--0c9b8a7d-6e5f-5a4b-8c3d-2e1f0a9b8c7d',
+              created: '2026-11-20T10:00:01.123Z',
+              modified: '2026-11-22T06:25:32.918Z',
+              name: `Toll fraud: ${example}`,
+              indicator_types: ['malicious-activity'],
+              pattern: stixExample,
+              pattern_type: 'stix',
+              valid_from: '2026-11-20T10:00:01.123Z',
+              confidence: sample.score,
+            },
+          ],
+        },
+      },
+    ),
+  ];
+}
+
+/** The answer's media types, each with its named schema. */
+function feedContent({ name }: FeedRoute) {
   return {
-    'text/plain': { schema: Type.String({ description: 'One value per line', example: `${example}\n` }) },
-    'text/csv': {
-      schema: Type.String({
-        description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen`,
-        example: `${valueName},score,seen_count,first_seen,last_seen\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}\r\n`,
-      }),
-    },
-    'application/json': {
-      schema: Type.Object(
-        {
-          kind: Type.String(),
-          scored_at: Type.String({ description: 'The instant scores were computed at: the start of the hour' }),
-          entries: Type.Array(entry, { maxItems: MAX_FEED_ENTRIES }),
-        },
-        { example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...sample }] } },
-      ),
-    },
-    'application/stix+json': {
-      schema: Type.Object(
-        {
-          type: Type.Literal('bundle'),
-          id: Type.String({ pattern: '^bundle--' }),
-          objects: Type.Array(
-            Type.Object({
-              type: Type.Literal('indicator'),
-              spec_version: Type.Literal('2.1'),
-              id: Type.String({ pattern: '^indicator--' }),
-              created: Type.String(),
-              modified: Type.String(),
-              name: Type.String(),
-              indicator_types: Type.Array(Type.String()),
-              pattern: Type.String({ description: stixPattern }),
-              pattern_type: Type.Literal('stix'),
-              valid_from: Type.String(),
-              confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
-            }),
-            { maxItems: MAX_FEED_ENTRIES },
-          ),
-        },
-        {
-          description: 'A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)',
-          example: {
-            type: 'bundle',
-            id: 'bundle--5a7d2c1e-0b3f-5c4d-9e8f-1a2b3c4d5e6f',
-            objects: [
-              {
-                type: 'indicator',
-                spec_version: '2.1',
-                id: 'indicator--0c9b8a7d-6e5f-5a4b-8c3d-2e1f0a9b8c7d',
-                created: '2026-11-20T10:00:01.123Z',
-                modified: '2026-11-22T06:25:32.918Z',
-                name: `Toll fraud: ${example}`,
-                indicator_types: ['malicious-activity'],
-                pattern: stixExample,
-                pattern_type: 'stix',
-                valid_from: '2026-11-20T10:00:01.123Z',
-                confidence: sample.score,
-              },
-            ],
-          },
-        },
-      ),
-    },
+    'text/plain': { schema: Type.Ref(`${name}FeedText`) },
+    'text/csv': { schema: Type.Ref(`${name}FeedCsv`) },
+    'application/json': { schema: Type.Ref(`${name}Feed`) },
+    'application/stix+json': { schema: Type.Ref(`${name}StixBundle`) },
   };
 }
 
 interface FeedRoute {
+  /** What the feed's schemas are named after. */
+  name: 'IpAddress' | 'PhoneNumber';
   kind: FeedKind;
   permission: Permission;
   operationId: string;
@@ -119,6 +136,7 @@ interface FeedRoute {
 
 const ROUTES: FeedRoute[] = [
   {
+    name: 'IpAddress',
     kind: 'ip-addresses',
     permission: 'read:ip-addresses',
     operationId: 'ipAddressFeed',
@@ -130,6 +148,7 @@ const ROUTES: FeedRoute[] = [
     stixExample: "[ipv4-addr:value = '203.0.113.7']",
   },
   {
+    name: 'PhoneNumber',
     kind: 'phone-numbers',
     permission: 'read:phone-numbers',
     operationId: 'phoneNumberFeed',
@@ -141,6 +160,9 @@ const ROUTES: FeedRoute[] = [
     stixExample: `[${STIX_NUMBER_TYPE}:value = '+46812118532']`,
   },
 ];
+
+/** The feeds' named schemas, for the /api scope to register. */
+export const FEED_SCHEMAS = ROUTES.flatMap(feedSchemas);
 
 /** GET /api/feeds/ip-addresses and GET /api/feeds/phone-numbers (docs/api.md §14). */
 export async function feedRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {

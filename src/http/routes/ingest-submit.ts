@@ -5,7 +5,7 @@ import { apiAnswers } from '../route-responses.ts';
 import { JSON_LIKE_MEDIA_TYPES } from '../json-body.ts';
 import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
-import { Acknowledgement, EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
+import { EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'intake' | 'metrics'>;
@@ -40,8 +40,8 @@ export async function ingestSubmitRoute(app: FastifyInstance, { services }: { se
         operationId: 'submitEventThroughIngestUrl',
         response: apiAnswers({
           ok: {
-            201: { description: 'Stored, durably', schema: Acknowledgement, headers: eventLocation },
-            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Acknowledgement, headers: eventLocation },
+            201: { description: 'Stored, durably', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
+            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
           },
           errors: [400, 404, 409, 413, 415, 422],
           limited: true,

@@ -51,14 +51,14 @@ const EXAMPLE = {
   disabled_at: null,
   disabled_reason: null,
 };
-export const IntegrationSchema = Type.Object(integrationProperties, { $id: 'Integration', additionalProperties: false, example: EXAMPLE });
+const IntegrationSchema = Type.Object(integrationProperties, { $id: 'Integration', additionalProperties: false, example: EXAMPLE });
 
 const CreatedIntegration = Type.Object(
   { ...integrationProperties, secret: Type.Optional(Type.String({ description: 'A webhook’s signing secret (Standard Webhooks); shown only here', pattern: '^whsec_' })) },
-  { additionalProperties: false, example: { ...EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } },
+  { $id: 'CreatedIntegration', additionalProperties: false, example: { ...EXAMPLE, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } },
 );
 
-const CreateIntegration = Type.Object(
+const CreateIntegrationRequest = Type.Object(
   {
     kind: Type.Enum([...INTEGRATION_KINDS], { type: 'string' }),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A label; the kind when absent' })),
@@ -67,25 +67,25 @@ const CreateIntegration = Type.Object(
     alert_types: Type.Optional(AlertTypes),
     min_score: Type.Optional(MinScore),
   },
-  { example: { kind: 'webhook', name: 'PBX fraud desk', url: 'https://pbx.example/hooks/tollwatch', alert_types: ['lookup.matched', 'number.first_seen'] } },
+  { $id: 'CreateIntegrationRequest', example: { kind: 'webhook', name: 'PBX fraud desk', url: 'https://pbx.example/hooks/tollwatch', alert_types: ['lookup.matched', 'number.first_seen'] } },
 );
 
-const UpdateIntegration = Type.Object(
+const UpdateIntegrationRequest = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     alert_types: Type.Optional(AlertTypes),
     min_score: Type.Optional(MinScore),
     enabled: Type.Optional(Type.Boolean({ description: '`true` enables a disabled integration again (its held deliveries go out); `false` disables it' })),
   },
-  { example: { alert_types: ['node.silent'], min_score: 40 } },
+  { $id: 'UpdateIntegrationRequest', example: { alert_types: ['node.silent'], min_score: 40 } },
 );
 
-const RotatedSecret = Type.Object(
+const RotatedWebhookSecret = Type.Object(
   {
     secret: Type.String({ pattern: '^whsec_', description: 'The new signing secret; shown only here' }),
     previous_secret_expires_at: Type.String({ format: 'date-time', description: 'Until then every delivery is signed with the old secret too' }),
   },
-  { additionalProperties: false, example: { secret: 'whsec_Q2xhc3NpZmllZEJ5VG9sbHdhdGNoMjAyNg==', previous_secret_expires_at: '2026-11-24T11:00:00.000Z' } },
+  { $id: 'RotatedWebhookSecret', additionalProperties: false, example: { secret: 'whsec_Q2xhc3NpZmllZEJ5VG9sbHdhdGNoMjAyNg==', previous_secret_expires_at: '2026-11-24T11:00:00.000Z' } },
 );
 
 const Params = Type.Object({
@@ -109,12 +109,13 @@ const DeliveryAttempt = Type.Object(
     error: nullable<string>(['string'], { description: 'Why the attempt failed; null when it succeeded' }),
     outcome: Type.Enum(['delivered', 'retrying', 'failed'], { type: 'string', description: '`retrying`: another attempt is due; `failed`: given up' }),
   },
-  { additionalProperties: false },
+  { $id: 'DeliveryAttempt', additionalProperties: false },
 );
 
 const DeliveryLog = Type.Object(
-  { attempts: Type.Array(DeliveryAttempt) },
+  { attempts: Type.Array(Type.Ref('DeliveryAttempt')) },
   {
+    $id: 'DeliveryLog',
     example: {
       attempts: [
         { delivery_id: '5d1f0d4e-9a0b-4c55-8f7e-3c2b1a0f9e88', alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', alert_type: 'number.first_seen', attempt: 2, at: '2026-11-23T11:00:12.000Z', duration_ms: 84, status_code: 200, error: null, outcome: 'delivered' },
@@ -123,6 +124,31 @@ const DeliveryLog = Type.Object(
     },
   },
 );
+
+const IntegrationList = Type.Object({ integrations: Type.Array(Type.Ref('Integration')) }, { $id: 'IntegrationList', example: { integrations: [EXAMPLE] } });
+
+/** A test alert queued for one integration. */
+const QueuedTestDelivery = Type.Object({ alert_id: Type.String() }, { $id: 'QueuedTestDelivery', example: { alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W' } });
+
+/** A new delivery of an alert already delivered or failed. */
+const QueuedRedelivery = Type.Object(
+  { delivery_id: Type.String({ format: 'uuid' }) },
+  { $id: 'QueuedRedelivery', example: { delivery_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7' } },
+);
+
+/** The named schemas of these routes, for the /api scope to register (a referenced one before those that refer to it). */
+export const INTEGRATION_SCHEMAS = [
+  IntegrationSchema,
+  CreatedIntegration,
+  CreateIntegrationRequest,
+  UpdateIntegrationRequest,
+  IntegrationList,
+  RotatedWebhookSecret,
+  QueuedTestDelivery,
+  QueuedRedelivery,
+  DeliveryAttempt,
+  DeliveryLog,
+];
 
 const notFound = { 404: "No such integration among the caller's (`not_found`): missing, malformed, or another account's" };
 const permission = 'manage:integrations' as const;
@@ -142,12 +168,12 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
           "A webhook's answer carries its signing secret (`whsec_…`, Standard Webhooks), once. An email address gets a confirmation mail and receives nothing until its link is followed. A URL is refused (422) unless it is https: and its host resolves only to public addresses.",
         operationId: 'createIntegration',
         tags: ['integrations'],
-        body: CreateIntegration,
+        body: Type.Ref('CreateIntegrationRequest'),
         response: apiAnswers({
           ok: {
             201: {
               description: 'Created',
-              schema: CreatedIntegration,
+              schema: Type.Ref('CreatedIntegration'),
             },
           },
           errors: [400, 409, 415, 422, 502],
@@ -172,7 +198,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
         summary: "The account's integrations",
         operationId: 'listIntegrations',
         tags: ['integrations'],
-        response: apiAnswers({ ok: { 200: { description: 'Oldest first', schema: Type.Object({ integrations: Type.Array(Type.Ref('Integration')) }, { example: { integrations: [EXAMPLE] } }) } } }),
+        response: apiAnswers({ ok: { 200: { description: 'Oldest first', schema: Type.Ref('IntegrationList') } } }),
       },
     },
     async (request) => ({ integrations: await integrations.list(principalOf(request).account.account_id) }),
@@ -202,7 +228,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
         operationId: 'updateIntegration',
         tags: ['integrations'],
         params: Params,
-        body: UpdateIntegration,
+        body: Type.Ref('UpdateIntegrationRequest'),
         response: apiAnswers({ ok: { 200: { description: 'As changed', schema: Type.Ref('Integration') } }, errors: [400, 404, 415, 422], describe: notFound }),
       },
     },
@@ -242,7 +268,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
         operationId: 'rotateIntegrationSecret',
         tags: ['integrations'],
         params: Params,
-        response: apiAnswers({ ok: { 200: { description: 'The new secret', schema: RotatedSecret } }, errors: [404, 422], describe: notFound }),
+        response: apiAnswers({ ok: { 200: { description: 'The new secret', schema: Type.Ref('RotatedWebhookSecret') } }, errors: [404, 422], describe: notFound }),
       },
     },
     async (request) => {
@@ -262,7 +288,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
         tags: ['integrations'],
         params: Params,
         response: apiAnswers({
-          ok: { 202: { description: 'Queued; its attempts appear in the delivery log', schema: Type.Object({ alert_id: Type.String() }, { example: { alert_id: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W' } }) } },
+          ok: { 202: { description: 'Queued; its attempts appear in the delivery log', schema: Type.Ref('QueuedTestDelivery') } },
           errors: [404, 422],
           describe: notFound,
         }),
@@ -283,7 +309,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
         tags: ['integrations'],
         params: RedeliveryParams,
         response: apiAnswers({
-          ok: { 202: { description: 'Queued; its attempts appear in the delivery log under the new id', schema: Type.Object({ delivery_id: Type.String({ format: 'uuid' }) }, { example: { delivery_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7' } }) } },
+          ok: { 202: { description: 'Queued; its attempts appear in the delivery log under the new id', schema: Type.Ref('QueuedRedelivery') } },
           errors: [404, 422],
           describe: notFound,
         }),
@@ -309,7 +335,7 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
           { additionalProperties: false },
         ),
         response: apiAnswers({
-          ok: { 200: { description: 'The newest attempts', schema: DeliveryLog } },
+          ok: { 200: { description: 'The newest attempts', schema: Type.Ref('DeliveryLog') } },
           errors: [404, 422],
           describe: notFound,
         }),

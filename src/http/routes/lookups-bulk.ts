@@ -1,11 +1,10 @@
 import type { FastifyRequest, FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { MAX_BULK } from '../../domain/lookup-service.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { invalidParameter } from '../api-errors.ts';
 import { apiAnswers } from '../route-responses.ts';
-import { IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound } from '../../domain/lookup-answers.ts';
-import { bulkRequest, bulkResults } from '../lookup-schemas.ts';
 import { countBulkLookup } from '../outcome-metrics.ts';
 
 /** What these routes use of the services. */
@@ -51,8 +50,8 @@ export async function bulkLookupRoutes(app: FastifyInstance, { services }: { ser
         description: 'Each value is answered as GET /api/phone-numbers/{number} would answer it (with `found`), or with its own error. Counts against the lookup limit per value.',
         operationId: 'lookupPhoneNumbers',
         tags: ['lookups'],
-        body: bulkRequest('phone_numbers', ['+46812118532', '0046812118532']),
-        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults(PhoneNumberFound, PhoneNumberNotFound) } }, ...errors }),
+        body: Type.Ref('BulkPhoneNumberLookupRequest'),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: Type.Ref('BulkPhoneNumberLookupResponse') } }, ...errors }),
       },
     },
     async (request) => {
@@ -72,8 +71,8 @@ export async function bulkLookupRoutes(app: FastifyInstance, { services }: { ser
         description: 'Each value is answered as GET /api/ip-addresses/{address} would answer it (with `found`), or with its own error. Counts against the lookup limit per value.',
         operationId: 'lookupIpAddresses',
         tags: ['lookups'],
-        body: bulkRequest('ip_addresses', ['203.0.113.7']),
-        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: bulkResults(IpAddressFound, IpAddressNotFound) } }, ...errors }),
+        body: Type.Ref('BulkIpAddressLookupRequest'),
+        response: apiAnswers({ ok: { 200: { description: 'One answer per value, in order', schema: Type.Ref('BulkIpAddressLookupResponse') } }, ...errors }),
       },
     },
     async (request) => {

@@ -9,21 +9,25 @@ import { principalOf } from '../api-auth.ts';
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'rangeLookups'>;
 
-const RangeAnswer = Type.Object(
+/** One number of a range, or padding. */
+const PhoneNumberRangeEntry = Type.Object(
+  {
+    suffix: Type.String({ pattern: '^[0-9a-f]{59}$', description: 'The last 59 hex digits of a SHA-256, lower case' }),
+    seen_count: Type.Integer({ minimum: 0, description: 'Events naming the number; 0 marks padding, which clients ignore' }),
+    score: Type.Integer({ minimum: 0, maximum: 100, description: 'The number’s score (docs/scoring.md); 0 for padding' }),
+  },
+  { $id: 'PhoneNumberRangeEntry' },
+);
+
+const PhoneNumberRange = Type.Object(
   {
     prefix: Type.String({ pattern: '^[0-9a-f]{5}$', description: 'The prefix asked, lower case' }),
-    entries: Type.Array(
-      Type.Object({
-        suffix: Type.String({ pattern: '^[0-9a-f]{59}$', description: 'The last 59 hex digits of a SHA-256, lower case' }),
-        seen_count: Type.Integer({ minimum: 0, description: 'Events naming the number; 0 marks padding, which clients ignore' }),
-        score: Type.Integer({ minimum: 0, maximum: 100, description: 'The number’s score (docs/scoring.md); 0 for padding' }),
-      }),
-      {
-        description: `Every number of the range the caller may see, padded with random suffixes to ${RANGE_MIN_ENTRIES} entries (or the next power of two, at most ${RANGE_MAX_ENTRIES} real ones), in suffix order`,
-      },
-    ),
+    entries: Type.Array(Type.Ref('PhoneNumberRangeEntry'), {
+      description: `Every number of the range the caller may see, padded with random suffixes to ${RANGE_MIN_ENTRIES} entries (or the next power of two, at most ${RANGE_MAX_ENTRIES} real ones), in suffix order`,
+    }),
   },
   {
+    $id: 'PhoneNumberRange',
     example: {
       prefix: '71d81',
       entries: [
@@ -33,6 +37,9 @@ const RangeAnswer = Type.Object(
     },
   },
 );
+
+/** The named schemas of the range lookup, for the /api scope to register. */
+export const RANGE_LOOKUP_SCHEMAS = [PhoneNumberRangeEntry, PhoneNumberRange];
 
 /** GET /api/phone-numbers/range/{prefix}: k-anonymous number lookups (docs/api.md §13). */
 export async function rangeLookupRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
@@ -50,7 +57,7 @@ export async function rangeLookupRoutes(app: FastifyInstance, { services }: { se
           prefix: Type.String({ pattern: `^[0-9a-fA-F]{${RANGE_PREFIX_LENGTH}}$`, description: 'The first 5 hex digits of the SHA-256, any case', example: '71D81' }),
         }),
         response: apiAnswers({
-          ok: { 200: { description: 'The range’s numbers and padding', schema: RangeAnswer } },
+          ok: { 200: { description: 'The range’s numbers and padding', schema: Type.Ref('PhoneNumberRange') } },
           errors: [400],
           limited: true,
           describe: { 400: 'Not 5 hexadecimal digits (`invalid_range_prefix`)' },

@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 
 /** The fields of a token request (docs/api.md §2), as JSON or as a form. */
-const TokenRequestBody = Type.Object(
+const TokenRequest = Type.Object(
   {
     grant_type: Type.Literal('client_credentials', { description: 'Only the client-credentials grant is supported' }),
     client_id: Type.Optional(Type.String({ maxLength: 256, description: 'Unless sent as HTTP Basic', example: 'twc_3q2-7wEvWn4bKXrD1v4ZxA' })),
@@ -25,12 +25,13 @@ const TokenRequestBody = Type.Object(
     ),
   },
   {
+    $id: 'TokenRequest',
     description: 'Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both',
     example: { grant_type: 'client_credentials', client_id: 'twc_3q2-7wEvWn4bKXrD1v4ZxA', client_secret: 'tws_…', scope: 'read:phone-numbers' },
   },
 );
 
-const TokenAnswer = Type.Object(
+const TokenResponse = Type.Object(
   {
     access_token: Type.String({ description: 'A signed JWT (ES256), verifiable with the JWKS' }),
     token_type: Type.Literal('Bearer'),
@@ -38,22 +39,41 @@ const TokenAnswer = Type.Object(
     scope: Type.String({ description: 'The permissions the token carries, space-separated', example: 'write:events read:events' }),
   },
   {
+    $id: 'TokenResponse',
     description: 'An access token (Cache-Control: no-store)',
     example: { access_token: 'eyJhbGciOiJFUzI1NiIsImtpZCI6…', token_type: 'Bearer', expires_in: 86400, scope: 'read:phone-numbers' },
   },
 );
 
-/** An RFC 6749 §5.2 error answer with the codes a status may carry. */
-function oauthError(description: string, codes: string[], headers?: Record<string, unknown>) {
-  return {
-    ...Type.Object({
+/** An RFC 6749 §5.2 error body with the codes one status may carry, named for what it answers. */
+function oauthError($id: string, description: string, codes: string[]) {
+  return Type.Object(
+    {
       // One code is its literal: a union of one says nothing a linter or a generator wants to read.
       error: codes.length === 1 ? Type.Literal(codes[0]!) : Type.Union(codes.map((code) => Type.Literal(code))),
       error_description: Type.String({ description: 'Safe to show; never says which of id or secret was wrong' }),
-    }),
-    description,
-    ...(headers ? { headers } : {}),
-  };
+    },
+    { $id, description },
+  );
+}
+
+const TokenRequestError = oauthError(
+  'TokenRequestError',
+  'A missing or malformed field, another grant type, an audience this server does not accept, or a scope the client does not hold',
+  ['invalid_request', 'unsupported_grant_type', 'invalid_target', 'invalid_scope'],
+);
+const TokenClientError = oauthError('TokenClientError', 'Client authentication failed: an unknown client and a wrong secret get this one identical answer', ['invalid_client']);
+const TokenBodyTooLargeError = oauthError('TokenBodyTooLargeError', 'The body is larger than 8 KiB', ['invalid_request']);
+const TokenRateLimitedError = oauthError('TokenRateLimitedError', 'Too many failed authentications from this address or for this client id', ['rate_limited']);
+const TokenUnavailableError = oauthError('TokenUnavailableError', 'The store is unreachable just now', ['temporarily_unavailable']);
+
+/** The token endpoint's named schemas, for its scope to register. */
+export const TOKEN_SCHEMAS = [TokenRequest, TokenResponse, TokenRequestError, TokenClientError, TokenBodyTooLargeError, TokenRateLimitedError, TokenUnavailableError];
+
+/** An answer described as its named body schema is, with the headers it carries. */
+function answer(schema: TSchema, headers?: Record<string, unknown>) {
+  const { $id, description } = schema as TSchema & { $id: string; description: string };
+  return { description, content: { 'application/json': { schema: Type.Ref($id) } }, ...(headers ? { headers } : {}) };
 }
 
 const retryAfter = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again' } };
@@ -73,20 +93,15 @@ export const tokenRouteSchema = {
   // Client credentials are this endpoint's authentication, not a bearer token or /api Basic.
   security: [],
   consumes: ['application/json', 'application/x-www-form-urlencoded'],
-  body: TokenRequestBody,
+  body: Type.Ref('TokenRequest'),
   response: {
-    200: TokenAnswer,
-    400: oauthError('A missing or malformed field, another grant type, an audience this server does not accept, or a scope the client does not hold', [
-      'invalid_request',
-      'unsupported_grant_type',
-      'invalid_target',
-      'invalid_scope',
-    ]),
-    401: oauthError('Client authentication failed: an unknown client and a wrong secret get this one identical answer', ['invalid_client'], {
+    200: answer(TokenResponse),
+    400: answer(TokenRequestError),
+    401: answer(TokenClientError, {
       'WWW-Authenticate': { type: 'string', description: 'Basic realm="tollwatch", when the credentials came as HTTP Basic' },
     }),
-    413: oauthError('The body is larger than 8 KiB', ['invalid_request']),
-    429: oauthError('Too many failed authentications from this address or for this client id', ['rate_limited'], retryAfter),
-    503: oauthError('The store is unreachable just now', ['temporarily_unavailable'], retryAfter),
+    413: answer(TokenBodyTooLargeError),
+    429: answer(TokenRateLimitedError, retryAfter),
+    503: answer(TokenUnavailableError, retryAfter),
   },
 };

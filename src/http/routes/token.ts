@@ -7,7 +7,7 @@ import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError,
 import type { Services } from '../../services.ts';
 import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../fault-class.ts';
 import { securityHeaders } from '../security-headers.ts';
-import { tokenRouteSchema } from './token-schema.ts';
+import { TOKEN_SCHEMAS, tokenRouteSchema } from './token-schema.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'accounts' | 'audit' | 'authFailures' | 'metrics' | 'tokens'>;
@@ -34,6 +34,7 @@ const TOKEN_BODY_LIMIT = 8 * 1024;
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: RouteServices }) {
   await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
+  for (const schema of TOKEN_SCHEMAS) app.addSchema(schema);
   const headers = securityHeaders();
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(headers);
