@@ -14,12 +14,11 @@ const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
 
 /**
  * The OpenAPI 3.1 document's frame (docs/api.md §1): the API's identity and licence, how to
- * authenticate (OAuth2 client credentials with the token URL and scopes, so "Authorize" in
- * /docs and code generators can fetch tokens; a bearer token as such; Basic while accepted),
- * and on every operation the security its route's permission asks for. The operations
- * themselves come from the route schemas, every request and answer body a named schema (`$id`,
- * registered by its scope), so generated clients get our names rather than ones made of an
- * operation and a status.
+ * authenticate (a bearer token as such; OAuth2 client credentials with the token URL and scopes,
+ * so "Authorize" in /docs and code generators can fetch tokens; Basic while accepted), and on
+ * every operation the security its route's permission asks for. The operations themselves come
+ * from the route schemas, every request and answer body a named schema (`$id`, registered by
+ * its scope), so generated clients get our names rather than ones made of an operation and a status.
  */
 export function openApiOptions(services: Services): SwaggerOptions {
   const { config } = services;
@@ -34,6 +33,9 @@ export function openApiOptions(services: Services): SwaggerOptions {
         license: { name: 'AGPL-3.0-only', identifier: 'AGPL-3.0-only' },
       },
       servers: [{ url: config.publicUrl }],
+      // What the API accepts as a whole, Basic last and only while enabled; every operation
+      // overrides it with its own (securityFor), which is what clients act on.
+      security: [{ bearer: [] }, { oauth2: [] }, ...(config.basicAuth ? [{ basic: [] }] : [])],
       tags: [
         { name: 'events', description: 'Submitting honeypot events and reading one’s own back' },
         { name: 'lookups', description: 'Have attackers tried this number or address?' },
@@ -48,14 +50,14 @@ export function openApiOptions(services: Services): SwaggerOptions {
             flows: { clientCredentials: { tokenUrl: `${config.publicUrl}/oauth/token`, scopes: SCOPE_DESCRIPTIONS } },
           },
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from /oauth/token' },
-          ...(config.basicAuth ? { basic: { type: 'http', scheme: 'basic', description: 'The client id and secret themselves' } } : {}),
+          ...(config.basicAuth ? { basic: { type: 'http', scheme: 'basic', description: BASIC_DESCRIPTION } } : {}),
         },
       },
     },
     transform: ({ schema, url, route }) => {
       const permission = route.config?.permission;
       if (!permission || !schema || (schema as { hide?: boolean }).hide) return { schema, url };
-      return { schema: { ...schema, security: securityFor(permission, config.basicAuth) }, url };
+      return { schema: { ...schema, security: securityFor(permission) }, url };
     },
     transformObject: (documentObject) => {
       const document = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
@@ -66,8 +68,23 @@ export function openApiOptions(services: Services): SwaggerOptions {
   };
 }
 
-/** The ways to call an operation that needs a permission: any one of them will do. */
-function securityFor(permission: Permission, basicAuth: boolean): Array<Record<string, string[]>> {
+/**
+ * Basic is accepted wherever a token is, but only the document's own `security` names it, no
+ * operation: @hey-api/openapi-ts (0.99) applies every scheme an operation lists, in order, each
+ * overwriting the Authorization header, so with Basic listed last its clients sent the token as
+ * Basic (issue 30); listed first, tools that take the first alternative (Scalar) would pick it.
+ */
+const BASIC_DESCRIPTION =
+  'The client id and secret themselves (docs/api.md §3), accepted by every operation that takes a bearer token while Basic is enabled. Operations list only the token, so that generated clients send it as Bearer';
+
+/**
+ * The ways to call an operation that needs a permission: a bearer token, first, as generators
+ * pick the first alternative and readers read it; then OAuth2 with the permission as its scope,
+ * which is the same token fetched from the token URL and the one place the document says which
+ * permission the operation needs. hey-api sends both as `Authorization: Bearer`; orval and
+ * openapi-typescript leave the header to the caller (test/conformance/openapi-generators.test.ts).
+ */
+function securityFor(permission: Permission): Array<Record<string, string[]>> {
   if (!PERMISSIONS.includes(permission)) throw new Error(`unknown permission ${permission}`);
-  return [{ oauth2: [permission] }, { bearer: [] }, ...(basicAuth ? [{ basic: [] }] : [])];
+  return [{ bearer: [] }, { oauth2: [permission] }];
 }
