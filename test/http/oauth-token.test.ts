@@ -77,6 +77,28 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     expect(viaBasic.status).toBe(200);
   });
 
+  it('reads a JSON body sent as text/plain, as /api/events does: what fetch sends for a string body', async () => {
+    for (const contentType of ['text/plain', 'text/plain;charset=UTF-8']) {
+      const res = await tokenRequest(h, valid(), { 'content-type': contentType });
+      expect(res.status, contentType).toBe(200);
+      expect(await res.json()).toMatchObject({ token_type: 'Bearer' });
+    }
+    const unreadable = await tokenRequest(h, '{"client_id":', { 'content-type': 'text/plain' });
+    expect(unreadable.status).toBe(400);
+    expect(await unreadable.json()).toEqual({ error: 'invalid_request', error_description: 'the request body could not be read' });
+  });
+
+  it('tells a client that sent JSON as a form to send it as application/json, rather than that client_id is missing', async () => {
+    for (const body of [JSON.stringify(valid()), ` \n${JSON.stringify(valid())}`]) {
+      const res = await tokenRequest(h, body, { 'content-type': 'application/x-www-form-urlencoded' });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        error: 'invalid_request',
+        error_description: 'the body looks like JSON sent as application/x-www-form-urlencoded; send it with Content-Type: application/json',
+      });
+    }
+  });
+
   it('accepts the audience the SentryPeer node asks for when configured', async () => {
     const res = await tokenRequest(h, { ...valid(), audience: SENTRYPEER_AUDIENCE });
     expect(res.status).toBe(200);
@@ -239,7 +261,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     // Client credentials are this endpoint's authentication: no token or /api Basic applies.
     expect(doc.paths['/api/events']!.post.security).toContainEqual({ oauth2: ['write:events'] });
     expect(token.security).toEqual([]);
-    expect(Object.keys(token.requestBody.content)).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    expect(Object.keys(token.requestBody.content)).toEqual(['application/json', 'text/plain', 'application/x-www-form-urlencoded']);
     for (const media of Object.values(token.requestBody.content) as Array<{ schema: { $ref: string } }>) {
       expect(media.schema).toEqual({ $ref: '#/components/schemas/TokenRequest' });
       expect(Object.keys(named(media.schema).properties).sort()).toEqual(['audience', 'client_id', 'client_secret', 'grant_type', 'resource', 'scope']);

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { TOKEN_MEDIA_TYPES } from './token-body.ts';
 
 /** The fields of a token request (docs/api.md §2), as JSON or as a form. */
 const TokenRequest = Type.Object(
@@ -89,10 +90,10 @@ export const tokenRouteSchema = {
   operationId: 'requestToken',
   tags: ['oauth'],
   description:
-    'JSON or form body with client_id, client_secret, grant_type=client_credentials, and optionally audience (or RFC 8707 resource) and scope; credentials may instead be sent as HTTP Basic. Credentials are checked first: a wrong secret is 401 invalid_client whatever else the request holds. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',
+    'A JSON body (application/json, or text/plain as fetch sends a string) or a form (application/x-www-form-urlencoded; JSON sent as a form is refused with invalid_request) with client_id, client_secret, grant_type=client_credentials, and optionally audience (or RFC 8707 resource) and scope; credentials may instead be sent as HTTP Basic. Credentials are checked first: a wrong secret is 401 invalid_client whatever else the request holds. Repeated failed authentication from one address or for one client id is slowed, then refused with 429; valid credentials are always honoured.',
   // Client credentials are this endpoint's authentication, not a bearer token or /api Basic.
   security: [],
-  consumes: ['application/json', 'application/x-www-form-urlencoded'],
+  consumes: TOKEN_MEDIA_TYPES,
   body: Type.Ref('TokenRequest'),
   response: {
     200: answer(TokenResponse),

@@ -1,4 +1,3 @@
-import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../domain/audit.ts';
 import { isPermission, PERMISSIONS, type Permission } from '../../domain/permissions.ts';
@@ -7,6 +6,7 @@ import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError,
 import type { Services } from '../../services.ts';
 import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../fault-class.ts';
 import { securityHeaders } from '../security-headers.ts';
+import { tokenBodyParsers } from './token-body.ts';
 import { TOKEN_SCHEMAS, tokenRouteSchema } from './token-schema.ts';
 
 /** What these routes use of the services. */
@@ -33,7 +33,7 @@ const TOKEN_BODY_LIMIT = 8 * 1024;
  * request's other faults are told only to the client that made it.
  */
 export async function tokenEndpoint(app: FastifyInstance, { services }: { services: RouteServices }) {
-  await app.register(formbody, { bodyLimit: TOKEN_BODY_LIMIT });
+  await tokenBodyParsers(app, TOKEN_BODY_LIMIT);
   for (const schema of TOKEN_SCHEMAS) app.addSchema(schema);
   const headers = securityHeaders();
   app.addHook('onRequest', async (_request, reply) => {
