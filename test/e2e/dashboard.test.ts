@@ -4,6 +4,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
+import { eventually } from '../support/eventually.ts';
+import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 
 /**
  * End to end in a real browser (docs/testing.md, `npm run test:e2e`): Debian's Chromium,
@@ -29,20 +31,25 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
   let h: Harness;
   let browser: Browser;
   let receiver: AlertReceiver;
+  let mail: MailCatcher;
   const policyViolations: string[] = [];
+  /** Errors a page logged, scripts that threw, and resources (not pages) answered with an error. */
+  const pageErrors: string[] = [];
   const shots: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     receiver = await startAlertReceiver();
+    mail = await startMailCatcher();
     // The webhook the owner makes points at the local receiver: the operator's setting allows it.
-    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' });
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on', TOLLWATCH_SMTP_URL: mail.url, TOLLWATCH_MAIL_FROM: 'dashboard@tollwatch.test' });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   });
   afterAll(async () => {
     await browser?.close();
     await h?.close();
     await receiver?.close();
+    await mail?.close();
   });
 
   /** The page as it is now, wide and narrow, whole: `<name>-wide.png` and `<name>-narrow.png`. */
@@ -58,14 +65,105 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.setViewportSize(WIDE);
   }
 
-  /** A new browser profile, signed in through the invitation an operator made for a new owner of the account. */
-  async function userOf(accountId: string | null, email: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-    const issued = await h.services.users.invite({ accountId, email, role: accountId === null ? 'operator' : 'owner' });
+  /** A page in a new browser profile, its violations and errors recorded. */
+  async function newPage(colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
     const context = await browser.newContext({ acceptDownloads: true, viewport: WIDE, colorScheme });
     const page = await context.newPage();
     page.on('console', (m) => {
       if (/Content[- ]Security[- ]Policy|Refused to/i.test(m.text())) policyViolations.push(m.text());
+      // A page answered 404 on purpose (the not-found page) is logged as a failed load: pages
+      // are checked by the test itself, resources below.
+      else if (m.type() === 'error' && !/status of 404/.test(m.text())) pageErrors.push(`${page.url()}: ${m.text()}`);
     });
+    page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+    page.on('response', (res) => {
+      if (res.status() >= 400 && res.request().resourceType() !== 'document') pageErrors.push(`${res.url()}: ${res.status()}`);
+    });
+    return page;
+  }
+
+  /** Sets a password through a one-time link (invitation or reset) and signs in with it. */
+  async function setPasswordAndSignIn(page: Page, link: string, email: string, password: string, landing: RegExp) {
+    await page.goto(`${h.url}${new URL(link).pathname}`);
+    await page.getByLabel('New password').fill(password);
+    await page.getByLabel('The same again').fill(password);
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.waitForURL(/\/sign-in\?done=password&/);
+    expect(await page.getByLabel('Email').inputValue()).toBe(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(landing);
+  }
+
+  /** The one-time link in the newest mail to `email`. */
+  async function linkMailedTo(email: string, count = 1): Promise<string> {
+    const mails = await eventually(`mail ${count} to ${email}`, async () => mail.mails.filter((m) => m.to.includes(email)), (m) => m.length >= count);
+    expect(mails).toHaveLength(count);
+    const body = mails.at(-1)!.raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+    return /http:\/\/tollwatch\.test\/invitations\/twu_[\w-]{43}/.exec(body)![0];
+  }
+
+  /**
+   * Every action on the page (link, button, field, a chart's bar, a data table's toggle) is
+   * reached by Tab alone, in the page's order, from the top of the page.
+   */
+  async function everyActionByKeyboard(page: Page) {
+    // Run in the page, as text: the project's types hold no DOM.
+    const targets = await page.evaluate<string[]>(`(() => {
+      const actions = [...document.querySelectorAll('a[href], button, input:not([type=hidden]):not([type=radio]), select, textarea, summary')].filter((e) => {
+        // What a closed <details> holds is not shown, so not reached, until its summary opens it.
+        const folded = e.closest('details');
+        if (folded && !folded.open && e.parentElement !== folded) return false;
+        const box = e.getBoundingClientRect();
+        return box.width > 0 && box.height > 0 && !e.disabled && getComputedStyle(e).visibility !== 'hidden';
+      });
+      actions.forEach((e, i) => e.setAttribute('data-keyboard', String(i)));
+      document.activeElement?.blur();
+      return actions.map((e) => e.outerHTML.slice(0, 120));
+    })()`);
+    const reached = new Set<number>();
+    for (let press = 0; press < targets.length + 10 && reached.size < targets.length; press++) {
+      await page.keyboard.press('Tab');
+      const at = await page.evaluate<string | null>(`document.activeElement?.getAttribute('data-keyboard') ?? null`);
+      if (at !== null) reached.add(Number(at));
+    }
+    expect(targets.filter((_, i) => !reached.has(i)), `unreachable by keyboard on ${page.url()}`).toEqual([]);
+  }
+
+  /**
+   * At a phone's width, no word of a table cell is broken across lines ("OPTION/S", "185.243/.5.1"), and a
+   * table's actions are on the screen while the table scrolls sideways under them.
+   */
+  async function phoneTable(page: Page) {
+    await page.setViewportSize(NARROW);
+    const broken = await page.evaluate<string[]>(`(() => {
+      const found = [];
+      for (const cell of document.querySelectorAll('main td')) {
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+          // A line may end after a space or a hyphen, as text does; never elsewhere in a word.
+          for (const word of text.data.matchAll(/[^\\s-]+/g)) {
+            const range = document.createRange();
+            range.setStart(text, word.index);
+            range.setEnd(text, word.index + word[0].length);
+            if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) found.push(word[0]);
+          }
+        }
+      }
+      return found;
+    })()`);
+    expect(broken, `words broken in the table on ${page.url()}`).toEqual([]);
+    for (const action of await page.locator('main td.actions a, main td.actions button').all()) {
+      const box = (await action.boundingBox())!;
+      expect(box.x + box.width, `an action off the screen on ${page.url()}`).toBeLessThanOrEqual(NARROW.width);
+    }
+    await page.setViewportSize(WIDE);
+  }
+
+  /** A new browser profile, signed in through the invitation an operator made for a new owner of the account. */
+  async function userOf(accountId: string | null, email: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+    const issued = await h.services.users.invite({ accountId, email, role: accountId === null ? 'operator' : 'owner' });
+    const page = await newPage(colorScheme);
     await page.goto(`${h.url}${new URL(issued.link).pathname}`);
     await shoot(page, 'set-password');
     await page.getByLabel('New password').fill('a browser-made password');
@@ -233,5 +331,104 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     for (const shot of shots) expect(statSync(shot).size).toBeGreaterThan(1000);
 
     expect(policyViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('drill-down from a chart bar and back, the heatmap against the events, a spoofing user agent shown escaped, every action by keyboard, a teammate and a forgotten password by mail, no reload repeating a form', async () => {
+    const mine = await h.services.accounts.createAccount({ name: 'Second fleet', plan: 'contributor' });
+    const page = await userOf(mine.account_id, 'second-owner@example.test');
+    const client = await h.services.accounts.createClient({ accountId: mine.account_id, name: 'node' });
+    const tokenAnswer = await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }),
+    });
+    const token = ((await tokenAnswer.json()) as { access_token: string }).access_token;
+    // Three events two hours ago and one five hours ago, timed from now so the charts keep them.
+    const at = (hoursAgo: number) => new Date(Date.now() - hoursAgo * 3600_000);
+    const stamp = (d: Date) => `${d.toISOString().slice(0, 19).replace('T', ' ')}.000000`;
+    const spoof = 'resu-lanigiro\u202e evil';
+    const times = [at(2), at(2), at(2), at(5)];
+    for (const [i, time] of times.entries()) {
+      const event = sampleEvent({ event_timestamp: stamp(time), called_number: '+441632960777', source_ip: '198.51.100.77', sip_user_agent: i === 0 ? spoof : 'friendly-scanner' });
+      const res = await fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(event) });
+      expect(res.status).toBe(201);
+    }
+    await h.settled();
+
+    // The overview's bar for the number leads to its page, and back.
+    await page.goto(`${h.url}/overview?days=1`);
+    await everyActionByKeyboard(page);
+    await page.locator('svg a[href="/numbers/%2B441632960777"]').click();
+    await page.waitForURL(/\/numbers\/%2B441632960777$/);
+    expect(await page.locator('h1').textContent()).toContain('+441632960777');
+    await shoot(page, 'number');
+    await everyActionByKeyboard(page);
+    await page.goBack();
+    await page.waitForURL(/\/overview\?days=1$/);
+
+    // The heatmap's numbers are the events', cell by cell.
+    const heatmap = page.locator('figure', { hasText: 'Events by weekday and hour' });
+    await heatmap.locator('summary').click();
+    const cells = await heatmap.locator('tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => Number(td.textContent))));
+    const expected = Array.from({ length: 7 }, () => Array.from({ length: 24 }, () => 0));
+    for (const time of times) expected[(time.getUTCDay() + 6) % 7]![time.getUTCHours()]! += 1;
+    expect(cells).toEqual(expected);
+
+    // The spoofing user agent reads as written, its override shown, not obeyed.
+    await page.getByRole('link', { name: 'Events' }).click();
+    const table = (await page.locator('main').textContent())!;
+    expect(table).toContain('resu-lanigiro\\u202e evil');
+    expect(table).not.toContain('\u202e');
+    await page.getByRole('link', { name: '198.51.100.77' }).first().click();
+    await page.waitForURL(/\/addresses\/198\.51\.100\.77$/);
+    await shoot(page, 'address');
+    await everyActionByKeyboard(page);
+
+    for (const path of ['/events', '/nodes', '/lookup?q=%2B441632960777', '/settings/clients', '/settings/integrations', '/settings/account']) {
+      await page.goto(`${h.url}${path}`);
+      await everyActionByKeyboard(page);
+      await phoneTable(page);
+    }
+
+    // A node named; reloading the page the name led to names nothing again.
+    await page.getByRole('link', { name: 'Nodes' }).click();
+    await page.locator('form.node-name input[name="name"]').first().fill('Stockholm PoP');
+    await page.locator('form.node-name button').first().click();
+    expect(await page.locator('main').textContent()).toContain('Stockholm PoP');
+    await page.reload();
+    await shoot(page, 'nodes-named');
+
+    // A teammate invited as a member by mail, signing in as one; the invitation's reload sends nothing more.
+    await page.getByRole('link', { name: 'Account', exact: true }).click();
+    await page.getByLabel('Email').fill('second-member@example.test');
+    await page.getByLabel(/^Role/).selectOption('member');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await shoot(page, 'teammate-invited');
+    const invitation = await linkMailedTo('second-member@example.test');
+    await page.reload();
+    expect(mail.mails.filter((m) => m.to.includes('second-member@example.test'))).toHaveLength(1);
+    const member = await newPage();
+    await setPasswordAndSignIn(member, invitation, 'second-member@example.test', 'a member password', /\/overview$/);
+    await member.getByRole('link', { name: 'API clients' }).click();
+    // A member reads and changes nothing: no form to create a client.
+    expect(await member.getByRole('button', { name: 'Create client' }).count()).toBe(0);
+    expect(await member.locator('main').textContent()).toContain('node');
+    await shoot(member, 'clients-as-member');
+
+    // The member forgets their password: a link by mail, asked once however often the page is reloaded.
+    const forgetful = await newPage();
+    await forgetful.goto(`${h.url}/sign-in`);
+    await forgetful.getByRole('link', { name: 'Forgot your password?' }).click();
+    await shoot(forgetful, 'forgot-password');
+    await forgetful.getByLabel('Email').fill('second-member@example.test');
+    await forgetful.getByRole('button', { name: 'Mail me a link' }).click();
+    await forgetful.waitForURL(/\/forgot-password\?sent=1$/);
+    await forgetful.reload();
+    const reset = await linkMailedTo('second-member@example.test', 2);
+    await setPasswordAndSignIn(forgetful, reset, 'second-member@example.test', 'a remembered password', /\/overview$/);
+
+    expect(policyViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
   });
 });

@@ -103,7 +103,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
 <div class="scroll"><table><thead><tr><th scope="col">Allowance</th><th scope="col">Limit</th><th scope="col">This window</th></tr></thead><tbody>${usageRows}</tbody></table></div>
 <h2>Users</h2>
 ${invitedNotice(held)}${refused?.refusal ? html`<p class="error" role="alert">${refused.refusal}.</p>` : ''}
-<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
+<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
 ${owner ? inviteForm(request, refused) : html`<p>The account’s owners invite and remove its users.</p>`}
 <h2>Connecting to the API</h2>
 ${apiSettings(config.publicUrl, config.audiences)}

@@ -72,7 +72,7 @@ ${owner ? html`<td class="actions"><a href="/settings/clients/${c.client_id}/res
   );
   const table = clients.length === 0
     ? html`<p>No API clients yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
   const limit = html`<p class="limit">${clients.length} of ${max === null ? 'unlimited' : max} clients on the ${account.plan} plan.${full ? ' The limit is reached: delete a client before creating another.' : ''}</p>`;
   return sendPage(request, reply, 'API clients', html`${shown}${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
 }
