@@ -1,0 +1,7 @@
+"""``python -m tollwatch``: the command line (tollwatch.cli)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
