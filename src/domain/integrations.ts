@@ -133,6 +133,11 @@ export interface IntegrationPatch {
   alert_types?: AlertType[];
   min_score?: number;
   disabled?: { at: string; reason: string } | null;
+  /**
+   * A new URL, or a new email address with its outstanding confirmation: the address is then
+   * unconfirmed (`confirmed_at` null) until the link mailed to it is followed.
+   */
+  target?: { value: string; confirmation: { hash: string; expires_at: string } | null };
 }
 
 /** Judges a webhook or Slack URL before it is accepted: why it is refused, or undefined. */
@@ -234,8 +239,11 @@ export class Integrations {
   }
 
   /**
-   * Changes the name, the alert types subscribed to or the least score; `enabled` false
-   * disables it, true enables it again (after a day of failed deliveries disabled it).
+   * Changes the name, the alert types subscribed to, the least score, or where it points: a
+   * webhook's or Slack URL, checked as a new one is, or an email address, which is then
+   * unconfirmed until the link mailed to it is followed (nothing goes to it, nor to the old
+   * address, meanwhile; deliveries already queued wait). `enabled` false disables it, true
+   * enables it again (after a day of failed deliveries disabled it).
    */
   async update(accountId: string, id: string, body: unknown, actor: string): Promise<IntegrationView> {
     const input = asObject(body);
@@ -245,19 +253,29 @@ export class Integrations {
     if (input.alert_types !== undefined) changes.alert_types = alertTypesOf(input.alert_types, errors);
     if (input.min_score !== undefined) changes.min_score = minScoreOf(input.min_score, errors);
     if (input.enabled !== undefined && typeof input.enabled !== 'boolean') errors.push({ field: 'enabled', message: 'must be true or false' });
-    if (errors.length > 0) throw new ServiceError('validation_failed', `${errors.length} field${errors.length === 1 ? ' is' : 's are'} invalid`, errors);
     const existing = await this.find(accountId, id);
+    const target = await this.targetOf(existing, input, errors);
+    if (errors.length > 0) throw new ServiceError('validation_failed', `${errors.length} field${errors.length === 1 ? ' is' : 's are'} invalid`, errors);
     const patch: IntegrationPatch = { ...changes };
     if (input.enabled === true && existing.disabled_at !== null) patch.disabled = null;
     if (input.enabled === false && existing.disabled_at === null) patch.disabled = { at: this.deps.now().toISOString(), reason: 'disabled by its owner' };
-    await this.deps.repo.update(accountId, existing.id, patch);
-    const updated: StoredIntegration = {
+    let updated: StoredIntegration = {
       ...existing,
       ...changes,
       ...(patch.disabled === null ? { disabled_at: null, disabled_reason: null } : {}),
       ...(patch.disabled ? { disabled_at: patch.disabled.at, disabled_reason: patch.disabled.reason } : {}),
     };
-    if (Object.keys(changes).length > 0) await this.record('integration.updated', actor, updated, changes);
+    if (target !== undefined && existing.kind === 'email') {
+      updated = await this.readdressed(updated, target);
+      patch.target = { value: target, confirmation: { hash: updated.confirm_hash!, expires_at: updated.confirm_expires_at! } };
+    } else if (target !== undefined) {
+      updated = { ...updated, target };
+      patch.target = { value: target, confirmation: null };
+    }
+    await this.deps.repo.update(accountId, existing.id, patch);
+    // Never the URL or address itself: a URL may carry a credential in its path.
+    const detail = { ...changes, ...(target !== undefined ? { target_changed: true } : {}) };
+    if (Object.keys(detail).length > 0) await this.record('integration.updated', actor, updated, detail);
     if (patch.disabled !== undefined) await this.record(patch.disabled ? 'integration.disabled' : 'integration.enabled', actor, updated, patch.disabled ? { reason: patch.disabled.reason } : {});
     return viewOf(updated);
   }
@@ -354,6 +372,43 @@ export class Integrations {
     return found;
   }
 
+  /**
+   * The new target a change asks for, checked as at creation; undefined when it asks for none
+   * or names the one held. A Slack URL sent back as the integration shows it (shortened) is the
+   * one held, not a new one.
+   */
+  private async targetOf(existing: StoredIntegration, input: Record<string, unknown>, errors: FieldError[]): Promise<string | undefined> {
+    const [field, other] = existing.kind === 'email' ? (['email', 'url'] as const) : (['url', 'email'] as const);
+    if (input[other] !== undefined) errors.push({ field: other, message: `is not a field of ${existing.kind} integrations` });
+    const value = input[field];
+    if (value === undefined || value === existing.target || (field === 'url' && value === shownUrl(existing))) return undefined;
+    const target = field === 'email' ? emailOf(value, errors) : await this.urlOf(value, errors);
+    return target === '' || target === existing.target ? undefined : target;
+  }
+
+  /**
+   * An email integration given a new address: unconfirmed, with a new link mailed there (the
+   * old link, if any, stops working). The mail goes first: if the mail server refuses it,
+   * nothing has changed.
+   */
+  private async readdressed(integration: StoredIntegration, address: string): Promise<StoredIntegration> {
+    if (!this.deps.mailer.configured) throw new ServiceError('email_not_configured', 'this server sends no mail (no SMTP server is configured), so a new address cannot be confirmed');
+    const awaiting = (await this.deps.repo.list(integration.account_id)).filter((i) => !i.confirmed_at && i.id !== integration.id);
+    if (awaiting.length >= MAX_UNCONFIRMED) {
+      throw new ServiceError('limit_reached', `at most ${MAX_UNCONFIRMED} email addresses may await confirmation at once; confirm or delete one first`);
+    }
+    const token = randomBytes(32).toString('base64url');
+    const readdressed: StoredIntegration = {
+      ...integration,
+      target: address,
+      confirmed_at: null,
+      confirm_hash: hashSecret(token),
+      confirm_expires_at: new Date(this.deps.now().getTime() + CONFIRMATION_TTL_MS).toISOString(),
+    };
+    await this.mailConfirmation(address, token);
+    return readdressed;
+  }
+
   private async urlOf(value: unknown, errors: FieldError[]): Promise<string> {
     const refuse = (message: string) => {
       errors.push({ field: 'url', message });
@@ -373,10 +428,20 @@ export class Integrations {
   }
 
   private async sendConfirmation(integration: StoredIntegration, token: string): Promise<void> {
+    try {
+      await this.mailConfirmation(integration.target, token);
+    } catch (err) {
+      // No half-made integration whose link never arrived: the owner tries again.
+      await this.deps.repo.delete(integration.account_id, integration.id);
+      throw err;
+    }
+  }
+
+  private async mailConfirmation(address: string, token: string): Promise<void> {
     const link = `${this.deps.publicUrl}${CONFIRM_PATH}/${token}`;
     try {
       await this.deps.mailer.send({
-        to: integration.target,
+        to: address,
         subject: 'Confirm your Tollwatch alerts address',
         text: [
           'Someone asked Tollwatch to send toll-fraud alerts of their account to this address.',
@@ -387,8 +452,6 @@ export class Integrations {
         ].join('\n'),
       });
     } catch {
-      // No half-made integration whose link never arrived: the owner tries again.
-      await this.deps.repo.delete(integration.account_id, integration.id);
       throw new ServiceError('mail_unavailable', 'the mail server did not take the confirmation mail; try again later');
     }
   }

@@ -203,11 +203,23 @@ export class SqlAlertOutbox implements OutboxStore {
   }
 
   async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
-    // A disabled integration's deliveries wait, unattempted, until it is enabled again.
+    // A disabled integration's deliveries wait, unattempted, until it is enabled again; an
+    // unconfirmed one's (an email address changed since they were queued) until the new
+    // address is confirmed, so nothing reaches an address its owner has not proved.
     const due = this.unleased('alert_deliveries', 'next_attempt_at', limit, now)
       .where('status', '=', 'pending')
       .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('integrations as i').select('i.id').whereRef('i.id', '=', 'alert_deliveries.integration_id').where('i.disabled_at', 'is not', null))));
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('integrations as i')
+              .select('i.id')
+              .whereRef('i.id', '=', 'alert_deliveries.integration_id')
+              .where((held) => held.or([held('i.disabled_at', 'is not', null), held('i.confirmed_at', 'is', null)])),
+          ),
+        ),
+      );
     const claimed = await this.db.updateTable('alert_deliveries').set({ claimed_until: leaseUntil }).where('id', 'in', due).returning(['id']).execute();
     if (claimed.length === 0) return [];
     const rows = await this.db

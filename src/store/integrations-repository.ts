@@ -46,7 +46,8 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
   }
 
   async update(accountId: string, id: string, patch: IntegrationPatch): Promise<boolean> {
-    if (patch.name === undefined && patch.alert_types === undefined && patch.min_score === undefined && patch.disabled === undefined) return true;
+    const { target } = patch;
+    if (patch.name === undefined && patch.alert_types === undefined && patch.min_score === undefined && patch.disabled === undefined && target === undefined) return true;
     const result = await this.db
       .updateTable('integrations')
       .set({
@@ -54,6 +55,9 @@ export class SqlIntegrationsRepository implements IntegrationsRepository {
         ...(patch.alert_types !== undefined ? { alert_types: patch.alert_types.join(' ') } : {}),
         ...(patch.min_score !== undefined ? { min_score: patch.min_score } : {}),
         ...(patch.disabled !== undefined ? { disabled_at: patch.disabled?.at ?? null, disabled_reason: patch.disabled?.reason ?? null } : {}),
+        ...(target !== undefined ? { target: target.value } : {}),
+        // A new address is unconfirmed from this statement on: no delivery reaches it before its link is followed.
+        ...(target?.confirmation ? { confirmed_at: null, confirm_hash: target.confirmation.hash, confirm_expires_at: target.confirmation.expires_at } : {}),
       })
       .where('account_id', '=', accountId)
       .where('id', '=', id)

@@ -56,6 +56,28 @@ describe('/api/integrations (docs/api.md §12)', () => {
     expect(audited.find((a) => a.action === 'integration.created')).toMatchObject({ actor: `client:${owner.clientId}`, detail: { integration_id: integration.id } });
   });
 
+  it('points an integration at a new URL only as it would take a new one (docs/api.md §12, "Changing")', async () => {
+    const created = (await (await owner.api('/api/integrations', json({ kind: 'slack', url: 'https://93.184.215.14/services/T0/B0/secretpart' }))).json()) as { id: string; url: string };
+    const patch = (body: unknown) => owner.api(`/api/integrations/${created.id}`, json(body, 'PATCH'));
+    const stored = async () => (await h.services.database.db.selectFrom('integrations').select('target').where('id', '=', created.id).executeTakeFirstOrThrow()).target;
+    // The URL as the API shows it (shortened) sent back is no change.
+    expect(created.url).toBe('https://93.184.215.14/services/…');
+    expect((await patch({ url: created.url, name: 'chat' })).status).toBe(200);
+    expect(await stored()).toBe('https://93.184.215.14/services/T0/B0/secretpart');
+    const refused = await expectProblem(await patch({ url: 'https://[::ffff:127.0.0.1]/services/T1', email: 'a@example.com' }), 422, 'validation_failed');
+    expect(refused.errors!.map((e) => e.field).sort()).toEqual(['email', 'url']);
+    expect(refused.errors!.find((e) => e.field === 'url')!.message).toMatch(/loopback/);
+    expect(await stored()).toBe('https://93.184.215.14/services/T0/B0/secretpart');
+    const moved = await patch({ url: 'https://93.184.215.15/services/T1/B1/other' });
+    expect(moved.status).toBe(200);
+    expect(((await moved.json()) as { url: string; status: string })).toMatchObject({ url: 'https://93.184.215.15/services/…', status: 'active' });
+    expect(await stored()).toBe('https://93.184.215.15/services/T1/B1/other');
+    const audited = (await h.services.audit.list({ accountId: owner.account.account_id, limit: 10 })).find((a) => a.action === 'integration.updated' && a.detail?.target_changed === true);
+    expect(audited).toMatchObject({ actor: `client:${owner.clientId}`, detail: { integration_id: created.id, target_changed: true } });
+    expect(JSON.stringify(audited)).not.toContain('other');
+    expect((await owner.api(`/api/integrations/${created.id}`, { method: 'DELETE' })).status).toBe(204);
+  });
+
   it('names every bad field at once', async () => {
     const body = await expectProblem(await owner.api('/api/integrations', json({ kind: 'pager', alert_types: ['everything'], name: '' })), 422, 'validation_failed');
     expect(body.errors!.map((e) => e.field).sort()).toEqual(['alert_types', 'kind', 'name']);

@@ -418,10 +418,12 @@ export interface Operations {
       '401': Problem;
       '403': Problem;
       '404': Problem;
+      '409': Problem;
       '415': Problem;
       '422': Problem;
       '429': Problem;
       '500': Problem;
+      '502': Problem;
       '503': Problem;
     };
   };
@@ -1320,6 +1322,14 @@ export interface Integration {
  */
 export interface UpdateIntegrationRequest {
   name?: string;
+  /**
+   * A `webhook` or `slack` integration only: a new URL, checked as at creation. The URL held, or a Slack URL as shown (shortened), changes nothing
+   */
+  url?: string;
+  /**
+   * An `email` integration only: a new address, which is then `pending_confirmation` until the link mailed to it is followed; nothing is sent meanwhile, to it or to the old address
+   */
+  email?: string;
   /**
    * The alert types it receives
    *

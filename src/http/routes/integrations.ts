@@ -73,6 +73,20 @@ const CreateIntegrationRequest = Type.Object(
 const UpdateIntegrationRequest = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    url: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2048,
+        description: 'A `webhook` or `slack` integration only: a new URL, checked as at creation. The URL held, or a Slack URL as shown (shortened), changes nothing',
+      }),
+    ),
+    email: Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 254,
+        description: 'An `email` integration only: a new address, which is then `pending_confirmation` until the link mailed to it is followed; nothing is sent meanwhile, to it or to the old address',
+      }),
+    ),
     alert_types: Type.Optional(AlertTypes),
     min_score: Type.Optional(MinScore),
     enabled: Type.Optional(Type.Boolean({ description: '`true` enables a disabled integration again (its held deliveries go out); `false` disables it' })),
@@ -224,12 +238,22 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
     {
       config: { permission, pathValue },
       schema: {
-        summary: 'Rename an integration, change what it receives, or enable or disable it',
+        summary: 'Rename an integration, point it elsewhere, change what it receives, or enable or disable it',
+        description:
+          'A new URL is refused (422) as at creation. A new email address gets a confirmation mail and receives nothing until its link is followed; deliveries already queued wait for it.',
         operationId: 'updateIntegration',
         tags: ['integrations'],
         params: Params,
         body: Type.Ref('UpdateIntegrationRequest'),
-        response: apiAnswers({ ok: { 200: { description: 'As changed', schema: Type.Ref('Integration') } }, errors: [400, 404, 415, 422], describe: notFound }),
+        response: apiAnswers({
+          ok: { 200: { description: 'As changed', schema: Type.Ref('Integration') } },
+          errors: [400, 404, 409, 415, 422, 502],
+          describe: {
+            ...notFound,
+            409: 'A new address on a server without an SMTP server (`email_not_configured`), or with 3 addresses already awaiting confirmation (`limit_reached`)',
+            502: 'The mail server refused the confirmation mail (`mail_unavailable`); nothing was changed',
+          },
+        }),
       },
     },
     async (request) => {

@@ -61,15 +61,24 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
 
   app.get('/settings/integrations/:id', { config: { web: 'account' } }, async (request, reply) => detailPage(services, request, reply, idOf(request)));
 
+  // Changes the name, where it points, the alerts and the least score; a new email address is
+  // confirmed again (docs/api.md §12, "Changing"), which the page after the redirect says once.
   app.post('/settings/integrations/:id', { config: { web: 'owner' } }, async (request, reply) => {
-    const name = formText(request, 'name').trim();
+    const accountId = accountOf(request).account_id;
+    const before = await integrations.get(accountId, idOf(request));
+    let after: IntegrationView;
     try {
-      await integrations.update(accountOf(request).account_id, idOf(request), { name, alert_types: formList(request, 'alert_types'), ...minScoreField(request) }, actor(request));
+      after = await integrations.update(accountId, before.id, changeOf(request, before), actor(request));
     } catch (err) {
-      if (err instanceof ServiceError && err.code === 'validation_failed') return detailPage(services, request, reply, idOf(request), refusalOf(err), 422);
+      if (err instanceof ServiceError && FORM_REFUSALS.has(err.code)) {
+        return detailPage(services, request, reply, before.id, html`<p>${err.message}.</p>`, 422, { typed: typedOf(request), errors: new FieldErrors(err, FIELD_LABELS) });
+      }
       throw err;
     }
-    return reply.redirect(`/settings/integrations/${idOf(request)}`, 303);
+    if (after.email !== undefined && after.email !== before.email) {
+      return redirectShowingOnce(services, request, reply, `/settings/integrations/${after.id}`, { shown: 'address-changed', email: after.email });
+    }
+    return reply.redirect(`/settings/integrations/${after.id}`, 303);
   });
 
   // Enables an integration a day of failed deliveries disabled (its held deliveries go out), or disables one.
@@ -124,7 +133,21 @@ export async function integrationPages(app: FastifyInstance, { services }: { ser
   });
 }
 
-/** What an owner typed into the creation form, to show it again when refused. */
+/**
+ * The change form as the service takes it. A Slack URL is never shown (it is a credential), so
+ * its field starts empty and, left so, keeps the URL held; a webhook's starts with its URL.
+ */
+function changeOf(request: FastifyRequest, integration: IntegrationView): Record<string, unknown> {
+  const url = formText(request, 'url').trim();
+  return {
+    name: formText(request, 'name').trim(),
+    ...(integration.kind === 'email' ? { email: formText(request, 'email').trim() } : integration.kind === 'slack' && url === '' ? {} : { url }),
+    alert_types: formList(request, 'alert_types'),
+    ...minScoreField(request),
+  };
+}
+
+/** What an owner typed into the creation or change form, to show it again when refused. */
 interface Typed {
   kind: string;
   name: string;
@@ -230,6 +253,8 @@ function shownOnce(held: Record<string, unknown> | undefined): Html | '' {
       return rotatedPage(held as unknown as RotatedSecret);
     case 'test-sent':
       return html`<p class="notice" role="status">A test alert (<code>${String(held.alert_id)}</code>) is on its way; its attempts appear below within seconds.</p>`;
+    case 'address-changed':
+      return html`<p class="notice" role="status">A confirmation mail went to <strong>${String(held.email)}</strong>. Nothing is sent to this integration, to the new address or the old one, until its link is followed (within 24 hours); alerts already queued wait for it.</p>`;
     default:
       return '';
   }
@@ -246,7 +271,7 @@ function createdPage(created: CreatedIntegration): Html {
   return next;
 }
 
-async function detailPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200) {
+async function detailPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, id: string, error?: Html, status = 200, refused?: { typed: Typed; errors: FieldErrors }) {
   const accountId = accountOf(request).account_id;
   const owner = userOf(request).role === 'owner';
   const integration = await services.integrations.get(accountId, id);
@@ -264,13 +289,7 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
     ? html`<p>No deliveries yet.</p>`
     : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const changes = owner
-    ? html`<h2>Change</h2>
-<form method="post" action="/settings/integrations/${integration.id}" class="stack">${csrfField(request)}
-<label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${integration.name}">
-${alertTypeBoxes(integration.alert_types)}
-${minScoreInput(integration.min_score)}
-<button type="submit">Save</button>
-</form>
+    ? html`${changeForm(request, integration, refused)}
 <form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}<button type="submit"${integration.status === 'active' ? '' : html` disabled`}>Send a test alert</button></form>
 ${integration.kind === 'webhook' ? html`<form method="post" action="/settings/integrations/${integration.id}/secret" class="inline">${csrfField(request)}<button type="submit">Rotate the signing secret</button></form>` : ''}
 ${integration.status === 'active' ? html`<form method="post" action="/settings/integrations/${integration.id}/disable" class="inline">${csrfField(request)}<button type="submit">Disable</button></form>` : ''}
@@ -281,7 +300,7 @@ ${integration.status === 'active' ? html`<form method="post" action="/settings/i
     integration.status === 'disabled'
       ? html`<div class="error" role="alert"><p>Disabled since <time datetime="${integration.disabled_at ?? ''}">${toMinute(integration.disabled_at ?? '')}</time> UTC: ${integration.disabled_reason ?? ''}. Nothing is sent to it, or kept for it, until it is enabled again.</p>${owner ? html`<form method="post" action="/settings/integrations/${integration.id}/enable" class="inline">${csrfField(request)}<button type="submit">Enable again</button></form>` : ''}</div>`
       : '';
-  const content = html`${shown}${disabled}${error ? html`<div class="error" role="alert">${error}</div>` : ''}
+  const content = html`${shown}${disabled}${error ? html`<div class="error" role="alert">${error}${refused?.errors.summary() ?? ''}</div>` : ''}
 <dl class="credentials"><dt>Kind</dt><dd>${integration.kind}</dd><dt>Target</dt><dd>${targetOf(integration)}</dd><dt>State</dt><dd>${statusOf(integration)}</dd><dt>Alerts</dt><dd>${integration.alert_types.join(' ')}, at a score of ${integration.min_score} or more</dd><dt>Created (UTC)</dt><dd>${toMinute(integration.created_at)}</dd></dl>
 ${changes}
 <h2>Delivery log</h2>
@@ -289,6 +308,26 @@ ${changes}
 ${log}
 <p><a href="/settings/integrations">Back to the integrations</a></p>`;
   return sendPage(request, reply, integration.name, content, status);
+}
+
+/** The change form, filled with what is held; refused, with what was typed, each reason at its field. */
+function changeForm(request: FastifyRequest, integration: IntegrationView, refused?: { typed: Typed; errors: FieldErrors }): Html {
+  const typed = refused?.typed;
+  const errors = refused?.errors ?? new FieldErrors(undefined, FIELD_LABELS);
+  const target =
+    integration.kind === 'email'
+      ? html`<label for="email">Email address <span class="hint">(a new address is confirmed by a mailed link first; nothing is sent, to it or to the old one, until then)</span></label><input id="email" name="email" type="email" required maxlength="254" value="${typed?.email ?? integration.email ?? ''}"${errors.attributes('email')}>${errors.note('email')}`
+      : integration.kind === 'slack'
+        ? html`<label for="url">New URL <span class="hint">(empty keeps the one held, which is not shown: a Slack URL is a credential)</span></label><input id="url" name="url" type="url" maxlength="2048" placeholder="${integration.url ?? ''}" value="${typed?.url ?? ''}"${errors.attributes('url')}>${errors.note('url')}`
+        : html`<label for="url">URL <span class="hint">(https:, a public host; checked again when changed)</span></label><input id="url" name="url" type="url" required maxlength="2048" value="${typed?.url ?? integration.url ?? ''}"${errors.attributes('url')}>${errors.note('url')}`;
+  return html`<h2>Change</h2>
+<form method="post" action="/settings/integrations/${integration.id}" class="stack">${csrfField(request)}
+<label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${typed?.name ?? integration.name}"${errors.attributes('name')}>${errors.note('name')}
+${target}
+${alertTypeBoxes(typed ? typed.alert_types : integration.alert_types, errors)}
+${minScoreInput(typed?.min_score ?? integration.min_score, errors)}
+<button type="submit">Save</button>
+</form>`;
 }
 
 function targetOf(integration: IntegrationView): string {
