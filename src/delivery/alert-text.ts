@@ -1,4 +1,5 @@
 import type { AlertPayload } from '../domain/alerts.ts';
+import { toolNames } from '../domain/scanner-tags.ts';
 
 /**
  * "score 41: called from 2 distinct source addresses": the score and its strongest reason, as
@@ -7,7 +8,8 @@ import type { AlertPayload } from '../domain/alerts.ts';
 function evidence(data: Record<string, unknown>): string {
   if (typeof data.score !== 'number') return '';
   const reason = Array.isArray(data.reasons) && typeof data.reasons[0] === 'string' ? `: ${data.reasons[0]}` : '';
-  return `, score ${data.score}${reason}`;
+  const tools = Array.isArray(data.tags) && data.tags.length > 0 ? `; its User-Agents name ${toolNames(data.tags.map(String))}` : '';
+  return `, score ${data.score}${reason}${tools}`;
 }
 
 /** A one-line headline of an alert, for Slack's `text` and an email's subject. */

@@ -1,3 +1,4 @@
+import { tagsOfUserAgents } from './scanner-tags.ts';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
@@ -37,6 +38,8 @@ export interface FeedEntry {
   seen_count: number;
   first_seen: string;
   last_seen: string;
+  /** Addresses only: the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents. */
+  tags?: string[];
 }
 
 export interface Feed {
@@ -151,7 +154,9 @@ export class FeedService {
     for await (const { key, aggregate } of kept) {
       const { score: value } = score(aggregate);
       if (value < minScore) continue;
-      yield { value: key, score: value, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
+      const entry: FeedEntry = { value: key, score: value, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
+      if ('userAgents' in aggregate) entry.tags = tagsOfUserAgents(aggregate.userAgents);
+      yield entry;
       count += 1;
       if (count >= MAX_FEED_ENTRIES) return;
     }

@@ -67,6 +67,10 @@ export const IpAddressFound = Type.Object(
     ...seen,
     called_number_count: Type.Integer({ description: 'Distinct numbers it dialled' }),
     user_agents: Type.Array(Type.Object({ user_agent: Type.String(), count: Type.Integer() }), { description: 'Most seen User-Agents, at most 10' }),
+    tags: Type.Array(Type.String(), {
+      description: 'The scanning tools those User-Agents name (docs/scoring.md, "Tags"): what the header claims, empty when it names none',
+      example: ['sipvicious'],
+    }),
     transports: Type.Record(Type.String(), Type.Integer(), { description: 'Events per transport', example: { UDP: 4 } }),
     message: Type.String(),
   },
@@ -83,6 +87,7 @@ export const IpAddressFound = Type.Object(
       reasons: ['dialled 3 distinct numbers', 'seen by 1 honeypot node', 'sent 4 probes', 'last seen today'],
       called_number_count: 3,
       user_agents: [{ user_agent: 'friendly-scanner', count: 4 }],
+      tags: ['sipvicious'],
       transports: { UDP: 4 },
       message: 'This address has sent 4 probes.',
     },

@@ -1,3 +1,4 @@
+import { tagsOfUserAgents } from './scanner-tags.ts';
 import type { Account } from './accounts.ts';
 import { ServiceError } from './errors.ts';
 import { ABSENT_MARKER } from './event-fields.ts';
@@ -159,6 +160,7 @@ export class LookupService {
         ...scoreOfAddress(seen, this.now(), this.scoring),
         called_number_count: seen.calledNumberCount,
         user_agents: seen.userAgents,
+        tags: tagsOfUserAgents(seen.userAgents),
         transports: seen.transports,
         message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
       };

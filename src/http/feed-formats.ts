@@ -57,15 +57,20 @@ async function* textLines(_kind: FeedKind, feed: Feed): AsyncIterable<string> {
 }
 
 async function* csvLines(kind: FeedKind, feed: Feed): AsyncIterable<string> {
-  yield `${valueName(kind)},score,seen_count,first_seen,last_seen\r\n`;
-  for await (const e of feed.entries) yield `${[e.value, e.score, e.seen_count, e.first_seen, e.last_seen].map((v) => csvField(String(v))).join(',')}\r\n`;
+  // Addresses carry their tags, space-separated, in a last column; numbers have none.
+  const tagged = kind === 'ip-addresses';
+  yield `${valueName(kind)},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}\r\n`;
+  for await (const e of feed.entries) {
+    const cells = [e.value, e.score, e.seen_count, e.first_seen, e.last_seen, ...(tagged ? [(e.tags ?? []).join(' ')] : [])];
+    yield `${cells.map((v) => csvField(String(v))).join(',')}\r\n`;
+  }
 }
 
 async function* jsonParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   yield `{"kind":${JSON.stringify(kind)},"scored_at":${JSON.stringify(feed.scoredAt.toISOString())},"entries":[`;
   let first = true;
   for await (const e of feed.entries) {
-    yield `${first ? '' : ','}${JSON.stringify({ [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen })}`;
+    yield `${first ? '' : ','}${JSON.stringify({ [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}) })}`;
     first = false;
   }
   yield ']}';
@@ -104,6 +109,8 @@ function indicator(kind: FeedKind, e: FeedEntry) {
     pattern_type: 'stix',
     valid_from: stixTime(e.first_seen),
     confidence: e.score,
+    // STIX labels are open vocabulary: the tools an address's User-Agents name.
+    ...(e.tags && e.tags.length > 0 ? { labels: e.tags } : {}),
   };
 }
 

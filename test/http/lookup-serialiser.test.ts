@@ -27,6 +27,7 @@ describe('answerJson: a lookup answer as JSON, its shared part serialized once p
     reasons: [],
     called_number_count: 1,
     user_agents: [{ user_agent: 'friendly-scanner', count: 1 }],
+    tags: ['sipvicious'],
     transports: { UDP: 1 },
     message: 'This address has sent 1 probe.',
   };

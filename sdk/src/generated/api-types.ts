@@ -36,7 +36,7 @@ export type EventBatchNdjson = string;
  */
 export type IpAddressFeedText = string;
 /**
- * RFC 4180 with a header line: ip_address,score,seen_count,first_seen,last_seen
+ * RFC 4180 with a header line: ip_address,score,seen_count,first_seen,last_seen,tags (space-separated)
  *
  * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "IpAddressFeedCsv".
@@ -998,6 +998,10 @@ export interface IpAddressFound {
     count: number;
   }[];
   /**
+   * The scanning tools those User-Agents name (docs/scoring.md, "Tags"): what the header claims, empty when it names none
+   */
+  tags: string[];
+  /**
    * Events per transport
    */
   transports: {
@@ -1155,6 +1159,10 @@ export interface IpAddressFeedEntry {
   seen_count: number;
   first_seen: string;
   last_seen: string;
+  /**
+   * The scanning tools the address’s User-Agents name (docs/scoring.md, "Tags")
+   */
+  tags: string[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1432,6 +1440,10 @@ export interface IpAddressStixIndicator {
    * The score
    */
   confidence: number;
+  /**
+   * The tags, when the address has any
+   */
+  labels?: string[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)

@@ -32,7 +32,10 @@ const ETAG = {
  * /api scope registers them, and each media type of the answer refers to its own.
  */
 function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExample, example }: FeedRoute) {
-  const sample = { score: 78, seen_count: 120, first_seen: '2026-11-20T10:00:01.123456789Z', last_seen: '2026-11-22T06:25:32.918708020Z' };
+  // Addresses carry the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents.
+  const tagged = kind === 'ip-addresses';
+  const tags = { tags: Type.Array(Type.String(), { description: 'The scanning tools the address’s User-Agents name (docs/scoring.md, "Tags")' }) };
+  const sample = { score: 78, seen_count: 120, first_seen: '2026-11-20T10:00:01.123456789Z', last_seen: '2026-11-22T06:25:32.918708020Z', ...(tagged ? { tags: ['sipvicious'] } : {}) };
   const entry = Type.Object(
     {
       [valueName]: valueSchema,
@@ -40,6 +43,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       seen_count: Type.Integer({ minimum: 1 }),
       first_seen: Type.String(),
       last_seen: Type.String(),
+      ...(tagged ? tags : {}),
     },
     { $id: `${name}FeedEntry` },
   );
@@ -56,6 +60,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       pattern_type: Type.Literal('stix'),
       valid_from: Type.String(),
       confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
+      ...(tagged ? { labels: Type.Optional(Type.Array(Type.String(), { description: 'The tags, when the address has any' })) } : {}),
     },
     { $id: `${name}StixIndicator` },
   );
@@ -63,8 +68,8 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
     Type.String({ $id: `${name}FeedText`, description: 'One value per line', example: `${example}\n` }),
     Type.String({
       $id: `${name}FeedCsv`,
-      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen`,
-      example: `${valueName},score,seen_count,first_seen,last_seen\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}\r\n`,
+      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags (space-separated)' : ''}`,
+      example: `${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}${tagged ? ',sipvicious' : ''}\r\n`,
     }),
     entry,
     Type.Object(
@@ -101,6 +106,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
               pattern_type: 'stix',
               valid_from: '2026-11-20T10:00:01.123Z',
               confidence: sample.score,
+              ...(tagged ? { labels: ['sipvicious'] } : {}),
             },
           ],
         },

@@ -1,3 +1,4 @@
+import { toolNames } from '../../domain/scanner-tags.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../../domain/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
@@ -45,7 +46,7 @@ export async function lookupRoute(app: FastifyInstance, { services }: { services
       const address = canonicalIpAddress(value);
       const answer = address ? await services.lookups.ipAddress(account, value) : await services.lookups.phoneNumber(account, value);
       const page = address ? addressPath(address) : 'phone_number' in answer ? numberPath(answer.phone_number) : '';
-      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>${answer.found ? whyFlagged(answer.score, answer.reasons) : ''}${answer.found && page ? html`<p><a href="${page}">Everything about ${value}: its events, activity and what it is paired with →</a></p>` : ''}`;
+      const summary = html`<p class="${answer.found ? 'seen' : 'unseen'}" role="status"><strong>${answer.found ? 'SEEN' : 'Not seen'}</strong>: ${answer.message}</p>${answer.found ? whyFlagged(answer.score, answer.reasons) : ''}${answer.found && 'tags' in answer && answer.tags.length > 0 ? html`<p>Its User-Agents name <strong>${toolNames(answer.tags)}</strong>: what the header claims, not proof of who sent it.</p>` : ''}${answer.found && page ? html`<p><a href="${page}">Everything about ${value}: its events, activity and what it is paired with →</a></p>` : ''}`;
       return lookupPage(request, reply, value, html`${summary}<h2>The API’s answer</h2><pre class="answer">${JSON.stringify(answer, null, 2)}</pre>`);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'invalid_phone_number') {

@@ -1,3 +1,4 @@
+import { toolNames } from '../../domain/scanner-tags.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CountedValue } from '../../domain/account-activity.ts';
 import type { Account } from '../../domain/accounts.ts';
@@ -82,7 +83,7 @@ function answerOf(answer: PhoneNumberAnswer | IpAddressAnswer): Html {
   return html`<p class="seen" role="status"><strong>SEEN</strong>: ${answer.message}</p>
 <h2>Score <meter min="0" max="100" low="30" high="70" optimum="0" value="${answer.score}">${answer.score}</meter> ${answer.score} of 100</h2>
 <ul class="reasons">${answer.reasons.map((r) => html`<li>${r}</li>`)}</ul>
-<dl class="fields"><dt>Seen</dt><dd>${answer.seen_count.toLocaleString('en')} times</dd><dt>First seen (UTC)</dt><dd>${toSecond(answer.first_seen)}</dd><dt>Last seen (UTC)</dt><dd>${toSecond(answer.last_seen)}</dd></dl>`;
+<dl class="fields"><dt>Seen</dt><dd>${answer.seen_count.toLocaleString('en')} times</dd><dt>First seen (UTC)</dt><dd>${toSecond(answer.first_seen)}</dd><dt>Last seen (UTC)</dt><dd>${toSecond(answer.last_seen)}</dd>${'tags' in answer && answer.tags.length > 0 ? html`<dt>Tools its User-Agents name</dt><dd>${toolNames(answer.tags)}</dd>` : ''}</dl>`;
 }
 
 /** Events per day, oldest first, every day from the first to the last present (a gap shows as one). */

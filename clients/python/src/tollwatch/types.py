@@ -104,6 +104,8 @@ class IpAddressFound(TypedDict):
     reasons: list[str]
     called_number_count: int
     user_agents: list[UserAgentCount]
+    # The scanning tools those User-Agents name (docs/scoring.md, "Tags"); servers before tags lack it.
+    tags: NotRequired[list[str]]
     transports: dict[str, int]
     message: str
 
@@ -191,6 +193,7 @@ class IpAddressFeedEntry(TypedDict):
     seen_count: int
     first_seen: str
     last_seen: str
+    tags: NotRequired[list[str]]
 
 
 class PhoneNumberFeedEntry(TypedDict):
