@@ -98,8 +98,9 @@ export class TokenSource {
       .then(() => this.options.cache?.load())
       .catch(() => undefined);
     if (this.cached || !saved || typeof saved.accessToken !== 'string' || !(saved.expiresAt > this.options.now() + STILL_VALID_MS)) return;
-    const renewAt = saved.expiresAt - this.options.renewBeforeSeconds * 1000;
-    this.cached = { token: saved.accessToken, renewAt, expiresAt: saved.expiresAt };
+    // Its lifetime is not kept: renew before the end as a fresh token would, at most halfway through what is left.
+    const margin = Math.min(this.options.renewBeforeSeconds * 1000, (saved.expiresAt - this.options.now()) / 2);
+    this.cached = { token: saved.accessToken, renewAt: saved.expiresAt - margin, expiresAt: saved.expiresAt };
   }
 
   /** The token request under way, or a new one. */
