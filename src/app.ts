@@ -7,6 +7,7 @@ import { apiAuthOptions, apiGate } from './http/api-auth.ts';
 import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
+import { clientAddressOf } from './http/client-address.ts';
 import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
@@ -137,6 +138,8 @@ function directLaneOf(services: Services, options: AppOptions, closing: () => bo
     metrics: services.metrics,
     headers: apiHeaders(),
     closing,
+    activity: services.clientActivity,
+    clientAddress: clientAddressOf(services.config.trustProxy),
   });
 }
 

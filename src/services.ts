@@ -87,6 +87,8 @@ async function servicesOver(database: Database, config: Config, options: Service
     async close() {
       await aggregates.stop();
       await alerts.stop();
+      // The last interval's uses, written before the store closes.
+      await auth.clientActivity.close();
       await base.close();
       await database.close();
     },

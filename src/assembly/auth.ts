@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import { AccountsService } from '../domain/accounts.ts';
+import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/client-activity.ts';
 import { Sessions } from '../domain/sessions.ts';
 import { UsersService } from '../domain/users.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
@@ -11,6 +12,7 @@ import { ApiAuthenticator } from '../oauth/api-authenticator.ts';
 import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
 import { SqlAccountsRepository } from '../store/accounts-repository.ts';
+import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
 import { SqlUsersRepository } from '../store/users-repository.ts';
 import type { Foundation } from './foundation.ts';
 
@@ -23,6 +25,8 @@ const CREDENTIALS_TTL_MS = 1000;
 /** Who may call, and how much: accounts and their clients, tokens, dashboard users and sessions, allowances and throttles. */
 export interface AuthServices {
   accounts: AccountsService;
+  /** Each client's last token grant and API call, noted in memory and flushed (`flush()`: now, for tests). */
+  clientActivity: ClientActivity;
   tokens: AccessTokens;
   /** The keys tokens are signed and verified with (tests sign genuine tokens with them). */
   signingKeys: SigningKeys;
@@ -52,6 +56,8 @@ export interface AuthOptions {
   credentialsTtlMs?: number;
   /** Access-token lifetime in seconds instead of TOLLWATCH_TOKEN_TTL; tests go below its 60-second floor to see renewals. */
   tokenTtlSeconds?: number;
+  /** How long clients' uses gather before they are written (CLIENT_USE_FLUSH_MS); tests that flush themselves lengthen it. */
+  clientUseFlushMs?: number;
 }
 
 export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthServices> {
@@ -67,7 +73,10 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     keys.markStale();
   };
   await base.onAccessChange(forget);
-  const accounts = new AccountsService(accountsRepo, plans, audit, () => {
+  const clientActivity = new ClientActivity(new SqlClientActivityRepository(database.db), options.clientUseFlushMs ?? CLIENT_USE_FLUSH_MS, (err) =>
+    base.log?.warn({ err }, "clients' last use not written; kept for the next flush"),
+  );
+  const accounts = new AccountsService(accountsRepo, plans, clientActivity, audit, () => {
     forget();
     base.announce();
   });
@@ -77,6 +86,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
   return {
     accounts,
+    clientActivity,
     tokens,
     signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
+import type { ClientActivity } from './client-activity.ts';
 import { ServiceError } from './errors.ts';
 import { defaultPermissions, isPermission, PERMISSIONS, type Permission } from './permissions.ts';
 import type { Plan, PlanCatalog } from './plans.ts';
@@ -27,8 +28,15 @@ export interface Client {
    */
   secret_version: number;
   created_at: string;
-  /** When a token was last issued to it, to the minute (CLIENT_USE_RESOLUTION_MS); null or absent if never. */
+  /**
+   * Its last uses, as the store holds them (domain/client-activity.ts: up to a flush late):
+   * when a token was last issued to it and from which address, and when and from where it last
+   * called the API. Null or absent if never.
+   */
   last_used_at?: string | null;
+  last_token_address?: string | null;
+  last_call_at?: string | null;
+  last_call_address?: string | null;
 }
 
 /** Where accounts and clients are kept. */
@@ -49,12 +57,7 @@ export interface AccountsRepository {
   /** Stores a new secret hash and bumps the version; the new version, or undefined if no such client. */
   replaceSecret(clientId: string, secretHash: string): Promise<number | undefined>;
   deleteClient(clientId: string): Promise<boolean>;
-  /** Records a use at `at`, unless one at or after `notBefore` is recorded already. */
-  recordClientUse(clientId: string, at: string, notBefore: string): Promise<void>;
 }
-
-/** A client's last use is kept to the minute: one write a minute per client at most, not one per token. */
-export const CLIENT_USE_RESOLUTION_MS = 60_000;
 
 /** A client as shown to its owner: never the secret or its hash. */
 export interface ClientView {
@@ -63,8 +66,12 @@ export interface ClientView {
   name: string;
   permissions: Permission[];
   created_at: string;
-  /** When a token was last issued to it, to the minute; null if never. */
+  /** When a token was last issued to it, and the address it was asked for from; null if never (or not told). */
   last_used_at: string | null;
+  last_token_address: string | null;
+  /** When it last called the API, and from which address; null if never. */
+  last_call_at: string | null;
+  last_call_address: string | null;
 }
 
 /** A client together with its secret, which exists only in this answer. */
@@ -78,13 +85,13 @@ export class AccountsService {
   private readonly plans: PlanCatalog;
   private readonly audit: AuditTrail;
   private readonly onAccessChanged: () => void;
-  /** When this process last wrote each client's use, so a busy client costs one write a minute. */
-  private readonly usesWritten = new Map<string, number>();
+  private readonly activity: Pick<ClientActivity, 'tokenIssued'>;
 
   /** `onAccessChanged` runs after any change to who may do what, so caches can forget. */
-  constructor(repo: AccountsRepository, plans: PlanCatalog, audit: AuditTrail = NO_AUDIT, onAccessChanged: () => void = () => {}) {
+  constructor(repo: AccountsRepository, plans: PlanCatalog, activity: Pick<ClientActivity, 'tokenIssued'>, audit: AuditTrail = NO_AUDIT, onAccessChanged: () => void = () => {}) {
     this.repo = repo;
     this.plans = plans;
+    this.activity = activity;
     this.audit = audit;
     this.onAccessChanged = onAccessChanged;
   }
@@ -206,16 +213,12 @@ export class AccountsService {
   }
 
   /**
-   * Notes that a token was issued to the client (the dashboard's "last used"). Kept to the
-   * minute, and written at most once a minute per client by this process; the write itself is
-   * conditional, so several instances cost one real change.
+   * Notes that a token was issued to the client, asked for from `address` (the dashboard's
+   * "last used"): in memory, written with the next flush of the clients' activity, so a burst
+   * of grants costs no write each.
    */
-  async recordClientUse(clientId: string, now = new Date()): Promise<void> {
-    const last = this.usesWritten.get(clientId);
-    if (last !== undefined && now.getTime() - last < CLIENT_USE_RESOLUTION_MS) return;
-    if (this.usesWritten.size > 10_000) this.usesWritten.clear();
-    this.usesWritten.set(clientId, now.getTime());
-    await this.repo.recordClientUse(clientId, now.toISOString(), new Date(now.getTime() - CLIENT_USE_RESOLUTION_MS).toISOString());
+  async recordClientUse(clientId: string, address?: string): Promise<void> {
+    this.activity.tokenIssued(clientId, address ?? null);
   }
 
   /** Deletes a client; its tokens stop working at once. */
@@ -277,5 +280,8 @@ function viewOf(client: Client): ClientView {
     permissions: client.permissions,
     created_at: client.created_at,
     last_used_at: client.last_used_at ?? null,
+    last_token_address: client.last_token_address ?? null,
+    last_call_at: client.last_call_at ?? null,
+    last_call_address: client.last_call_address ?? null,
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditTrail } from '../domain/audit.ts';
+import type { ClientActivity } from '../domain/client-activity.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -25,6 +26,8 @@ export interface ApiAuthOptions {
   metrics: Metrics;
   /** Where RFC 9728 protected-resource metadata tells clients how to get a token. */
   resourceMetadataUrl: string;
+  /** Told of every authenticated call: the owner's "last API call", noted in memory (domain/client-activity.ts). */
+  activity: Pick<ClientActivity, 'called'>;
 }
 
 /** The authentication options of the `/api` scope, from the services. */
@@ -36,6 +39,7 @@ export function apiAuthOptions(services: Services): ApiAuthOptions {
     audit: services.audit,
     metrics: services.metrics,
     resourceMetadataUrl: protectedResourceMetadataUrl(services.config.publicUrl),
+    activity: services.clientActivity,
   };
 }
 
@@ -90,12 +94,14 @@ export function apiGate({ authenticator, basicAuth, failures, audit, metrics, re
  */
 export function apiAuthHook(options: ApiAuthOptions) {
   const admit = apiGate(options);
+  const { activity } = options;
   return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
     const needed = request.routeOptions.config.permission;
     if (!needed && request.is404 !== true) return;
     const principal = await admit(request, reply, needed);
     if (!principal) return reply;
     request.principal = principal;
+    activity.called(principal.client.client_id, request.ip);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Account } from '../domain/accounts.ts';
+import type { ClientActivity } from '../domain/client-activity.ts';
 import type { IpAddressAnswer, PhoneNumberAnswer } from '../domain/lookup-answers.ts';
 import type { LookupService } from '../domain/lookup-service.ts';
 import type { Permission } from '../domain/permissions.ts';
@@ -25,6 +26,10 @@ export interface DirectLookupsOptions {
   headers: Record<string, string>;
   /** True once the server is closing: Fastify answers 503 then, so the lane steps aside. */
   closing: () => boolean;
+  /** Told of each call the lane answers, as the pipeline's authentication tells it of its own. */
+  activity: Pick<ClientActivity, 'called'>;
+  /** The client's address, as Fastify's `request.ip` would read it (http/client-address.ts). */
+  clientAddress: (request: IncomingMessage) => string;
 }
 
 /**
@@ -71,7 +76,7 @@ interface Route {
  * counted twice.
  */
 export function directLookups(options: DirectLookupsOptions): (request: IncomingMessage, response: ServerResponse, fallback: RequestHandler) => void {
-  const { authenticator, plans, limiter, lookups, metrics, headers, closing } = options;
+  const { authenticator, plans, limiter, lookups, metrics, headers, closing, activity, clientAddress } = options;
   const policies = new PolicyFields();
   const routes: Route[] = [
     {
@@ -135,6 +140,7 @@ export function directLookups(options: DirectLookupsOptions): (request: Incoming
             'content-length': Buffer.byteLength(body),
           });
           response.end(body);
+          activity.called(principal.client.client_id, clientAddress(request));
           metrics.lookups(target.route.kind, 'single', found.found ? 'found' : 'not_found');
           target.route.metrics.answered('GET', status, performance.now() - started);
         },

@@ -95,15 +95,6 @@ export class SqlAccountsRepository implements AccountsRepository {
     return row?.secret_version;
   }
 
-  async recordClientUse(clientId: string, at: string, notBefore: string): Promise<void> {
-    await this.db
-      .updateTable('clients')
-      .set({ last_used_at: at })
-      .where('client_id', '=', clientId)
-      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', notBefore)]))
-      .execute();
-  }
-
   async deleteClient(clientId: string): Promise<boolean> {
     const result = await this.db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
     return result.numDeletedRows > 0n;

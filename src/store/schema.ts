@@ -60,8 +60,13 @@ export interface ClientsTable {
   /** Bumped on every reset; tokens carry the version they were issued under. */
   secret_version: number;
   created_at: string;
-  /** When a token was last issued to the client, to the minute (migration 011); NULL if never. */
+  /** When a token was last issued to the client (migration 011); NULL if never. */
   last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The address that token was asked for from (migration 017); NULL if never, or not told. */
+  last_token_address: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the client last called the API, and from where (migration 017), as flushed by domain/client-activity.ts. */
+  last_call_at: ColumnType<string | null, string | null | undefined, string | null>;
+  last_call_address: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {

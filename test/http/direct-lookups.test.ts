@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiHeaders } from '../../src/http/api.ts';
 import { TESTER_PLAN } from '../../src/domain/plans.ts';
+import { clientAddressOf } from '../../src/http/client-address.ts';
 import { directLookups } from '../../src/http/direct-lookups.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
@@ -84,6 +85,9 @@ describe('lookups answered ahead of Fastify', () => {
     let server: Server;
     let url: string;
     const handedOver: string[] = [];
+    /** The calls the lane told as the clients' "last API call". */
+    const told: Array<[string, string]> = [];
+    let callerId: string;
     let token: string;
     let basic: string;
 
@@ -97,6 +101,9 @@ describe('lookups answered ahead of Fastify', () => {
         metrics: s.metrics,
         headers: apiHeaders(),
         closing: () => false,
+        activity: { called: (clientId, address) => void told.push([clientId, address]) },
+        // As behind a proxy on this machine: the client is whom it names in X-Forwarded-For.
+        clientAddress: clientAddressOf(['loopback']),
       });
       // Fastify's handler stands behind the lane; here, one that records what reached it.
       const fallback = (request: IncomingMessage, response: ServerResponse) => {
@@ -108,6 +115,7 @@ describe('lookups answered ahead of Fastify', () => {
       const address = server.address();
       url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
       const caller = await direct.account({ permissions: ['read:phone-numbers'] });
+      callerId = caller.clientId;
       token = await caller.token();
       basic = `Basic ${Buffer.from(`${caller.clientId}:${caller.clientSecret}`).toString('base64')}`;
       // Admitted by the full pipeline once, as any token is before the lane knows it.
@@ -127,6 +135,17 @@ describe('lookups answered ahead of Fastify', () => {
     it('answers a found and a not-found lookup of an admitted token itself', async () => {
       expect(await send('/api/phone-numbers/%2B46812118532')).toEqual({ status: 200, handedOver: false });
       expect(await send('/api/phone-numbers/%2B15550000000')).toEqual({ status: 404, handedOver: false });
+    });
+
+    it('tells each call it answers as the client’s last API call, from the address Fastify would read, and none it hands over', async () => {
+      told.length = 0;
+      expect(await send('/api/phone-numbers/%2B46812118532', { headers: { 'x-forwarded-for': '198.51.100.23' } })).toEqual({ status: 200, handedOver: false });
+      expect(await send('/api/phone-numbers/%2B15550000000')).toEqual({ status: 404, handedOver: false });
+      expect(await send('/api/phone-numbers/not-a-number!')).toMatchObject({ handedOver: true });
+      expect(told).toEqual([
+        [callerId, '198.51.100.23'],
+        [callerId, '127.0.0.1'],
+      ]);
     });
 
     it('hands over what only the pipeline can answer', async () => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IssuedCredentials } from '../../domain/accounts.ts';
+import { CLIENT_USE_FLUSH_MS } from '../../domain/client-activity.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import { defaultPermissions, PERMISSIONS } from '../../domain/permissions.ts';
 import type { Services } from '../../services.ts';
@@ -67,14 +68,21 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
   const max = plan?.maxClients ?? null;
   const full = max !== null && clients.length >= max;
   const rows = clients.map(
-    (c) => html`<tr><td>${c.name}</td><td><code>${c.client_id}</code></td><td>${c.permissions.join(' ')}</td><td><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td>${c.last_used_at ? html`<time datetime="${c.last_used_at}">${toMinute(c.last_used_at)}</time>` : 'never'}</td>
+    (c) => html`<tr><td>${c.name}</td><td><code>${c.client_id}</code></td><td>${c.permissions.join(' ')}</td><td><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td>${lastUse(c.last_used_at, c.last_token_address)}</td><td>${lastUse(c.last_call_at, c.last_call_address)}</td>
 ${owner ? html`<td class="actions"><a href="/settings/clients/${c.client_id}/reset-secret">Reset secret…</a> <a href="/settings/clients/${c.client_id}/delete">Delete…</a></td>` : ''}</tr>`,
   );
   const table = clients.length === 0
     ? html`<p>No API clients yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th><th scope="col">Last API call (UTC)</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
+  const lag = clients.length === 0 ? '' : html`<p>Last token and last API call are written every ${CLIENT_USE_FLUSH_MS / 1000} seconds, so they may be that much behind.</p>`;
   const limit = html`<p class="limit">${clients.length} of ${max === null ? 'unlimited' : max} clients on the ${account.plan} plan.${full ? ' The limit is reached: delete a client before creating another.' : ''}</p>`;
-  return sendPage(request, reply, 'API clients', html`${shown}${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
+  return sendPage(request, reply, 'API clients', html`${shown}${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${lag}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
+}
+
+/** When a client was last used and from which address (the one its request came from); "never" if it was not. */
+function lastUse(at: string | null, address: string | null): Html | string {
+  if (!at) return 'never';
+  return html`<time datetime="${at}">${toMinute(at)}</time>${address ? html` from <code>${address}</code>` : ''}`;
 }
 
 function createForm(request: FastifyRequest, maySubmit: boolean): Html {
