@@ -73,6 +73,8 @@ describe('Settings → API clients: last used', () => {
     await h.services.clientActivity.flush();
     const granted = await stored(client.clientId);
     expect(granted.last_used_at).not.toBeNull();
+    // The token route tells the address it was asked from (here the test's own, no proxy header).
+    expect(granted.last_token_address).toBe('127.0.0.1');
     // The address a grant was asked for from, as the token route tells it.
     const at = Date.parse(granted.last_used_at!) + 1000;
     h.services.clientActivity.tokenIssued(client.clientId, '203.0.113.50', at);

@@ -95,7 +95,7 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
       });
       services.metrics.tokenIssued();
       // The owner's "last used" (docs/dashboard.md); never holds up or fails the answer.
-      services.accounts.recordClientUse(client.client_id).catch((err: unknown) => request.log.warn({ err }, 'client use not recorded'));
+      services.accounts.recordClientUse(client.client_id, request.ip).catch((err: unknown) => request.log.warn({ err }, 'client use not recorded'));
       return {
         access_token: accessToken,
         token_type: 'Bearer',
