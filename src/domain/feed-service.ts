@@ -7,7 +7,8 @@ import type { FieldError } from './field-error.ts';
 import { queryText } from './query-text.ts';
 import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from './own-writes.ts';
-import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type Score, type ScoringSettings } from './scores.ts';
+import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type Score, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from './server-secrets.ts';
 import { readScopesOf } from './visibility.ts';
 
@@ -40,6 +41,8 @@ export interface FeedEntry {
   last_seen: string;
   /** Addresses only: the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents. */
   tags?: string[];
+  /** In a STIX feed: the indicator's version (docs/api.md §14). */
+  stix?: { created: string } & IndicatorTimes;
 }
 
 export interface Feed {
@@ -54,6 +57,9 @@ export interface Feed {
 export interface KeptAggregate<T> {
   key: string;
   aggregate: T;
+  /** When the fold first made its row (the earliest, across scopes) and last changed one (migration 018). */
+  publishedAt: string;
+  changedAt: string;
 }
 
 /** Reads behind the feeds: the fold's position, and aggregates by recency. */
@@ -142,20 +148,31 @@ export class FeedService {
       .digest('base64url')
       .slice(0, 32);
     const since = laterOf(query.since, this.oldestThatCanReach(query.minScore, scoredAt));
+    const versioned = query.format === 'stix' ? { scoredAt, minScore: query.minScore } : undefined;
     const entries =
       kind === 'phone-numbers'
-        ? this.scored(this.repo.recentNumbers(scopes, since), (a) => scoreOfNumber(a, scoredAt, this.scoring), query.minScore)
-        : this.scored(this.repo.recentAddresses(scopes, since), (a) => scoreOfAddress(a, scoredAt, this.scoring), query.minScore);
+        ? this.scored(this.repo.recentNumbers(scopes, since), (a) => scoreOfNumber(a, scoredAt, this.scoring), freshOfNumber, query.minScore, versioned)
+        : this.scored(this.repo.recentAddresses(scopes, since), (a) => scoreOfAddress(a, scoredAt, this.scoring), freshOfAddress, query.minScore, versioned);
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
-  private async *scored<T extends NumberAggregate | IpAggregate>(kept: AsyncIterable<KeptAggregate<T>>, score: (a: T) => Score, minScore: number): AsyncIterable<FeedEntry> {
+  private async *scored<T extends NumberAggregate | IpAggregate>(
+    kept: AsyncIterable<KeptAggregate<T>>,
+    score: (a: T) => Score,
+    fresh: (a: T) => number,
+    minScore: number,
+    versioned: { scoredAt: Date; minScore: number } | undefined,
+  ): AsyncIterable<FeedEntry> {
     let count = 0;
-    for await (const { key, aggregate } of kept) {
+    for await (const { key, aggregate, publishedAt, changedAt } of kept) {
       const { score: value } = score(aggregate);
       if (value < minScore) continue;
       const entry: FeedEntry = { value: key, score: value, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
       if ('userAgents' in aggregate) entry.tags = tagsOfUserAgents(aggregate.userAgents);
+      if (versioned) {
+        const times = indicatorTimes({ fresh: fresh(aggregate), lastSeen: aggregate.lastSeen, changedAt, ...versioned, halfLifeDays: this.scoring.halfLifeDays });
+        entry.stix = { created: publishedAt, ...times };
+      }
       yield entry;
       count += 1;
       if (count >= MAX_FEED_ENTRIES) return;

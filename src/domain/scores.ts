@@ -140,3 +140,13 @@ export function scoreOfNumber(seen: NumberAggregate, now: Date, settings: Scorin
 export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSettings): Score {
   return ipScore({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount, lastSeen: seen.lastSeen }, now, settings);
 }
+
+/** Points of a number's kept evidence before decay (for the feeds' indicator times). */
+export function freshOfNumber(seen: NumberAggregate): number {
+  return numberPoints({ seenCount: seen.seenCount, sourceIpCount: seen.sourceIpCount, nodeCount: seen.nodeCount, inviteCount: seen.sipMethods.INVITE ?? 0 });
+}
+
+/** Points of an address's kept evidence before decay. */
+export function freshOfAddress(seen: IpAggregate): number {
+  return ipPoints({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount });
+}

@@ -101,13 +101,16 @@ function indicator(kind: FeedKind, e: FeedEntry) {
     type: 'indicator',
     spec_version: '2.1',
     id: `indicator--${nameUuid(`${kind}:${e.value}`)}`,
-    created: stixTime(e.first_seen),
-    modified: stixTime(e.last_seen),
+    // Never changes once published; any change to the object comes with a later `modified`
+    // (domain/indicator-versions.ts). Without versions (not a STIX feed) the sightings stand in.
+    created: stixTime(e.stix?.created ?? e.first_seen),
+    modified: stixTime(e.stix?.modified ?? e.last_seen),
     name: `${what}: ${e.value}`,
     indicator_types: ['malicious-activity'],
     pattern: `[${objectType}:value = '${e.value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}']`,
     pattern_type: 'stix',
     valid_from: stixTime(e.first_seen),
+    ...(e.stix?.validUntil ? { valid_until: stixTime(e.stix.validUntil) } : {}),
     confidence: e.score,
     // STIX labels are open vocabulary: the tools an address's User-Agents name.
     ...(e.tags && e.tags.length > 0 ? { labels: e.tags } : {}),

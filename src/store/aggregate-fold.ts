@@ -289,6 +289,8 @@ async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table:
  * that made new rows.
  */
 async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: AggregateTable, ordered: Delta[]): Promise<Delta[]> {
+  // One instant for the step: every row it makes or changes is a new version as of now.
+  const now = new Date().toISOString();
   const kept = new Map<string, AggregateRow>();
   for (const row of await writes.readAggregates(trx, table, ordered.map((d) => [d.scope, d.key]))) kept.set(`${row.scope}${SEP}${row.key}`, row);
   const created: Delta[] = [];
@@ -296,7 +298,17 @@ async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: Ag
     const row = kept.get(`${delta.scope}${SEP}${delta.key}`);
     if (!row) {
       created.push(delta);
-      return { scope: delta.scope, key: delta.key, seen_count: delta.count, first_seen: delta.first, last_seen: delta.last, distinct_count: delta.fresh, counts: [countsJson(delta.counts[0]), countsJson(delta.counts[1]), countsJson(delta.counts[2])] };
+      return {
+        scope: delta.scope,
+        key: delta.key,
+        seen_count: delta.count,
+        first_seen: delta.first,
+        last_seen: delta.last,
+        distinct_count: delta.fresh,
+        counts: [countsJson(delta.counts[0]), countsJson(delta.counts[1]), countsJson(delta.counts[2])],
+        published_at: now,
+        changed_at: now,
+      };
     }
     return {
       scope: delta.scope,
@@ -306,6 +318,9 @@ async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: Ag
       last_seen: delta.last > row.last_seen ? delta.last : row.last_seen,
       distinct_count: row.distinct_count + delta.fresh,
       counts: [merged(row.counts[0], delta.counts[0]), merged(row.counts[1], delta.counts[1]), merged(row.counts[2], delta.counts[2])],
+      // A row folded before migration 018 was published with its first sighting as `created`: kept so.
+      published_at: row.published_at ?? row.first_seen,
+      changed_at: now,
     };
   });
   await writes.writeAggregates(trx, table, rows);

@@ -25,6 +25,7 @@ export const AGGREGATE_TABLES = ['number_aggregates', 'number_sources', 'ip_aggr
 export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabilities): Promise<void> {
   await db.transaction().execute((trx) =>
     refoldAll(trx, caps, async () => {
+      await keepPublished(trx);
       for (const table of AGGREGATE_TABLES) await trx.deleteFrom(table).execute();
       const scoped = sql`(select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
         from events e join accounts a on a.account_id = e.account_id)`;
@@ -52,9 +53,41 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
         sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${numbered}`,
       ];
       for (const statement of statements) await statement.execute(trx);
+      await restorePublished(trx, new Date().toISOString());
       await rebuildNumberHashes(trx);
     }),
   );
+}
+
+/** Each aggregate table, with the column its key is in. */
+const VERSIONED = [
+  { table: 'number_aggregates', key: 'number_key', kept: 'published_numbers' },
+  { table: 'ip_aggregates', key: 'source_ip', kept: 'published_addresses' },
+] as const;
+
+/**
+ * Sets aside when each row was first published (migration 018; its first sighting for a row
+ * older than that): a published STIX object's `created` must not change, rebuilt or not.
+ */
+async function keepPublished(trx: Kysely<Schema>): Promise<void> {
+  for (const { table, key, kept } of VERSIONED) {
+    await sql`create temporary table ${sql.table(kept)} as select scope, ${sql.ref(key)} as k, coalesce(published_at, first_seen) as published_at from ${sql.table(table)}`.execute(trx);
+    // Each rebuilt row looks its time up here: by key, not by a scan per row.
+    await sql`create index ${sql.raw(`${kept}_by_key`)} on ${sql.table(kept)} (scope, k)`.execute(trx);
+  }
+}
+
+/**
+ * Gives the rebuilt rows their publication times back (a key new to the aggregates is published
+ * now), and marks every row changed now: a rebuild may change any of them (a trusted flag moved
+ * an account's events), so consumers of versioned objects fetch each again, once.
+ */
+async function restorePublished(trx: Kysely<Schema>, now: string): Promise<void> {
+  for (const { table, key, kept } of VERSIONED) {
+    await sql`update ${sql.table(table)} set changed_at = ${now}, published_at = coalesce(
+        (select p.published_at from ${sql.table(kept)} p where p.scope = ${sql.table(table)}.scope and p.k = ${sql.table(table)}.${sql.ref(key)}), ${now})`.execute(trx);
+    await sql`drop table ${sql.table(kept)}`.execute(trx);
+  }
 }
 
 /**

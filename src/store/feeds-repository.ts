@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { FeedsRepository, KeptAggregate } from '../domain/feed-service.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import { AGGREGATES_FOLD } from './aggregate-fold.ts';
@@ -22,7 +22,7 @@ interface Shape {
 const NUMBERS: Shape = { table: 'number_aggregates', key: 'number_key', distinct: 'source_ip_count', counts: ['sip_methods', 'forms', 'nodes'] };
 const ADDRESSES: Shape = { table: 'ip_aggregates', key: 'source_ip', distinct: 'called_number_count', counts: ['user_agents', 'transports', 'nodes'] };
 
-type FeedRow = LookupRow & { key: string };
+type FeedRow = LookupRow & { key: string; published_at: string; changed_at: string };
 
 /**
  * The feeds' reads (docs/api.md §14): each scope's rows by recency, through the
@@ -67,12 +67,12 @@ export class SqlFeedsRepository implements FeedsRepository {
       for (const row of chunk) {
         if (done.has(row.key)) continue;
         if (!shared.has(row.key)) {
-          yield { key: row.key, aggregate: single(row) };
+          yield { key: row.key, aggregate: single(row), publishedAt: row.published_at, changedAt: row.changed_at };
           continue;
         }
         done.add(row.key);
-        const aggregate = await merged(row.key);
-        if (aggregate) yield { key: row.key, aggregate };
+        const [aggregate, versions] = await Promise.all([merged(row.key), this.versionsAcross(shape, scopes, row.key)]);
+        if (aggregate && versions) yield { key: row.key, aggregate, ...versions };
       }
     }
   }
@@ -94,6 +94,9 @@ export class SqlFeedsRepository implements FeedsRepository {
           `${shape.counts[0]} as first_counts`,
           `${shape.counts[1]} as second_counts`,
           `${shape.counts[2]} as third_counts`,
+          // Rows folded before migration 018 were published with their first and last sightings.
+          sql<string>`coalesce(published_at, first_seen)`.as('published_at'),
+          sql<string>`coalesce(changed_at, last_seen)`.as('changed_at'),
         ])
         .where('scope', '=', scope)
         .where('last_seen', '>=', since);
@@ -106,6 +109,17 @@ export class SqlFeedsRepository implements FeedsRepository {
       if (page.length < PAGE) return;
       after = page.at(-1);
     }
+  }
+
+  /** A key kept in several scopes: its first publication and its last change across them. */
+  private async versionsAcross(shape: Shape, scopes: string[], key: string): Promise<{ publishedAt: string; changedAt: string } | undefined> {
+    const row = await (this.db as Kysely<any>)
+      .selectFrom(shape.table)
+      .select([sql<string>`min(coalesce(published_at, first_seen))`.as('published_at'), sql<string>`max(coalesce(changed_at, last_seen))`.as('changed_at')])
+      .where('scope', 'in', scopes)
+      .where(shape.key, '=', key)
+      .executeTakeFirst();
+    return row?.published_at ? { publishedAt: row.published_at, changedAt: row.changed_at } : undefined;
   }
 
   /** Which of `keys` are kept in more than one of `scopes`. */

@@ -28,6 +28,9 @@ export interface AggregateRow {
   last_seen: string;
   distinct_count: number;
   counts: [string, string, string];
+  /** When the fold first made the row, and last changed it (migration 018; NULL on rows older than it). */
+  published_at: string | null;
+  changed_at: string | null;
 }
 
 /**
@@ -68,7 +71,19 @@ const SET_COLUMNS: Record<SetTable, [string, string, string]> = {
 
 const aggregateValues = (table: AggregateTable, r: AggregateRow): Values => {
   const { key, distinct, counts } = AGGREGATE_COLUMNS[table];
-  return { scope: r.scope, [key]: r.key, seen_count: r.seen_count, first_seen: r.first_seen, last_seen: r.last_seen, [distinct]: r.distinct_count, [counts[0]]: r.counts[0], [counts[1]]: r.counts[1], [counts[2]]: r.counts[2] };
+  return {
+    scope: r.scope,
+    [key]: r.key,
+    seen_count: r.seen_count,
+    first_seen: r.first_seen,
+    last_seen: r.last_seen,
+    [distinct]: r.distinct_count,
+    [counts[0]]: r.counts[0],
+    [counts[1]]: r.counts[1],
+    [counts[2]]: r.counts[2],
+    published_at: r.published_at,
+    changed_at: r.changed_at,
+  };
 };
 const aggregateRow = (table: AggregateTable, v: Values): AggregateRow => {
   const { key, distinct, counts } = AGGREGATE_COLUMNS[table];
@@ -80,6 +95,8 @@ const aggregateRow = (table: AggregateTable, v: Values): AggregateRow => {
     last_seen: v.last_seen as string,
     distinct_count: Number(v[distinct]),
     counts: [v[counts[0]] as string, v[counts[1]] as string, v[counts[2]] as string],
+    published_at: (v.published_at as string | null | undefined) ?? null,
+    changed_at: (v.changed_at as string | null | undefined) ?? null,
   };
 };
 const tripleValues = (columns: readonly string[], row: readonly unknown[]): Values => Object.fromEntries(columns.map((c, i) => [c, row[i]]));
@@ -102,7 +119,7 @@ const statements = {
       .insertInto(table)
       .values(rows)
       .onConflict((oc) =>
-        oc.columns(['scope', key]).doUpdateSet((eb) => Object.fromEntries(['seen_count', 'first_seen', 'last_seen', distinct, ...counts].map((c) => [c, eb.ref(`excluded.${c}`)]))),
+        oc.columns(['scope', key]).doUpdateSet((eb) => Object.fromEntries(['seen_count', 'first_seen', 'last_seen', distinct, ...counts, 'published_at', 'changed_at'].map((c) => [c, eb.ref(`excluded.${c}`)]))),
       );
   },
   readAggregate: (table: AggregateTable) => (db: Db, [row]: Values[]) =>
@@ -263,7 +280,7 @@ export class SqliteRowIngestWrites implements IngestWrites {
   }
 
   async writeAggregates(_trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void> {
-    const sample = aggregateValues(table, { scope: '', key: '', seen_count: 0, first_seen: '', last_seen: '', distinct_count: 0, counts: ['', '', ''] });
+    const sample = aggregateValues(table, { scope: '', key: '', seen_count: 0, first_seen: '', last_seen: '', distinct_count: 0, counts: ['', '', ''], published_at: null, changed_at: null });
     const { statement, columns } = this.rowStatement(table, Object.keys(sample), statements.writeAggregates(table));
     for (const row of rows) {
       const values = aggregateValues(table, row);

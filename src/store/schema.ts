@@ -129,6 +129,10 @@ export interface NumberAggregatesTable {
   forms: string;
   /** Honeypot nodes (created_by_node_id) and their events (migration 013). */
   nodes: ColumnType<string, string | undefined, string>;
+  /** When the fold first made the row (a STIX object's `created`); NULL before migration 018: first_seen stands in. */
+  published_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the fold last changed the row (a STIX object's `modified`); NULL before migration 018: last_seen stands in. */
+  changed_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface IpAggregatesTable {
@@ -144,6 +148,10 @@ export interface IpAggregatesTable {
   transports: string;
   /** Honeypot nodes (created_by_node_id) and their events (migration 013). */
   nodes: ColumnType<string, string | undefined, string>;
+  /** When the fold first made the row (a STIX object's `created`); NULL before migration 018: first_seen stands in. */
+  published_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the fold last changed the row (a STIX object's `modified`); NULL before migration 018: last_seen stands in. */
+  changed_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The SHA-256 (lower-case hex) of each number key per scope, for range lookups (docs/api.md §13). */

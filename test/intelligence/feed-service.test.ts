@@ -19,6 +19,8 @@ function fakeRepo(n: number, position = 7) {
         yield {
           key: `10.0.${i >> 8}.${i & 255}`,
           aggregate: { seenCount: busy ? 500 : 1, firstSeen: lastSeen, lastSeen, calledNumberCount: busy ? 50 : 1, userAgents: [], transports: {}, nodeCount: busy ? 4 : 1 },
+          publishedAt: lastSeen,
+          changedAt: lastSeen,
         };
       }
     },

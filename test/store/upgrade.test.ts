@@ -117,10 +117,10 @@ describe(`upgrading a store made by an earlier release (${expected.commit.slice(
     }
     const { plans } = cli(store.url, 'plans', 'list') as { plans: Array<Record<string, unknown>> };
     expect(plans.find((p) => p.name === 'upgrade_plan')).toMatchObject({
-      maySubmit: true,
-      lookups: { limit: 120, windowSeconds: 60 },
-      submissions: { limit: 5000, windowSeconds: 3600 },
-      maxClients: 7,
+      may_submit: true,
+      lookups: { limit: 120, window_seconds: 60 },
+      submissions: { limit: 5000, window_seconds: 3600 },
+      max_clients: 7,
     });
   });
 });
