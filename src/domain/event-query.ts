@@ -7,6 +7,7 @@ import type { FieldError } from './field-error.ts';
 import { COLLECTED_METHODS, isAbsentValue, TRANSPORT_TYPES } from './event-fields.ts';
 import { sipMethodError } from './honeypot-event.ts';
 import { canonicalIpAddress } from './ip-address.ts';
+import { parseSourceRange, type SourceRange } from './source-range.ts';
 import { normalisePhoneNumber } from './phone-number.ts';
 import { queryText } from './query-text.ts';
 import type { ServerSecrets } from './server-secrets.ts';
@@ -21,6 +22,9 @@ export const MAX_PAGE = 1000;
  * continues after the last event sent. 4 MiB is 1,000 ordinary events with room to spare.
  */
 export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** Events a page filtered by an address range reads at most before it ends (docs/api.md §8). */
+export const RANGE_SCAN = 10_000;
 
 /** What an event weighs in a page: its text, and a fixed allowance for names and punctuation. */
 function pageWeight(event: StoredEvent): number {
@@ -86,7 +90,8 @@ export class EventQuery {
 
   /** A page of the caller's events. */
   async list(account: Account, input: EventQueryInput): Promise<EventPage> {
-    const { filter, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
+    const { filter, range, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
+    if (range) return this.rangePage(account, filter, range, after, limit);
     const rows = await this.repo.list(account.account_id, filter, after, limit + 1);
     let page = rows.slice(0, limit);
     let weight = 0;
@@ -99,6 +104,38 @@ export class EventQuery {
       next_cursor: more && last ? this.cursors.seal(account.account_id, last.position) : null,
     };
   }
+
+  /**
+   * A page filtered by a range of source addresses: the store narrows by the text the range's
+   * addresses begin with, this keeps those in the range. A page reads at most RANGE_SCAN events;
+   * past that it ends early, perhaps empty, with a cursor to go on from where it stopped.
+   */
+  private async rangePage(account: Account, filter: EventFilter, range: SourceRange, after: EventPosition | undefined, limit: number): Promise<EventPage> {
+    const kept: Array<{ event: StoredEvent; position: EventPosition }> = [];
+    let position = after;
+    let scanned = 0;
+    let exhausted = false;
+    while (kept.length <= limit && scanned < RANGE_SCAN) {
+      const asked = Math.min(MAX_PAGE + 1, RANGE_SCAN - scanned);
+      const rows = await this.repo.list(account.account_id, filter, position, asked);
+      for (const row of rows) {
+        scanned += 1;
+        position = row.position;
+        if (range.includes(row.event.source_ip) && kept.push(row) > limit) break;
+      }
+      if (rows.length < asked && kept.length <= limit) {
+        exhausted = true;
+        break;
+      }
+    }
+    let page = kept.slice(0, limit);
+    let weight = 0;
+    const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
+    if (cut > 0) page = page.slice(0, cut);
+    // Past the page's last event when it was cut or filled; else past the last event read.
+    const resumeAt = page.length < kept.length ? page.at(-1)?.position : exhausted ? undefined : position;
+    return { data: page.map((r) => r.event), next_cursor: resumeAt ? this.cursors.seal(account.account_id, resumeAt) : null };
+  }
 }
 
 /**
@@ -108,7 +145,7 @@ export class EventQuery {
 function parseQuery(
   input: EventQueryInput,
   openCursor: (cursor: string) => EventPosition | undefined,
-): { filter: EventFilter; after: EventPosition | undefined; limit: number } {
+): { filter: EventFilter; range: SourceRange | undefined; after: EventPosition | undefined; limit: number } {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => void errors.push({ field, message });
   const text = (name: QueryParameter) => queryText(input, name, refuse);
@@ -130,10 +167,13 @@ function parseQuery(
     else filter.calledNumberUnkeyed = calledNumber;
   }
   const sourceIp = text('source_ip');
+  let range: SourceRange | undefined;
   if (sourceIp !== undefined) {
     const ip = canonicalIpAddress(sourceIp);
+    range = ip ? undefined : parseSourceRange(sourceIp);
     if (ip) filter.sourceIp = ip;
-    else refuse('source_ip', 'must be an IPv4 or IPv6 address');
+    else if (range) filter.sourceIpPrefix = range.textPrefix || undefined;
+    else refuse('source_ip', 'must be an IPv4 or IPv6 address, or a range of them in CIDR notation such as 198.51.100.0/22');
   }
   const sipMethod = text('sip_method');
   if (sipMethod !== undefined) {
@@ -182,7 +222,7 @@ function parseQuery(
   if (errors.length > 0) {
     throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
   }
-  return { filter, after, limit };
+  return { filter, range, after, limit };
 }
 
 function oneOf<T extends string>(allowed: readonly T[], value: string): value is T {

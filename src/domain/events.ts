@@ -20,6 +20,8 @@ export interface EventFilter {
   /** An exact stored `called_number` that names no number (empty, NOT_FOUND, `test_user`…). */
   calledNumberUnkeyed?: string;
   sourceIp?: string;
+  /** Text the stored source address begins with: a range's coarse part (domain/source-range.ts); the query narrows the rest. */
+  sourceIpPrefix?: string;
   sipMethod?: string;
   nodeId?: string;
   collectedMethod?: string;

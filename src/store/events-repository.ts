@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../domain/events.ts';
 import { EVENT_FIELDS, eventFieldsOf } from '../domain/event-fields.ts';
 import type { HoneypotEvent } from '../domain/honeypot-event.ts';
@@ -106,6 +106,7 @@ export class SqlEventsRepository implements EventsRepository {
       query = query.where('number_key', 'is', null).where('called_number', '=', filter.calledNumberUnkeyed);
     }
     if (filter.sourceIp !== undefined) query = query.where('source_ip', '=', filter.sourceIp);
+    if (filter.sourceIpPrefix) query = query.where(sql<string>`substr(source_ip, 1, ${filter.sourceIpPrefix.length})`, '=', filter.sourceIpPrefix);
     if (filter.sipMethod !== undefined) query = query.where('sip_method', '=', filter.sipMethod);
     if (filter.nodeId !== undefined) query = query.where('created_by_node_id', '=', filter.nodeId);
     if (filter.collectedMethod !== undefined) query = query.where('collected_method', '=', filter.collectedMethod);

@@ -314,3 +314,58 @@ describe('the cursor key, made while instances start together', () => {
     }
   });
 });
+
+describe('a range of source addresses (docs/api.md §8)', () => {
+  let h: Harness;
+  let owner: TestAccount;
+  const SOURCES = ['198.51.100.5', '198.51.101.9', '198.51.104.1', '198.51.1.77', '10.0.0.1', '2001:db8::5', '2001:db8:1::9', '2001:db9::1', '::ffff:198.51.100.6'];
+
+  beforeAll(async () => {
+    h = await startHarness();
+    owner = await h.account();
+    for (const [i, source_ip] of SOURCES.entries()) {
+      expect((await postEvent(owner, sampleEvent({ source_ip, event_timestamp: `2026-11-21 10:00:${String(10 + i).padStart(2, '0')}` }))).status).toBe(201);
+    }
+  });
+  afterAll(() => h.close());
+
+  const sources = async (range: string, limit = 100) => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await owner.api(`/api/events?${new URLSearchParams({ source_ip: range, limit: String(limit), ...(cursor ? { cursor } : {}) }).toString()}`);
+      expect(res.status, range).toBe(200);
+      const body = (await res.json()) as { data: Array<{ source_ip: string }>; next_cursor: string | null };
+      seen.push(...body.data.map((e) => e.source_ip));
+      cursor = body.next_cursor;
+    } while (cursor);
+    return seen;
+  };
+
+  it('keeps the addresses in the range, newest first, and only them', async () => {
+    // ::ffff:198.51.100.6 is stored as the IPv4 address it maps, and found as one.
+    expect(await sources('198.51.100.0/22')).toEqual(['198.51.100.6', '198.51.101.9', '198.51.100.5']);
+    // Host bits set are the same range; a /32 is the one address.
+    expect(await sources('198.51.101.200/22')).toEqual(['198.51.100.6', '198.51.101.9', '198.51.100.5']);
+    expect(await sources('198.51.0.0/16')).toEqual(['198.51.100.6', '198.51.1.77', '198.51.104.1', '198.51.101.9', '198.51.100.5']);
+    expect(await sources('10.0.0.1/32')).toEqual(['10.0.0.1']);
+    expect(await sources('2001:db8::/32')).toEqual(['2001:db8:1::9', '2001:db8::5']);
+    expect(await sources('2001:db8::/48')).toEqual(['2001:db8::5']);
+    // Each range matches the addresses of its own family, as they are stored (newest first).
+    const stored = ((await (await owner.api('/api/events')).json()) as { data: Array<{ source_ip: string }> }).data.map((e) => e.source_ip);
+    expect(await sources('0.0.0.0/0')).toEqual(stored.filter((s) => !s.includes(':')));
+    expect(await sources('::/0')).toEqual(stored.filter((s) => s.includes(':')));
+  });
+
+  it('walks a range a page at a time, every match once', async () => {
+    expect(await sources('198.51.0.0/16', 1)).toEqual(['198.51.100.6', '198.51.1.77', '198.51.104.1', '198.51.101.9', '198.51.100.5']);
+  });
+
+  it('refuses what is no range, in words', async () => {
+    for (const bad of ['198.51.100.0/33', '198.51.100/24', 'abc/8', '2001:db8::/129', '198.51.100.0/', '198.51.100.0/08x']) {
+      const res = await owner.api(`/api/events?source_ip=${encodeURIComponent(bad)}`);
+      expect(res.status, bad).toBe(422);
+      expect(await res.json()).toMatchObject({ errors: [{ field: 'source_ip', message: expect.stringContaining('CIDR notation') }] });
+    }
+  });
+});

@@ -113,7 +113,7 @@ export interface Operations {
        */
       called_number?: string;
       /**
-       * Source address; IPv6 in any of its spellings. IPv4 dotted quad without leading zeros, or IPv6 text without zone or prefix
+       * Source address (IPv6 in any of its spellings), or a range of them in CIDR notation (`198.51.100.0/22`, `2001:db8::/32`). A page filtered by a range reads at most 10,000 events: it may hold fewer than `limit`, even none, with a `next_cursor` to go on (docs/api.md §8)
        */
       source_ip?: string;
       /**

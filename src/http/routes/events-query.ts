@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { DEFAULT_PAGE, MAX_PAGE } from '../../domain/event-query.ts';
-import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
+import { COLLECTED_METHODS, FORMAT_RULES, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
 import type { Services } from '../../services.ts';
 import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../route-responses.ts';
@@ -26,7 +26,15 @@ const ListQuery = Type.Object(
         example: '+46812118532',
       }),
     ),
-    source_ip: Type.Optional(formatSchema('ip', { description: 'Source address; IPv6 in any of its spellings', example: '203.0.113.7' })),
+    source_ip: Type.Optional(
+      Type.String({
+        description:
+          'Source address (IPv6 in any of its spellings), or a range of them in CIDR notation (`198.51.100.0/22`, `2001:db8::/32`). A page filtered by a range reads at most 10,000 events: it may hold fewer than `limit`, even none, with a `next_cursor` to go on (docs/api.md §8)',
+        example: '203.0.113.7',
+        // An address as FORMAT_RULES.ip writes one, optionally a prefix length.
+        pattern: `${FORMAT_RULES.ip.pattern.slice(0, -1)}(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?$`,
+      }),
+    ),
     sip_method: Type.Optional(formatSchema('sip-token', { description: 'SIP method, matched exactly', example: 'INVITE' })),
     node_id: Type.Optional(formatSchema('uuid', { description: 'created_by_node_id, any case' })),
     collected_method: Type.Optional(Type.Enum([...COLLECTED_METHODS], { type: 'string' })),

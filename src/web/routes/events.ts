@@ -48,7 +48,7 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
     const content = html`${filterForm(filters, fieldErrors)}${errors}
 <p class="exports">Export these events: <a href="/export/events.csv${query ? `?${query}` : ''}" download>CSV</a> · <a href="/export/events.ndjson${query ? `?${query}` : ''}" download>NDJSON</a></p>
-${page && page.data.length === 0 ? html`<p>No events match.</p>` : ''}
+${page && page.data.length === 0 ? (page.next_cursor ? html`<p>None of the newest events read matches the range; older ones may.</p>` : html`<p>No events match.</p>`) : ''}
 ${page && page.data.length > 0 ? html`<div class="scroll"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Transport</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th><th scope="col">Node</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
 ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest events</a></p>` : ''}${next}`;
     return sendPage(request, reply, 'Events', content, errors ? 422 : 200);
@@ -130,7 +130,7 @@ function filterForm(filters: Record<string, string>, errors = new FieldErrors(un
   };
   return html`<form method="get" action="/events" class="filters">
 ${input('since', 'Since (UTC)', 'a day, or a day and time')}${input('until', 'Until (UTC)', 'a day, or a day and time')}
-${input('called_number', 'Called number', 'as dialled, any form')}${input('source_ip', 'Source address', 'IPv4 or IPv6')}
+${input('called_number', 'Called number', 'as dialled, any form')}${input('source_ip', 'Source address', 'IPv4 or IPv6, or a range such as 198.51.100.0/24')}
 ${choice('sip_method', 'SIP method', SIP_METHODS)}${input('node_id', 'Node id', 'the node’s UUID')}
 ${choice('collected_method', 'Collected', COLLECTED_METHODS)}${choice('transport_type', 'Transport', TRANSPORT_TYPES)}
 <div class="buttons"><button type="submit">Filter</button> <a href="/events">Clear</a></div>
