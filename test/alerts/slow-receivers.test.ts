@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:net';
+import { spawn } from 'node:child_process';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAST_ALERTS, startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
@@ -43,6 +44,34 @@ function trickle(socket: import('node:net').Socket, text: string, everyMs: numbe
 }
 
 type Attempt = { at: string; outcome: string; status_code: number | null; error: string | null; duration_ms: number };
+
+/**
+ * A receiver slow to accept: a socket listening with the smallest backlog that never accepts,
+ * its queue filled by connections held here, so a new connection's handshake is never answered
+ * (the kernel drops its SYNs). Node always accepts, so the listener is Debian's Python.
+ */
+async function unacceptingReceiver(): Promise<{ url: string; close(): Promise<void> }> {
+  const listener = spawn('/usr/bin/python3', ['-c', 'import socket,sys,time\ns=socket.socket()\ns.bind(("127.0.0.1",0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    listener.stdout!.setEncoding('utf8').once('data', (line: string) => resolve(Number(line.trim())));
+    listener.once('error', reject);
+  });
+  // Fill the accept queue: these handshakes complete, the kernel holds them, nobody accepts them.
+  const held: Socket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    held.push(socket);
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of held) socket.destroy();
+      listener.stdin!.end();
+      await new Promise((resolve) => (listener.exitCode === null ? listener.once('exit', resolve) : resolve(undefined)));
+    },
+  };
+}
 
 /**
  * No receiver can stall anyone else's alerts (issue 28's first two findings): an attempt is
@@ -122,6 +151,27 @@ describe('receivers that misbehave on purpose (docs/api.md §12, "Delivery")', (
     for (const edge of edges) most = Math.max(most, (open += edge.d));
     expect(most).toBe(2);
     expect(silent.requests()).toBeGreaterThanOrEqual(5);
+  });
+
+  it("delivers another account's alert while a silent, a trickling and a slow-to-accept receiver each hold an attempt", async () => {
+    const silent = await rawReceiver(() => {});
+    const trickler = await rawReceiver((socket) => trickle(socket, 'HTTP/1.1 200 OK\r\n', 200));
+    const unaccepting = await unacceptingReceiver();
+    raw.push(silent, trickler, unaccepting);
+    const stuck = [await webhook(slow, `${silent.url}/three`), await webhook(slow, `${trickler.url}/three`), await webhook(slow, `${unaccepting.url}/three`)];
+    const quick = await webhook(other, `${good.url}/beside-three`);
+    for (const id of stuck) await test(slow, id);
+    // The silent and trickling receivers have their requests: the worker is inside their attempts.
+    await eventually('the misbehaving attempts to begin', () => silent.requests() + trickler.requests(), (n) => n === 2);
+    await test(other, quick);
+    const [delivered] = await eventually('the quick attempt to be recorded', () => attempts(other, quick), (a) => a.length > 0);
+    expect(delivered).toMatchObject({ outcome: 'delivered' });
+    const held = [];
+    for (const id of stuck) held.push((await eventually(`the held attempt of ${id}`, () => attempts(slow, id), (a) => a.length > 0))[0]!);
+    // Each failed at the whole attempt's bound, the unaccepted connection too.
+    for (const attempt of held) expect(attempt).toMatchObject({ outcome: 'retrying', status_code: null, error: `no answer within ${TIMEOUT_MS} ms` });
+    // The quick one began while all three were under way, not after any of them ended.
+    for (const attempt of held) expect(Date.parse(delivered!.at)).toBeLessThan(Date.parse(attempt.at) + attempt.duration_ms);
   });
 
   it("delivers another account's alert while a silent receiver holds its own attempt", async () => {
