@@ -59,7 +59,9 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
       const path = join(SCREENSHOTS, `${name}-${size}.png`);
       await page.screenshot({ path, fullPage: true });
       // Readable on a phone: nothing wider than the screen but what scrolls inside its own box (tables).
-      if (size === 'narrow') expect(await page.locator('html').evaluate((root) => root.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
+      if (size === 'narrow') {
+        expect(await page.locator('html').evaluate((root) => root.scrollWidth)).toBeLessThanOrEqual(NARROW.width);
+      }
       shots.push(path);
     }
     await page.setViewportSize(WIDE);
@@ -251,6 +253,20 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByRole('button', { name: 'Send a test alert' }).click();
     await receiver.waitFor(1, '/desk');
     await shoot(page, 'integration');
+    // Reloading the page the test alert led to sends nothing more; the integration pointed
+    // elsewhere once, however often the page the change led to is reloaded.
+    await page.reload();
+    await page.getByLabel(/^URL/).fill(`${receiver.url}/moved`);
+    await page.getByRole('button', { name: 'Save' }).click();
+    // The page the change led to, then the same reloaded.
+    await expect.poll(() => page.locator('dl.credentials').textContent()).toContain(`${receiver.url}/moved`);
+    await page.reload();
+    await shoot(page, 'integration-changed');
+    expect(await page.locator('dl.credentials').textContent()).toContain(`${receiver.url}/moved`);
+    await page.getByRole('button', { name: 'Send a test alert' }).click();
+    await receiver.waitFor(1, '/moved');
+    // One test alert reached the old address (besides the lookup alert the earlier lookup made).
+    expect(receiver.received.filter((r) => r.path.startsWith('/desk') && r.body.includes('"type":"integration.test"'))).toHaveLength(1);
 
     await page.getByRole('link', { name: 'Events' }).click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'CSV' }).click()]);
