@@ -115,7 +115,8 @@ function config(extra: string[]): number {
   show('client id', 'clientId', settings.clientId);
   show('client secret', 'clientSecret', settings.clientSecret ? 'set' : undefined);
   show('audience', 'audience', settings.audience ?? (settings.url ? 'the server’s own API' : undefined));
-  return print(escapeControlCharacters(lines.join('\n')).replace(/\\x0a/g, '\n'));
+  // Each line escaped on its own: a value from the environment or the file may hold anything.
+  return print(lines.map(escapeControlCharacters).join('\n'));
 }
 
 /** An SDK client that keeps its token in the config directory, its tries bounded by the command's timeout. */

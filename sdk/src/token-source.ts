@@ -60,6 +60,7 @@ export class TokenSource {
   private quietUntil = 0;
   /** The cache's token, read once. */
   private loading: Promise<void> | undefined;
+  private loaded = false;
 
   constructor(options: TokenSourceOptions) {
     this.options = options;
@@ -67,8 +68,11 @@ export class TokenSource {
 
   /** A token valid for a while yet: the cached one, or a new one, waited for within `bounds`. */
   get(bounds: Bounds = {}): Promise<string> {
-    if (this.options.cache && !this.loading) {
-      this.loading = this.load();
+    // Every call waits for the one read of the cache, so calls made together share its token.
+    if (this.options.cache && !this.loaded) {
+      this.loading ??= this.load().finally(() => {
+        this.loaded = true;
+      });
       return withinBounds(this.loading, bounds).then(() => this.get(bounds));
     }
     const now = this.options.now();
