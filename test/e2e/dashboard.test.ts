@@ -297,6 +297,10 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByRole('button', { name: 'Delete client' }).click();
     await page.waitForURL(/\/settings\/clients$/);
     expect(await page.locator('main').textContent()).not.toContain(clientId);
+    // Reloading the page the deletion led to deletes nothing else and shows no error.
+    await page.reload();
+    expect(await page.locator('main').textContent()).not.toContain(clientId);
+    expect(await page.getByRole('alert').count()).toBe(0);
 
     const theirs = await h.services.accounts.createAccount({ name: 'Someone else', plan: 'contributor' });
     const other = await userOf(theirs.account_id, 'other-owner@example.test');
@@ -432,6 +436,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await member.locator('main').textContent()).toContain('node');
     await shoot(member, 'clients-as-member');
 
+
     // The member forgets their password: a link by mail, asked once however often the page is reloaded.
     const forgetful = await newPage();
     await forgetful.goto(`${h.url}/sign-in`);
@@ -443,6 +448,25 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await forgetful.reload();
     const reset = await linkMailedTo('second-member@example.test', 2);
     await setPasswordAndSignIn(forgetful, reset, 'second-member@example.test', 'a remembered password', /\/overview$/);
+    // Signing out, and reloading the page it led to, leaves them signed out.
+    await forgetful.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await forgetful.waitForURL(/\/sign-in/);
+    await forgetful.reload();
+    await forgetful.goto(`${h.url}/overview`);
+    await forgetful.waitForURL(/\/sign-in/);
+
+    // The owner makes the member an owner, then removes them: each once, however often reloaded.
+    const teammate = page.locator('tr', { hasText: 'second-member@example.test' });
+    await teammate.getByRole('button', { name: 'Make owner' }).click();
+    await expect.poll(() => teammate.getByRole('button', { name: 'Make member' }).count()).toBe(1);
+    await page.reload();
+    expect(await teammate.getByRole('button', { name: 'Make member' }).count()).toBe(1);
+    await teammate.getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => teammate.textContent()).toContain('removed');
+    await page.reload();
+    expect(await teammate.textContent()).toContain('removed');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await shoot(page, 'teammate-removed');
 
     expect(policyViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
