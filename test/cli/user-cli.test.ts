@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { runCommand, type CommandRun } from '../support/run-command.ts';
 
 const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
 
@@ -11,25 +11,9 @@ const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
  * Runs the real `tollwatch` executable as a user would, asynchronously: the server answering it
  * runs in this process, which a synchronous spawn would block.
  */
-function tollwatch(env: Record<string, string>, args: string[], input?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      // A store nobody can open: the user commands must never try.
-      env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-    child.stdin.end(input ?? '');
-  });
+function tollwatch(env: Record<string, string>, args: string[], input?: string): Promise<CommandRun> {
+  // A store nobody can open: the user commands must never try.
+  return runCommand(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ...env }, input: input ?? '', timeoutMs: 30_000 });
 }
 
 describe('user CLI: lookup, ip, submit through the API (docs/cli.md)', () => {

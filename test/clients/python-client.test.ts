@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalisePhoneNumber } from '../../src/domain/phone-number.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { runCommand, type CommandRun } from '../support/run-command.ts';
 
 /**
  * The Python client (clients/python/, issue 30 item 5) against a real server in this process: its
@@ -24,47 +24,22 @@ if (!present) {
 const SEEN_NUMBER = '+46812118532';
 const SEEN_IP = '203.0.113.7';
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /**
  * Runs Python asynchronously (the server answering it runs in this process, which a synchronous
  * spawn would block), from the repository's root, with only the environment given: no
  * TOLLWATCH_* of the shell running the tests, no bytecode written into the checkout.
  */
-function python(args: string[], env: Record<string, string> = {}, input = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, args, {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/tmp',
-        TMPDIR: process.env.TMPDIR ?? '/tmp',
-        LANG: 'C.UTF-8',
-        PYTHONDONTWRITEBYTECODE: '1',
-        ...env,
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 540_000);
-    child.on('error', reject);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-    child.stdin.end(input);
+function python(args: string[], env: Record<string, string> = {}, input = ''): Promise<CommandRun> {
+  return runCommand(PYTHON, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', TMPDIR: process.env.TMPDIR ?? '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', ...env },
+    input,
+    timeoutMs: 540_000,
   });
 }
 
 /** What unittest printed, for the assertion's message: it says which test failed and why. */
-function report(run: Run): string {
+function report(run: CommandRun): string {
   return `exit ${run.status}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
 }
 
