@@ -57,6 +57,9 @@ const KNOWN_PARAMETERS = new Set<string>(QUERY_PARAMETERS);
  */
 export type EventQueryInput = Readonly<Record<string, unknown>>;
 
+/** An event as a page lists it, with where the page continues after it. */
+type ListedEvent = { event: StoredEvent; position: EventPosition };
+
 export interface EventPage {
   data: StoredEvent[];
   next_cursor: string | null;
@@ -92,17 +95,21 @@ export class EventQuery {
   async list(account: Account, input: EventQueryInput): Promise<EventPage> {
     const { filter, range, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
     if (range) return this.rangePage(account, filter, range, after, limit);
-    const rows = await this.repo.list(account.account_id, filter, after, limit + 1);
+    return this.pageOf(account, await this.repo.list(account.account_id, filter, after, limit + 1), limit);
+  }
+
+  /**
+   * The page of `rows` (up to `limit` + 1 found, the extra one telling that more follow): at most
+   * `limit` events and MAX_PAGE_BYTES, its cursor past its last event when more were found, else
+   * at `resumeAt` (where a range page stopped reading), else none.
+   */
+  private pageOf(account: Account, rows: ListedEvent[], limit: number, resumeAt?: EventPosition): EventPage {
     let page = rows.slice(0, limit);
     let weight = 0;
     const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
     if (cut > 0) page = page.slice(0, cut);
-    const last = page.at(-1);
-    const more = rows.length > page.length;
-    return {
-      data: page.map((r) => r.event),
-      next_cursor: more && last ? this.cursors.seal(account.account_id, last.position) : null,
-    };
+    const next = page.length < rows.length ? page.at(-1)?.position : resumeAt;
+    return { data: page.map((r) => r.event), next_cursor: next ? this.cursors.seal(account.account_id, next) : null };
   }
 
   /**
@@ -111,7 +118,7 @@ export class EventQuery {
    * past that it ends early, perhaps empty, with a cursor to go on from where it stopped.
    */
   private async rangePage(account: Account, filter: EventFilter, range: SourceRange, after: EventPosition | undefined, limit: number): Promise<EventPage> {
-    const kept: Array<{ event: StoredEvent; position: EventPosition }> = [];
+    const kept: ListedEvent[] = [];
     let position = after;
     let scanned = 0;
     let exhausted = false;
@@ -128,13 +135,8 @@ export class EventQuery {
         break;
       }
     }
-    let page = kept.slice(0, limit);
-    let weight = 0;
-    const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
-    if (cut > 0) page = page.slice(0, cut);
-    // Past the page's last event when it was cut or filled; else past the last event read.
-    const resumeAt = page.length < kept.length ? page.at(-1)?.position : exhausted ? undefined : position;
-    return { data: page.map((r) => r.event), next_cursor: resumeAt ? this.cursors.seal(account.account_id, resumeAt) : null };
+    // Short of a full page: go on past the last event read, unless the store had no more.
+    return this.pageOf(account, kept, limit, exhausted ? undefined : position);
   }
 }
 
