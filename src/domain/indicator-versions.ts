@@ -1,4 +1,4 @@
-import { decayWeight } from './scores.ts';
+import { decayWeight, pointsToScore } from './scores.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -40,7 +40,7 @@ export interface IndicatorFacts {
 
 export function indicatorTimes(facts: IndicatorFacts): IndicatorTimes {
   const lastSeen = Date.parse(facts.lastSeen);
-  const scoreAt = (t: number) => Math.min(100, Math.max(0, Math.round(facts.fresh * decayWeight((t - lastSeen) / DAY_MS, facts.halfLifeDays))));
+  const scoreAt = (t: number) => pointsToScore(facts.fresh, decayWeight((t - lastSeen) / DAY_MS, facts.halfLifeDays));
   const scoredAt = facts.scoredAt.getTime();
   const changedAt = Date.parse(facts.changedAt);
   const current = scoreAt(scoredAt);

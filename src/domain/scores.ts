@@ -117,7 +117,12 @@ function decayed(fresh: number, lastSeen: string, now: Date, settings: ScoringSe
   reasons.push(lastSeenReason(ageDays));
   // Said once it shows in whole percent.
   if (weight < 0.995) reasons.push(`evidence weighs ${Math.round(weight * 100)}% for its age (half-life ${settings.halfLifeDays} days)`);
-  return { score: Math.min(100, Math.max(0, Math.round(fresh * weight))), reasons };
+  return { score: pointsToScore(fresh, weight), reasons };
+}
+
+/** The score fresh points make at a decay weight: whole, 0 to 100 (the feeds' indicator times work from it too). */
+export function pointsToScore(fresh: number, weight: number): number {
+  return Math.min(100, Math.max(0, Math.round(fresh * weight)));
 }
 
 function lastSeenReason(ageDays: number): string {
