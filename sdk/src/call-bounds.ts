@@ -74,7 +74,12 @@ export function endingSignals(bounds: Bounds): AbortSignal[] {
  */
 export function throwIfEnded(bounds: Bounds, cause?: unknown): void {
   if (bounds.signal?.aborted) throw bounds.signal.reason;
-  if (bounds.deadline?.signal.aborted) throw new DeadlineExceededError(bounds.deadline.ms, cause);
+  const deadline = bounds.deadline;
+  if (!deadline) return;
+  // A try's timer set to what was left of the deadline is the deadline, though the deadline's
+  // own timer, set a moment before, may not have fired yet.
+  const cutAtDeadline = deadline.remaining() <= 1 && (cause as Error | undefined)?.name === 'TimeoutError';
+  if (deadline.signal.aborted || cutAtDeadline) throw new DeadlineExceededError(deadline.ms, cause);
 }
 
 /**

@@ -1,5 +1,4 @@
 import { endingSignals, throwIfEnded, type Bounds } from './call-bounds.ts';
-import { DeadlineExceededError } from './errors.ts';
 import { backoffDelay, parseRetryAfter, RETRYABLE_STATUSES, type RetryPolicy } from './retry-policy.ts';
 
 /** The `fetch` the SDK calls: the global one unless another is given. */
@@ -42,9 +41,6 @@ export async function fetchWithRetries(fetchFn: FetchFunction, url: string, init
       answer = await fetchFn(url, { ...init, signal });
     } catch (err) {
       throwIfEnded(bounds, err);
-      // A try cut short at what was left of the deadline is the deadline, though its own timer,
-      // set a moment later, has not fired yet.
-      if (leftMs <= tryMs && (err as Error | undefined)?.name === 'TimeoutError') throw new DeadlineExceededError(bounds.deadline!.ms, err);
       const delayMs = backoffDelay(attempt, undefined, policy);
       if (attempt >= policy.maxAttempts || !fits(bounds, delayMs)) throw err;
       bounds.onRetry?.({ method, url, attempt, delayMs, error: err });

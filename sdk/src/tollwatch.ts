@@ -1,6 +1,6 @@
 import { splitIntoBatches } from './batches.ts';
 import { Deadline, throwIfEnded, type Bounds, type CallOptions, type RetryNotice } from './call-bounds.ts';
-import { DeadlineExceededError, TollwatchError } from './errors.ts';
+import { TollwatchError } from './errors.ts';
 import type { HoneypotEvent, Operations, Problem, StoredEvent } from './generated/api-types.ts';
 import { numberKeyHash, phoneNumberKey } from './phone-number.ts';
 import { readRateLimit } from './rate-limit.ts';
@@ -306,7 +306,6 @@ export class Tollwatch {
     } catch (err) {
       // The body was cut off by the caller's signal or the deadline, or by the network.
       throwIfEnded(bounds, err);
-      if (bounds.deadline && bounds.deadline.remaining() <= 1 && (err as Error | undefined)?.name === 'TimeoutError') throw new DeadlineExceededError(bounds.deadline.ms, err);
       throw err;
     }
     let json: unknown;
