@@ -40,9 +40,23 @@ export const SCANNER_TAGS: readonly ScannerTag[] = [
   { tag: 'sipp', name: 'SIPp', family: 'sip-test-tool', pattern: /\bsipp\b/i, about: 'the SIP traffic generator, run against servers it was not meant for' },
 ];
 
+/**
+ * Agents already matched: a feed of 100,000 addresses names each of a few hundred agents again
+ * and again, and each would be run through every pattern. Bounded, since agents are attackers'
+ * text: emptied when full.
+ */
+const known = new Map<string, readonly string[]>();
+const KNOWN_AGENTS = 10_000;
+
 /** The tags of one User-Agent, in the table's order; none for an agent no row matches. */
-export function tagsOfUserAgent(userAgent: string): string[] {
-  return SCANNER_TAGS.filter((t) => t.pattern.test(userAgent)).map((t) => t.tag);
+export function tagsOfUserAgent(userAgent: string): readonly string[] {
+  let tags = known.get(userAgent);
+  if (!tags) {
+    if (known.size >= KNOWN_AGENTS) known.clear();
+    tags = SCANNER_TAGS.filter((t) => t.pattern.test(userAgent)).map((t) => t.tag);
+    known.set(userAgent, tags);
+  }
+  return tags;
 }
 
 /** The tags of a set of User-Agents (an address's most seen), each once, in the table's order. */
