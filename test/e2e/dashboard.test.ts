@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditAction, AuditRecord } from '../../src/domain/audit.ts';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 import { eventually } from '../support/eventually.ts';
@@ -82,6 +84,29 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
       if (res.status() >= 400 && res.request().resourceType() !== 'document') pageErrors.push(`${res.url()}: ${res.status()}`);
     });
     return page;
+  }
+
+  /**
+   * Sends a form by clicking `button`, then waits for the page its 303 leads to. Until that page
+   * has replaced this one the browser is still on the POST, and a reload then sends it again (or
+   * fails, "Not attached to an active page"): a mark left on this document is gone once it has.
+   */
+  async function submit(page: Page, button: Locator) {
+    await page.evaluate(`window.beforeSubmit = true`);
+    await button.click();
+    await expect.poll(() => page.evaluate<boolean>(`window.beforeSubmit === undefined && document.readyState === 'complete'`), { message: `the page after a form on ${page.url()}` }).toBe(true);
+  }
+
+  /** Reloads the page a form led to: a GET of it, never the form's POST sent again. */
+  async function reload(page: Page) {
+    const answer = await page.reload();
+    expect(answer?.request().method(), `reloading ${page.url()}`).toBe('GET');
+    expect(answer?.status(), `reloading ${page.url()}`).toBe(200);
+  }
+
+  /** The audit entries of one action (of one account), as the store holds them: how often a form's action happened. */
+  async function audited(action: AuditAction, accountId?: string): Promise<AuditRecord[]> {
+    return (await h.services.audit.list({ limit: 10_000, ...(accountId ? { accountId } : {}) })).filter((e) => e.action === action);
   }
 
   /** Sets a password through a one-time link (invitation or reset) and signs in with it. */
@@ -245,28 +270,76 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.getByLabel(/^URL/).fill(`${receiver.url}/desk`);
     await shoot(page, 'integrations');
     await page.getByRole('button', { name: 'Create integration' }).click();
-    expect(await page.locator('#webhook-secret').textContent()).toMatch(/^whsec_/);
+    const firstSecret = (await page.locator('#webhook-secret').textContent())!;
+    expect(firstSecret).toMatch(/^whsec_/);
     await shoot(page, 'integration-created');
+    const integrationId = new URL(page.url()).pathname.split('/').at(-1)!;
     // The page the creation led to: a reload shows the secret no more, and creates nothing.
-    await page.reload();
+    await reload(page);
     expect(await page.locator('#webhook-secret').count()).toBe(0);
-    await page.getByRole('button', { name: 'Send a test alert' }).click();
-    await receiver.waitFor(1, '/desk');
+    // Test alerts by their type: the lookup above may send the desk a lookup alert as well.
+    const testAlertsTo = (path: string) => receiver.received.filter((r) => r.path.startsWith(path) && r.body.includes('"type":"integration.test"'));
+    await submit(page, page.getByRole('button', { name: 'Send a test alert' }));
+    await expect.poll(() => testAlertsTo('/desk').length).toBe(1);
     await shoot(page, 'integration');
     // Reloading the page the test alert led to sends nothing more; the integration pointed
     // elsewhere once, however often the page the change led to is reloaded.
-    await page.reload();
+    await reload(page);
     await page.getByLabel(/^URL/).fill(`${receiver.url}/moved`);
     await page.getByRole('button', { name: 'Save' }).click();
     // The page the change led to, then the same reloaded.
     await expect.poll(() => page.locator('dl.credentials').textContent()).toContain(`${receiver.url}/moved`);
-    await page.reload();
+    await reload(page);
     await shoot(page, 'integration-changed');
     expect(await page.locator('dl.credentials').textContent()).toContain(`${receiver.url}/moved`);
-    await page.getByRole('button', { name: 'Send a test alert' }).click();
-    await receiver.waitFor(1, '/moved');
-    // One test alert reached the old address (besides the lookup alert the earlier lookup made).
-    expect(receiver.received.filter((r) => r.path.startsWith('/desk') && r.body.includes('"type":"integration.test"'))).toHaveLength(1);
+    await submit(page, page.getByRole('button', { name: 'Send a test alert' }));
+    await expect.poll(() => testAlertsTo('/moved').length).toBe(1);
+    // One test alert reached the old address.
+    expect(testAlertsTo('/desk')).toHaveLength(1);
+
+    // Each of the integration's own forms happens once, however often the page it led to is
+    // reloaded: the signing secret rotated (shown once, and the one deliveries are then signed
+    // with, beside the first: a second rotation would have put a third in its place),
+    const rotations = async () => (await audited('integration.secret_rotated', mine.account_id)).filter((e) => e.detail?.integration_id === integrationId).length;
+    await submit(page, page.getByRole('button', { name: 'Rotate the signing secret' }));
+    const rotatedSecret = (await page.locator('#webhook-secret').textContent())!;
+    expect(rotatedSecret).toMatch(/^whsec_/);
+    expect(rotatedSecret).not.toBe(firstSecret);
+    await shoot(page, 'integration-rotated');
+    await reload(page);
+    expect(await page.locator('#webhook-secret').count()).toBe(0);
+    expect(await rotations()).toBe(1);
+    await submit(page, page.getByRole('button', { name: 'Send a test alert' }));
+    await expect.poll(() => testAlertsTo('/moved').length).toBe(2);
+    const signed = testAlertsTo('/moved')[1]!;
+    expect(String(signed.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [rotatedSecret, firstSecret]) new Webhook(secret).verify(signed.body, signed.headers as Record<string, string>);
+    // disabled,
+    const stateNow = async () => (await h.services.integrations.get(mine.account_id, integrationId)).status;
+    await submit(page, page.getByRole('button', { name: 'Disable' }));
+    expect(await page.getByRole('alert').textContent()).toContain('Disabled since');
+    await reload(page);
+    await shoot(page, 'integration-disabled');
+    expect(await stateNow()).toBe('disabled');
+    expect(await page.getByRole('button', { name: 'Send a test alert' }).isDisabled()).toBe(true);
+    expect(await audited('integration.disabled', mine.account_id)).toHaveLength(1);
+    // enabled again,
+    await submit(page, page.getByRole('button', { name: 'Enable again' }));
+    expect(await page.getByRole('button', { name: 'Disable' }).count()).toBe(1);
+    await reload(page);
+    expect(await stateNow()).toBe('active');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await audited('integration.enabled', mine.account_id)).toHaveLength(1);
+    // and deleted: the list it led to, reloaded, shows no error and deletes nothing more.
+    await page.getByRole('link', { name: 'Delete…' }).click();
+    await shoot(page, 'integration-delete-confirm');
+    await submit(page, page.getByRole('button', { name: 'Delete integration' }));
+    expect(page.url()).toMatch(/\/settings\/integrations$/);
+    await reload(page);
+    expect(await page.locator('main').textContent()).toContain('No integrations yet');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await h.services.integrations.list(mine.account_id)).toEqual([]);
+    expect(await audited('integration.deleted', mine.account_id)).toHaveLength(1);
 
     await page.getByRole('link', { name: 'Events' }).click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'CSV' }).click()]);
@@ -289,7 +362,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(refused.status).toBe(401);
 
     // Post/redirect/get: reloading the page the reset led to resets nothing again.
-    await page.reload();
+    await reload(page);
     expect(await page.locator('#client-secret').count()).toBe(0);
     expect((await fetch(`${h.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: newSecret }).toString() })).status).toBe(200);
     await page.locator('tr', { hasText: 'browser node' }).getByRole('link', { name: 'Delete…' }).click();
@@ -298,7 +371,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await page.waitForURL(/\/settings\/clients$/);
     expect(await page.locator('main').textContent()).not.toContain(clientId);
     // Reloading the page the deletion led to deletes nothing else and shows no error.
-    await page.reload();
+    await reload(page);
     expect(await page.locator('main').textContent()).not.toContain(clientId);
     expect(await page.getByRole('alert').count()).toBe(0);
 
@@ -329,13 +402,42 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await other.getByRole('link', { name: 'API clients' }).click();
     expect(await other.locator('main').textContent()).not.toContain(clientId);
 
-    // The operator raises the contributor plan's lookups; the owner's account page shows the new limit.
+    // The operator creates an account and moves it to another plan, trusted: each once, however
+    // often the page it led to is reloaded.
     const operator = await userOf(null, 'browser-operator@example.test');
     await shoot(operator, 'operator-accounts');
+    const operatorMade = async () => (await h.services.accounts.listAccounts()).filter((a) => a.name === 'Operator-made fleet');
+    await operator.getByLabel('Name', { exact: true }).fill('Operator-made fleet');
+    await submit(operator, operator.getByRole('button', { name: 'Create account' }));
+    const madeRow = operator.locator('tr', { hasText: 'Operator-made fleet' });
+    expect(await madeRow.count()).toBe(1);
+    await reload(operator);
+    expect(await madeRow.count()).toBe(1);
+    expect(await operatorMade()).toHaveLength(1);
+    const [made] = await operatorMade();
+    expect(await audited('account.created', made!.account_id)).toHaveLength(1);
+    await madeRow.getByLabel('Plan of Operator-made fleet').selectOption('contributor');
+    await madeRow.getByLabel('trusted').check();
+    await submit(operator, madeRow.getByRole('button', { name: 'Save' }));
+    await reload(operator);
+    expect(await madeRow.getByLabel('Plan of Operator-made fleet').inputValue()).toBe('contributor');
+    expect(await madeRow.getByLabel('trusted').isChecked()).toBe(true);
+    expect((await operatorMade()).map((a) => [a.plan, a.trusted])).toEqual([['contributor', true]]);
+    expect(await audited('account.plan_changed', made!.account_id)).toHaveLength(1);
+    expect(await audited('account.trust_changed', made!.account_id)).toHaveLength(1);
+
+    // The operator raises the contributor plan's lookups, saved once however often the page is
+    // reloaded; the owner's account page shows the new limit.
     await operator.getByRole('link', { name: 'Plans', exact: true }).click();
+    const contributorSaves = async () => (await audited('plan.saved')).filter((e) => (e.detail?.plan as { name: string }).name === 'contributor').length;
+    const savesBefore = await contributorSaves();
     const contributor = operator.getByRole('form', { name: 'Plan contributor' });
     await contributor.getByLabel('Lookups').fill('777/hour');
-    await contributor.getByRole('button', { name: 'Save' }).click();
+    await submit(operator, contributor.getByRole('button', { name: 'Save' }));
+    await reload(operator);
+    expect(await contributor.getByLabel('Lookups').inputValue()).toBe('777/hour');
+    expect((await h.services.plans.find('contributor'))?.lookups).toEqual({ limit: 777, windowSeconds: 3600 });
+    expect(await contributorSaves()).toBe(savesBefore + 1);
     await shoot(operator, 'operator-plans');
     await operator.getByRole('link', { name: 'Audit trail', exact: true }).click();
     await shoot(operator, 'operator-audit');
@@ -414,19 +516,19 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     // A node named; reloading the page the name led to names nothing again.
     await page.getByRole('link', { name: 'Nodes' }).click();
     await page.locator('form.node-name input[name="name"]').first().fill('Stockholm PoP');
-    await page.locator('form.node-name button').first().click();
+    await submit(page, page.locator('form.node-name button').first());
     expect(await page.locator('main').textContent()).toContain('Stockholm PoP');
-    await page.reload();
+    await reload(page);
     await shoot(page, 'nodes-named');
 
     // A teammate invited as a member by mail, signing in as one; the invitation's reload sends nothing more.
     await page.getByRole('link', { name: 'Account', exact: true }).click();
     await page.getByLabel('Email').fill('second-member@example.test');
     await page.getByLabel(/^Role/).selectOption('member');
-    await page.getByRole('button', { name: 'Invite' }).click();
+    await submit(page, page.getByRole('button', { name: 'Invite' }));
     await shoot(page, 'teammate-invited');
     const invitation = await linkMailedTo('second-member@example.test');
-    await page.reload();
+    await reload(page);
     expect(mail.mails.filter((m) => m.to.includes('second-member@example.test'))).toHaveLength(1);
     const member = await newPage();
     await setPasswordAndSignIn(member, invitation, 'second-member@example.test', 'a member password', /\/overview$/);
@@ -445,13 +547,13 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await forgetful.getByLabel('Email').fill('second-member@example.test');
     await forgetful.getByRole('button', { name: 'Mail me a link' }).click();
     await forgetful.waitForURL(/\/forgot-password\?sent=1$/);
-    await forgetful.reload();
+    await reload(forgetful);
     const reset = await linkMailedTo('second-member@example.test', 2);
     await setPasswordAndSignIn(forgetful, reset, 'second-member@example.test', 'a remembered password', /\/overview$/);
     // Signing out, and reloading the page it led to, leaves them signed out.
     await forgetful.getByRole('button', { name: 'Sign out', exact: true }).click();
     await forgetful.waitForURL(/\/sign-in/);
-    await forgetful.reload();
+    await reload(forgetful);
     await forgetful.goto(`${h.url}/overview`);
     await forgetful.waitForURL(/\/sign-in/);
 
@@ -459,14 +561,31 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     const teammate = page.locator('tr', { hasText: 'second-member@example.test' });
     await teammate.getByRole('button', { name: 'Make owner' }).click();
     await expect.poll(() => teammate.getByRole('button', { name: 'Make member' }).count()).toBe(1);
-    await page.reload();
+    await reload(page);
     expect(await teammate.getByRole('button', { name: 'Make member' }).count()).toBe(1);
     await teammate.getByRole('button', { name: 'Remove' }).click();
     await expect.poll(() => teammate.textContent()).toContain('removed');
-    await page.reload();
+    await reload(page);
     expect(await teammate.textContent()).toContain('removed');
     expect(await page.getByRole('alert').count()).toBe(0);
     await shoot(page, 'teammate-removed');
+
+    // Signing out everywhere, from one of two browsers the owner is signed in on, ends both; the
+    // page it led to, reloaded, signs nothing out again.
+    const elsewhere = await newPage();
+    await elsewhere.goto(`${h.url}/sign-in`);
+    await elsewhere.getByLabel('Email').fill('second-owner@example.test');
+    await elsewhere.getByLabel('Password').fill('a browser-made password');
+    await elsewhere.getByRole('button', { name: 'Sign in' }).click();
+    await elsewhere.waitForURL(/\/overview$/);
+    await submit(page, page.getByRole('button', { name: 'Sign out everywhere' }));
+    expect(page.url()).toMatch(/\/sign-in$/);
+    await reload(page);
+    expect(await audited('user.signed_out_everywhere', mine.account_id)).toHaveLength(1);
+    for (const browserPage of [page, elsewhere]) {
+      await browserPage.goto(`${h.url}/overview`);
+      await browserPage.waitForURL(/\/sign-in/);
+    }
 
     expect(policyViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
