@@ -12,6 +12,7 @@ import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
 import { ingestGateOf, ingestScope } from './http/ingest.ts';
+import { taxiiScope } from './http/taxii-scope.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { countRequests } from './http/request-metrics.ts';
@@ -77,6 +78,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // Alerts are delivered by the processes that serve, from the moment they do (the CLI never does).
   app.addHook('onListen', async () => services.alertWorker.start());
   app.addHook('onClose', async () => services.alertWorker.stop());
+  // So is the TAXII publisher: each serving process takes turns at it, one at a time by a lease.
+  app.addHook('onListen', async () => services.taxiiPublisher.start(services.config.taxii.publishIntervalMs, (err) => app.log.warn({ err }, 'publishing TAXII versions failed; retrying at the next turn')));
+  app.addHook('onClose', async () => services.taxiiPublisher.stop());
 
   // First, so that every route registered below is counted under its pattern.
   countRequests(app, services.metrics);
@@ -101,6 +105,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(tokenEndpoint, { services });
   await app.register(apiScope, { prefix: '/api', services });
   await app.register(ingestScope, { prefix: '/ingest', services, gate });
+  await app.register(taxiiScope, { prefix: '/taxii2', services });
   // staticCSP replaces the page policy on every answer of the /docs scope (its static files
   // included) in an onSend hook; the other security headers stay as the hook above set them.
   // The dashboard's pages at / (docs/dashboard.md), in a scope of their own: session cookies,

@@ -43,6 +43,9 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_MAIL_FROM: Type.Optional(Type.String()),
   TOLLWATCH_ALLOW_PRIVATE_TARGETS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
   TOLLWATCH_NODE_SILENT_CHECK: Type.Integer({ default: 300, minimum: 1, description: 'seconds' }),
+  TOLLWATCH_TAXII_MIN_SCORE: Type.Integer({ default: 50, minimum: 1, maximum: 100, description: 'docs/taxii.md' }),
+  TOLLWATCH_TAXII_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, description: 'days' }),
+  TOLLWATCH_TAXII_PUBLISH_INTERVAL: Type.Integer({ default: 10, minimum: 1, maximum: 3600, description: 'seconds' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -110,6 +113,8 @@ export interface Config {
   dashboard: DashboardConfig;
   /** How lookup scores weigh evidence by its age (docs/scoring.md). */
   scoring: ScoringSettings;
+  /** The TAXII collections (docs/taxii.md): their threshold, how long old versions stay, how often the publisher looks. */
+  taxii: { minScore: number; retentionDays: number; publishIntervalMs: number };
   /** Alert delivery (docs/operations.md, "Alerts"). */
   alerts: {
     /** nodemailer's SMTP URL; email integrations are refused without it. */
@@ -187,6 +192,7 @@ function settleConfig(raw: RawConfig): Config {
       secureCookies: publicUrl.startsWith('https:'),
     },
     scoring: { halfLifeDays: raw.TOLLWATCH_SCORE_HALF_LIFE_DAYS },
+    taxii: { minScore: raw.TOLLWATCH_TAXII_MIN_SCORE, retentionDays: raw.TOLLWATCH_TAXII_RETENTION_DAYS, publishIntervalMs: raw.TOLLWATCH_TAXII_PUBLISH_INTERVAL * 1000 },
     alerts: {
       smtpUrl: raw.TOLLWATCH_SMTP_URL || undefined,
       mailFrom: raw.TOLLWATCH_MAIL_FROM || `Tollwatch <alerts@${new URL(publicUrl).hostname}>`,

@@ -5,6 +5,7 @@ import { assembleAuth, type AuthOptions, type AuthServices } from './assembly/au
 import { assembleFoundation } from './assembly/foundation.ts';
 import { assembleIntake, type IntakeServices } from './assembly/intake.ts';
 import { assembleLookups, type LookupServices } from './assembly/lookups.ts';
+import { assembleTaxii, type TaxiiServices } from './assembly/taxii.ts';
 import type { Config } from './config.ts';
 import type { AuditTrail } from './domain/audit.ts';
 import type { PlanCatalog } from './domain/plans.ts';
@@ -20,7 +21,7 @@ export { backupRefusal } from './store/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthServices, IntakeServices, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates'>, LookupServices, AlertServices {
+export interface Services extends AuthServices, IntakeServices, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates'>, LookupServices, AlertServices, TaxiiServices {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -43,6 +44,8 @@ export interface ServiceOptions extends AuthOptions {
   plansTtlMs?: number;
   /** Alert timings (ALERT_DEFAULTS); tests shorten them. */
   alerts?: Partial<AlertSettings>;
+  /** The TAXII publisher's clock; tests move it to see scores decay. */
+  taxiiClock?: () => Date;
 }
 
 /** Opens the store and builds the services over it; the store is closed again if that fails. */
@@ -64,6 +67,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const intake = await assembleIntake(base, auth, aggregates);
   const alerts = assembleAlerts(base, auth, options.alerts);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts);
+  const taxii = assembleTaxii(base, options.taxiiClock);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
@@ -83,10 +87,12 @@ async function servicesOver(database: Database, config: Config, options: Service
     integrations: alerts.integrations,
     lookupAlerts: alerts.lookupAlerts,
     alertWorker: alerts.alertWorker,
+    ...taxii,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();
       await alerts.stop();
+      await taxii.taxiiPublisher.stop();
       // The last interval's uses, written before the store closes.
       await auth.clientActivity.close();
       await base.close();

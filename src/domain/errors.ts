@@ -19,7 +19,9 @@ export type ErrorCode =
   | 'rate_limited'
   | 'unavailable'
   | 'email_not_configured'
-  | 'mail_unavailable';
+  | 'mail_unavailable'
+  | 'not_acceptable'
+  | 'read_only';
 
 /** An expected failure whose `detail` is safe to show the caller. */
 export class ServiceError extends Error {

@@ -8,7 +8,7 @@ import { queryText } from './query-text.ts';
 import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from './own-writes.ts';
 import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
-import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type Score, type ScoringSettings } from './scores.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from './server-secrets.ts';
 import { readScopesOf } from './visibility.ts';
 
@@ -147,49 +147,57 @@ export class FeedService {
       .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format]))
       .digest('base64url')
       .slice(0, 32);
-    const since = laterOf(query.since, this.oldestThatCanReach(query.minScore, scoredAt));
-    const versioned = query.format === 'stix' ? { scoredAt, minScore: query.minScore } : undefined;
-    const entries =
-      kind === 'phone-numbers'
-        ? this.scored(this.repo.recentNumbers(scopes, since), (a) => scoreOfNumber(a, scoredAt, this.scoring), freshOfNumber, query.minScore, versioned)
-        : this.scored(this.repo.recentAddresses(scopes, since), (a) => scoreOfAddress(a, scoredAt, this.scoring), freshOfAddress, query.minScore, versioned);
+    const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
+    const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
+    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix');
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
-  private async *scored<T extends NumberAggregate | IpAggregate>(
-    kept: AsyncIterable<KeptAggregate<T>>,
-    score: (a: T) => Score,
-    fresh: (a: T) => number,
+  private async *scored(
+    kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
+    scoredAt: Date,
     minScore: number,
-    versioned: { scoredAt: Date; minScore: number } | undefined,
+    versioned: boolean,
   ): AsyncIterable<FeedEntry> {
     let count = 0;
-    for await (const { key, aggregate, publishedAt, changedAt } of kept) {
-      const { score: value } = score(aggregate);
-      if (value < minScore) continue;
-      const entry: FeedEntry = { value: key, score: value, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
-      if ('userAgents' in aggregate) entry.tags = tagsOfUserAgents(aggregate.userAgents);
-      if (versioned) {
-        const times = indicatorTimes({ fresh: fresh(aggregate), lastSeen: aggregate.lastSeen, changedAt, ...versioned, halfLifeDays: this.scoring.halfLifeDays });
-        entry.stix = { created: publishedAt, ...times };
-      }
+    for await (const one of kept) {
+      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined);
+      if (entry.score < minScore) continue;
       yield entry;
       count += 1;
       if (count >= MAX_FEED_ENTRIES) return;
     }
   }
+}
 
-  /**
-   * The oldest last sighting whose score can still reach `minScore`: fresh evidence scores under
-   * 100, so one last seen more than half-life × log2(100 / (minScore − ½)) days ago rounds below
-   * it. Bounds the rows a feed reads to the recent ones.
-   */
-  private oldestThatCanReach(minScore: number, at: Date): string {
-    if (minScore <= 0.5) return EPOCH;
-    const days = this.scoring.halfLifeDays * Math.log2(100 / (minScore - 0.5));
-    const ms = at.getTime() - days * DAY_MS;
-    return ms <= 0 ? EPOCH : nanoIso(new Date(ms));
+/**
+ * The oldest last sighting whose score can still reach `minScore` at `at`: fresh evidence scores
+ * under 100, so one last seen more than half-life × log2(100 / (minScore − ½)) days ago rounds
+ * below it. Bounds the rows a feed or a TAXII publication reads to the recent ones.
+ */
+export function oldestThatCanReach(minScore: number, at: Date, scoring: ScoringSettings): string {
+  if (minScore <= 0.5) return EPOCH;
+  const days = scoring.halfLifeDays * Math.log2(100 / (minScore - 0.5));
+  const ms = at.getTime() - days * DAY_MS;
+  return ms <= 0 ? EPOCH : nanoIso(new Date(ms));
+}
+
+/**
+ * A kept aggregate as a feed entry scored at `scoredAt`. With `versionedAt` (a threshold), its
+ * STIX version too: `created`, and the `modified` and `valid_until` of indicator-versions.ts.
+ */
+export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number): FeedEntry {
+  const { key, aggregate, publishedAt, changedAt } = kept;
+  const isAddress = 'userAgents' in aggregate;
+  const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring) : scoreOfNumber(aggregate, scoredAt, scoring);
+  const entry: FeedEntry = { value: key, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
+  if (isAddress) entry.tags = tagsOfUserAgents(aggregate.userAgents);
+  if (versionedAt !== undefined) {
+    const fresh = isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate);
+    const times = indicatorTimes({ fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: versionedAt, halfLifeDays: scoring.halfLifeDays });
+    entry.stix = { created: publishedAt, ...times };
   }
+  return entry;
 }
 
 /** An instant in `event_time`'s form (nine fraction digits), so text order is time order. */

@@ -9,7 +9,7 @@ import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts'
 import { accountFailure, readBasicCredentials } from '../oauth/client-authentication.ts';
 import type { Services } from '../services.ts';
 import { protectedResourceMetadataUrl } from './routes/operational.ts';
-import { problem, sendProblem } from './problem.ts';
+import { problem, sendProblem, type Problem } from './problem.ts';
 
 
 /** The authenticated principal of a route that declared a permission. */
@@ -17,6 +17,9 @@ export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Error('route reached without authentication');
   return request.principal;
 }
+
+/** How a scope answers a refusal: `/api` with a problem document, TAXII with its error resource. */
+export type RefusalSender = (reply: FastifyReply, refusal: Problem) => FastifyReply;
 
 export interface ApiAuthOptions {
   authenticator: ApiAuthenticator;
@@ -53,8 +56,12 @@ export function apiAuthOptions(services: Services): ApiAuthOptions {
  * refusals (expired, revoked by a secret reset, client deleted, account disabled) count too:
  * a client hammering with a dead token is slowed like anyone else.
  */
-export function apiGate({ authenticator, basicAuth, failures, audit, metrics, resourceMetadataUrl }: ApiAuthOptions) {
+export function apiGate({ authenticator, basicAuth, failures, audit, metrics, resourceMetadataUrl }: ApiAuthOptions, send: RefusalSender = sendProblem) {
   const challenges = challengesFor(basicAuth, resourceMetadataUrl);
+  const unauthenticated = (reply: FastifyReply, with_: string[]) => {
+    reply.header('www-authenticate', with_);
+    send(reply, problem('invalid_token', 'a valid access token is required'));
+  };
   return async function admit(request: FastifyRequest, reply: FastifyReply, needed: Permission | undefined): Promise<Principal | undefined> {
     const header = request.headers.authorization;
     if (!header) {
@@ -73,7 +80,7 @@ export function apiGate({ authenticator, basicAuth, failures, audit, metrics, re
       );
       if (answer.refused) {
         reply.header('retry-after', answer.retryAfterSeconds);
-        sendProblem(reply, problem('rate_limited', 'too many failed authentications; retry later'));
+        send(reply, problem('rate_limited', 'too many failed authentications; retry later'));
         return undefined;
       }
       unauthenticated(reply, challenges.invalidCredentials);
@@ -81,7 +88,7 @@ export function apiGate({ authenticator, basicAuth, failures, audit, metrics, re
     }
     if (needed && !principal.permissions.has(needed)) {
       reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${needed}"`);
-      sendProblem(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
+      send(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
       return undefined;
     }
     return principal;
@@ -118,11 +125,6 @@ function challengesFor(basicAuth: boolean, resourceMetadataUrl: string) {
     noCredentials: [bearer, ...basic],
     invalidCredentials: [`${bearer}, error="invalid_token"`, ...basic],
   };
-}
-
-function unauthenticated(reply: FastifyReply, challenges: string[]): void {
-  reply.header('www-authenticate', challenges);
-  sendProblem(reply, problem('invalid_token', 'a valid access token is required'));
 }
 
 async function fromAuthorization(authenticator: ApiAuthenticator, header: string, basicAuth: boolean): Promise<Principal> {

@@ -1,7 +1,9 @@
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { csvField } from '../domain/csv-cells.ts';
 import type { Feed, FeedEntry, FeedFormat, FeedKind } from '../domain/feed-service.ts';
+import { indicatorOf, nameUuid } from '../domain/stix-indicators.ts';
+
+export { STIX_NUMBER_TYPE } from '../domain/stix-indicators.ts';
 
 /** The media type each feed format is sent as (docs/api.md §14). */
 export const FEED_MEDIA_TYPES: Record<FeedFormat, string> = {
@@ -91,44 +93,14 @@ async function* stixParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   yield ']}';
 }
 
-/** The STIX object type a value is matched on; numbers have no standard one (docs/api.md §14). */
-export const STIX_NUMBER_TYPE = 'x-tollwatch-phone-number';
-
+/**
+ * Without versions (not a STIX feed) the sightings stand in for `created` and `modified`; with
+ * them, `created` never changes once published and any change comes with a later `modified`
+ * (domain/indicator-versions.ts).
+ */
 function indicator(kind: FeedKind, e: FeedEntry) {
-  const objectType = kind === 'phone-numbers' ? STIX_NUMBER_TYPE : e.value.includes(':') ? 'ipv6-addr' : 'ipv4-addr';
-  const what = kind === 'phone-numbers' ? 'Number called by toll-fraud probes' : 'Source of toll-fraud probes';
-  return {
-    type: 'indicator',
-    spec_version: '2.1',
-    id: `indicator--${nameUuid(`${kind}:${e.value}`)}`,
-    // Never changes once published; any change to the object comes with a later `modified`
-    // (domain/indicator-versions.ts). Without versions (not a STIX feed) the sightings stand in.
-    created: stixTime(e.stix?.created ?? e.first_seen),
-    modified: stixTime(e.stix?.modified ?? e.last_seen),
-    name: `${what}: ${e.value}`,
-    indicator_types: ['malicious-activity'],
-    pattern: `[${objectType}:value = '${e.value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}']`,
-    pattern_type: 'stix',
-    valid_from: stixTime(e.first_seen),
-    ...(e.stix?.validUntil ? { valid_until: stixTime(e.stix.validUntil) } : {}),
-    confidence: e.score,
-    // STIX labels are open vocabulary: the tools an address's User-Agents name.
-    ...(e.tags && e.tags.length > 0 ? { labels: e.tags } : {}),
-  };
-}
-
-/** `event_time` (nine fraction digits) to STIX's millisecond precision. */
-function stixTime(eventTime: string): string {
-  return `${eventTime.slice(0, 23)}Z`;
-}
-
-/** A version-5-shaped UUID from a SHA-1 of a name in our own namespace. */
-function nameUuid(name: string): string {
-  const h = createHash('sha1').update(`tollwatch:${name}`).digest();
-  h[6] = (h[6]! & 0x0f) | 0x50;
-  h[8] = (h[8]! & 0x3f) | 0x80;
-  const hex = h.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const { value, score, first_seen, tags } = e;
+  return indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.stix?.validUntil });
 }
 
 function valueName(kind: FeedKind): string {

@@ -41,6 +41,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
         { name: 'lookups', description: 'Have attackers tried this number or address?' },
         { name: 'oauth', description: 'Access tokens' },
         { name: 'integrations', description: "Where the account's alerts go: signed webhooks, Slack, confirmed email addresses" },
+        { name: 'taxii', description: 'TAXII 2.1: the indicators as collections security platforms subscribe to (docs/taxii.md); answers in application/taxii+json;version=2.1' },
       ],
       components: {
         securitySchemes: {

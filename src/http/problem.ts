@@ -41,7 +41,17 @@ export const PROBLEMS: Record<ErrorCode | 'server_error', ProblemKind> = {
     meaning:
       "No such resource. Another account's event answers exactly as a missing one, and an ingest URL that was revoked, or whose account is disabled, exactly as one never issued.",
   },
+  read_only: {
+    status: 403,
+    title: 'Read-only',
+    meaning: 'The TAXII collections are published by the service from its honeypots and cannot be written: adding or deleting objects is refused (docs/taxii.md).',
+  },
   method_not_allowed: { status: 405, title: 'Method not allowed', meaning: 'The path exists but does not take this method; the Allow header lists the methods it takes.' },
+  not_acceptable: {
+    status: 406,
+    title: 'Not acceptable',
+    meaning: 'The Accept field admits none of the media types the route answers in. TAXII endpoints answer only application/taxii+json;version=2.1 (docs/taxii.md).',
+  },
   duplicate_event: {
     status: 409,
     title: 'Duplicate event',

@@ -9,7 +9,7 @@ import { PROBLEMS } from './problem.ts';
  */
 
 /** A response header as the document describes it; `required` is lifted to the header object. */
-interface HeaderDoc {
+export interface HeaderDoc {
   type: 'string' | 'integer';
   description: string;
   required?: boolean;
@@ -17,14 +17,14 @@ interface HeaderDoc {
 }
 
 const API_VERSION: HeaderDoc = { type: 'string', description: 'The API version: always 1 under /api', required: true, example: '1' };
-const RETRY_AFTER: HeaderDoc = { type: 'integer', description: 'Seconds to wait before trying again', required: true, example: 30 };
-const RATE_LIMIT_POLICY: HeaderDoc = {
+export const RETRY_AFTER: HeaderDoc = { type: 'integer', description: 'Seconds to wait before trying again', required: true, example: 30 };
+export const RATE_LIMIT_POLICY: HeaderDoc = {
   type: 'string',
   description:
     'The quota policy of the route group (draft-ietf-httpapi-ratelimit-headers-10): a structured-field list naming the group, with its quota q and window w in seconds. Sent once the allowance has been consulted',
   example: '"lookups";q=3600;w=3600',
 };
-const RATE_LIMIT: HeaderDoc = {
+export const RATE_LIMIT: HeaderDoc = {
   type: 'string',
   description: 'What remains of the policy: r units left, t seconds until the window resets (draft-ietf-httpapi-ratelimit-headers-10)',
   example: '"lookups";r=3597;t=1184',
@@ -93,7 +93,7 @@ export function apiAnswers({ ok, errors = [], limited = false, describe = {}, wi
   return response;
 }
 
-function errorHeaders(status: number): Record<string, HeaderDoc> {
+export function errorHeaders(status: number): Record<string, HeaderDoc> {
   if (status === 401) {
     return {
       'WWW-Authenticate': {

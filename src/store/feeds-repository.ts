@@ -8,8 +8,8 @@ import type { Schema } from './schema.ts';
 /** Rows read per statement: a feed of 100,000 entries is a hundred index range reads per scope. */
 const PAGE = 1000;
 
-/** User agents an address's aggregate names (as a lookup does); feeds show none, scores need none. */
-const TOP_USER_AGENTS = 10;
+/** User agents an address's aggregate names (as a lookup does): the feeds' and the TAXII collections' tags come from these. */
+export const FEED_TOP_USER_AGENTS = 10;
 
 /** Where a table keeps what a feed reads. */
 interface Shape {
@@ -53,8 +53,8 @@ export class SqlFeedsRepository implements FeedsRepository {
       ADDRESSES,
       scopes,
       since,
-      (row) => ipAggregateOf([row], Number(row.distinct_count), TOP_USER_AGENTS),
-      (key) => this.lookups.ipAddress(scopes, key, TOP_USER_AGENTS),
+      (row) => ipAggregateOf([row], Number(row.distinct_count), FEED_TOP_USER_AGENTS),
+      (key) => this.lookups.ipAddress(scopes, key, FEED_TOP_USER_AGENTS),
     );
   }
 

@@ -29,6 +29,9 @@ export interface Schema {
   alerts: AlertsTable;
   alert_deliveries: AlertDeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  taxii_objects: TaxiiObjectsTable;
+  taxii_versions: TaxiiVersionsTable;
+  taxii_publication: TaxiiPublicationTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -340,4 +343,35 @@ export interface DeliveryAttemptsTable {
   status_code: number | null;
   error: string | null;
   outcome: string;
+}
+
+/** A TAXII object's present state, per collection and value (migration 019, docs/taxii.md). */
+export interface TaxiiObjectsTable {
+  collection: string;
+  value: string;
+  generation: number;
+  object_id: string;
+  created: string;
+  modified: string;
+  revoked: number;
+  fingerprint: string;
+}
+
+/** Every version a TAXII collection serves; `added_ms` is its date_added in milliseconds, unique. */
+export interface TaxiiVersionsTable {
+  added_ms: Counter;
+  collection: string;
+  object_id: string;
+  modified: string;
+  latest: number;
+  body: string;
+}
+
+/** Where a collection's publisher stands, and who holds its lease. */
+export interface TaxiiPublicationTable {
+  collection: string;
+  changed_through: string | null;
+  swept_hour: string | null;
+  holder: string | null;
+  lease_until: string | null;
 }

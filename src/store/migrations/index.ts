@@ -18,6 +18,7 @@ import { migration as m015 } from './015-session-held-view.ts';
 import { migration as m016 } from './016-node-names.ts';
 import { migration as m017 } from './017-client-last-use.ts';
 import { migration as m018 } from './018-aggregate-versions.ts';
+import { migration as m019 } from './019-taxii-publication.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -44,5 +45,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '016_node_names': m016(),
     '017_client_last_use': m017(),
     '018_aggregate_versions': m018(),
+    '019_taxii_publication': m019(caps),
   };
 }

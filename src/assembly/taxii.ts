@@ -1,0 +1,30 @@
+import { TaxiiCollections } from '../domain/taxii-collections.ts';
+import { TaxiiPublisher } from '../domain/taxii-publication.ts';
+import { SqlTaxiiRepository } from '../store/taxii-repository.ts';
+import type { Foundation } from './foundation.ts';
+
+/** The TAXII 2.1 server's two halves (docs/taxii.md). */
+export interface TaxiiServices {
+  /** What the collections serve: versions read a page at a time (from the replica where there is one). */
+  taxii: TaxiiCollections;
+  /**
+   * Publishes versions of the shared data set's indicators; every serving process runs it (on
+   * listen, app.ts), and a lease in the store lets one at a time work.
+   */
+  taxiiPublisher: TaxiiPublisher;
+}
+
+export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiServices {
+  const { database, reads, config } = base;
+  return {
+    // A replica replays commits in order, so what it shows of the versions is always a prefix
+    // of their date_added order: a poll there may be behind, never missing one.
+    taxii: new TaxiiCollections(new SqlTaxiiRepository(reads.db, reads.caps)),
+    taxiiPublisher: new TaxiiPublisher(new SqlTaxiiRepository(database.db, database.caps), {
+      minScore: config.taxii.minScore,
+      retentionDays: config.taxii.retentionDays,
+      scoring: config.scoring,
+      ...(now ? { now } : {}),
+    }),
+  };
+}

@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * STIX 2.1 indicators of what the honeypots saw (docs/api.md §14 and §15): one per number key or
+ * address, written alike by the STIX feed and the TAXII collections, so a platform that moves
+ * from one to the other keeps its objects.
+ */
+
+export type IndicatorKind = 'phone-numbers' | 'ip-addresses';
+
+/** The STIX object type a value is matched on; numbers have no standard one (docs/api.md §14). */
+export const STIX_NUMBER_TYPE = 'x-tollwatch-phone-number';
+
+/** What an indicator says of a value. */
+export interface IndicatorFacts {
+  value: string;
+  score: number;
+  first_seen: string;
+  /** The tools an address's User-Agents name (docs/scoring.md, "Tags"). */
+  tags?: string[];
+  /** When the object was first published; never changes (STIX 2.1 §3.6). */
+  created: string;
+  modified: string;
+  validUntil?: string;
+}
+
+export interface StixIndicator {
+  type: 'indicator';
+  spec_version: '2.1';
+  id: string;
+  created: string;
+  modified: string;
+  name: string;
+  indicator_types: string[];
+  pattern: string;
+  pattern_type: 'stix';
+  valid_from: string;
+  valid_until?: string;
+  confidence: number;
+  labels?: string[];
+  revoked?: true;
+}
+
+/**
+ * An indicator's id: name-based (UUIDv5-style over the value), so a value keeps its id from poll
+ * to poll and a consumer updates rather than duplicates it. A TAXII object revoked and then seen
+ * again is a new object (STIX 2.1 §3.6 forbids versions after a revocation): its `generation`
+ * counts the revocations before it, and only generation 0 shares the STIX feed's id.
+ */
+export function indicatorId(kind: IndicatorKind, value: string, generation = 0): string {
+  return `indicator--${nameUuid(generation === 0 ? `${kind}:${value}` : `${kind}:${value}#${generation}`)}`;
+}
+
+export function indicatorOf(kind: IndicatorKind, facts: IndicatorFacts, id = indicatorId(kind, facts.value)): StixIndicator {
+  const objectType = kind === 'phone-numbers' ? STIX_NUMBER_TYPE : facts.value.includes(':') ? 'ipv6-addr' : 'ipv4-addr';
+  const what = kind === 'phone-numbers' ? 'Number called by toll-fraud probes' : 'Source of toll-fraud probes';
+  return {
+    type: 'indicator',
+    spec_version: '2.1',
+    id,
+    created: stixTime(facts.created),
+    modified: stixTime(facts.modified),
+    name: `${what}: ${facts.value}`,
+    indicator_types: ['malicious-activity'],
+    pattern: `[${objectType}:value = '${facts.value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}']`,
+    pattern_type: 'stix',
+    valid_from: stixTime(facts.first_seen),
+    ...(facts.validUntil ? { valid_until: stixTime(facts.validUntil) } : {}),
+    confidence: facts.score,
+    // STIX labels are open vocabulary: the tools an address's User-Agents name.
+    ...(facts.tags && facts.tags.length > 0 ? { labels: facts.tags } : {}),
+  };
+}
+
+/** An instant (`event_time`'s nine fraction digits, or ISO's three) to STIX's millisecond precision. */
+export function stixTime(instant: string): string {
+  return `${instant.slice(0, 23)}Z`;
+}
+
+/** A version-5-shaped UUID from a SHA-1 of a name in our own namespace. */
+export function nameUuid(name: string): string {
+  const h = createHash('sha1').update(`tollwatch:${name}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

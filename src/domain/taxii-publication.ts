@@ -1,0 +1,326 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { feedEntryOf, oldestThatCanReach, type KeptAggregate } from './feed-service.ts';
+import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
+import type { ScoringSettings } from './scores.ts';
+import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
+
+/**
+ * The TAXII collections' publisher (docs/taxii.md, "Versions"): it turns what the fold keeps of
+ * the shared data set into versions of STIX indicators, each added once with its own date_added,
+ * so that a platform polling with `added_after` gets every change once. A version is published
+ * when an indicator's content changes: the fold changed its aggregate, or decay moved its score
+ * at the turn of an hour. When the score falls below the collection's threshold, or the value
+ * leaves the shared data set, the object is revoked (a new version with `revoked: true`) rather
+ * than dropped, so platforms stop acting on it; a value that scores again later is a new object.
+ */
+
+/** A collection's present state of one value, as the store keeps it. */
+export interface PublishedObject {
+  value: string;
+  generation: number;
+  objectId: string;
+  created: string;
+  modified: string;
+  revoked: boolean;
+  /** A digest of the indicator as last published, `modified` aside: what tells a change. */
+  fingerprint: string;
+}
+
+/** One new version to add: the object's state after it, and the indicator as served. */
+export interface NewVersion {
+  object: PublishedObject;
+  body: StixIndicator;
+}
+
+/** A value the publisher looks at: what the fold keeps of it, if anything, and its object, if any. */
+export interface Candidate {
+  value: string;
+  kept: KeptAggregate<NumberAggregate | IpAggregate> | undefined;
+  object: PublishedObject | undefined;
+}
+
+export interface PublicationSettings {
+  /** The score an indicator needs to be in the collection (TOLLWATCH_TAXII_MIN_SCORE). */
+  minScore: number;
+  scoring: ScoringSettings;
+}
+
+/**
+ * What a value's next version is, if it has one. `scoredAt` is the start of the hour, as the
+ * feeds score; `now` dates a revocation and a re-published object. `previous` is the body last
+ * published, needed to revoke an object whose value the fold no longer keeps.
+ */
+export function nextVersion(
+  kind: IndicatorKind,
+  { value, kept, object }: Candidate,
+  settings: PublicationSettings,
+  scoredAt: Date,
+  now: Date,
+  previous: StixIndicator | undefined,
+): NewVersion | undefined {
+  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, settings.minScore);
+  const live = object && !object.revoked;
+  if (!entry?.stix || !scores(entry.score, settings)) {
+    if (!live || !previous) return undefined;
+    const modified = laterThan(object.modified, now.toISOString());
+    const body: StixIndicator = { ...previous, modified, revoked: true };
+    return { object: { ...object, modified, revoked: true, fingerprint: fingerprintOf(body) }, body };
+  }
+  const { score, first_seen, tags, stix } = entry;
+  if (!object || object.revoked) {
+    // Generation 0 is the STIX feed's own object (its id and created); a later one starts now.
+    const generation = object ? object.generation + 1 : 0;
+    const created = generation === 0 ? stixTime(stix.created) : stixTime(now.toISOString());
+    const modified = laterOf(stixTime(stix.modified), created);
+    const body = indicatorOf(kind, { value, score, first_seen, tags, created, modified, validUntil: stix.validUntil }, indicatorId(kind, value, generation));
+    return { object: { value, generation, objectId: body.id, created, modified, revoked: false, fingerprint: fingerprintOf(body) }, body };
+  }
+  const body = indicatorOf(kind, { value, score, first_seen, tags, created: object.created, modified: stix.modified, validUntil: stix.validUntil }, object.objectId);
+  const fingerprint = fingerprintOf(body);
+  if (fingerprint === object.fingerprint) return undefined;
+  // STIX 2.1 §3.6: every new version has a later `modified` than the one before.
+  body.modified = Date.parse(body.modified) > Date.parse(object.modified) ? body.modified : laterThan(object.modified, body.modified);
+  return { object: { ...object, modified: body.modified, fingerprint }, body };
+}
+
+/** Whether a value is in the collection: present in the shared data set and scoring at least the threshold. */
+export function inCollection({ kept }: Candidate, settings: PublicationSettings, scoredAt: Date): boolean {
+  return kept !== undefined && scores(feedEntryOf(kept, scoredAt, settings.scoring).score, settings);
+}
+
+function scores(score: number, { minScore }: PublicationSettings): boolean {
+  return score >= minScore;
+}
+
+/** The digest of an indicator without its `modified`: equal digests, equal content. */
+export function fingerprintOf(body: StixIndicator): string {
+  const { modified: _modified, ...content } = body;
+  return createHash('sha256').update(JSON.stringify(content)).digest('base64url').slice(0, 22);
+}
+
+/** `candidate` in STIX's millisecond form, or one millisecond past `before` when it is not later. */
+function laterThan(before: string, candidate: string): string {
+  const floor = Date.parse(before) + 1;
+  return stixTime(new Date(Math.max(floor, Date.parse(candidate))).toISOString());
+}
+
+function laterOf(a: string, b: string): string {
+  return Date.parse(a) >= Date.parse(b) ? a : b;
+}
+
+/** Where a collection's publisher stands (migration 019). */
+export interface PublicationState {
+  /** The latest `changed_at` of the fold's rows it has read; undefined before its first pass. */
+  changedThrough: string | undefined;
+  /** The last hour (ISO) at whose turn it re-scored every live object. */
+  sweptHour: string | undefined;
+}
+
+/** Values read a page at a time, each with what the fold keeps of it and its object. */
+export interface CandidatePage {
+  candidates: Candidate[];
+  /** Where the next page starts; undefined after the last. */
+  next: string | undefined;
+  /** The latest `changed_at` among the rows read (the incremental pass). */
+  changedThrough?: string;
+}
+
+/** What the publisher asks of the store. */
+export interface TaxiiPublicationStore {
+  /** The collection's state, read without claiming anything; undefined before its first pass. */
+  stateOf(kind: IndicatorKind): Promise<PublicationState | undefined>;
+  /**
+   * Takes (or keeps) the collection's lease for `holder` until `until`, and reads its state;
+   * undefined while another holds it. A store that several processes share publishes through
+   * one of them at a time.
+   */
+  claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined>;
+  /** Whether anything may have changed since `state`: the fold's latest change in the shared data set. */
+  latestChange(kind: IndicatorKind): Promise<string | undefined>;
+  /** Shared rows the fold changed after `since`, oldest change first. */
+  changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** Shared rows last seen at or after `since` (the first pass over a store published before). */
+  seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** Objects not revoked, by value (the hourly re-scoring). */
+  liveObjects(kind: IndicatorKind, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** The bodies last published of these objects (to revoke them). */
+  latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>>;
+  /**
+   * Adds the versions in one transaction, if `holder` still holds the lease (false otherwise,
+   * and nothing is written), each with a date_added later than every one before it, and moves
+   * the state.
+   */
+  publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean>;
+  /** Drops versions superseded, and revocations made, before `cutoff` (ISO): the retention. */
+  prune(kind: IndicatorKind, cutoff: string): Promise<number>;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** Values per page and per publishing transaction: short enough not to hold SQLite's writer long. */
+const PAGE = 500;
+/** How long a lease lasts without being renewed: a publisher that died is replaced after this. */
+const LEASE_MS = 60_000;
+/**
+ * How far back each incremental pass reads the fold's changes again: a fold on another instance,
+ * whose clock may be a little behind, still falls inside. Harmless to read twice: a version is
+ * published only when the content differs.
+ */
+const CLOCK_MARGIN_MS = 2000;
+
+export interface PublisherOptions extends PublicationSettings {
+  /** How long superseded versions and revocations are served (TOLLWATCH_TAXII_RETENTION_DAYS). */
+  retentionDays: number;
+  now?: () => Date;
+}
+
+/** What one publication pass did, for logs and tests. */
+export interface PublicationReport {
+  versions: number;
+  revoked: number;
+  /** False when another process held the lease. */
+  ran: boolean;
+}
+
+export const TAXII_KINDS: IndicatorKind[] = ['ip-addresses', 'phone-numbers'];
+
+export class TaxiiPublisher {
+  private readonly store: TaxiiPublicationStore;
+  private readonly options: PublisherOptions;
+  private readonly now: () => Date;
+  /** Names this process in the lease. */
+  private readonly holder = randomUUID();
+  private running: Promise<PublicationReport> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+
+  constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
+    this.store = store;
+    this.options = options;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Publishes every `intervalMs` from now on, until stop(). A pass that fails (the store down)
+   * is reported and tried again at the next turn: the state it had not moved is read again.
+   */
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const turn = () => {
+      this.timer = setTimeout(() => {
+        this.publish()
+          .catch(onError)
+          .finally(() => {
+            if (!this.stopped) turn();
+          });
+      }, intervalMs);
+      this.timer.unref();
+    };
+    turn();
+  }
+
+  /** Stops the turns, after the pass under way (if any) ends. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass over both collections; a pass already under way is joined, not doubled. */
+  publish(): Promise<PublicationReport> {
+    this.running ??= this.passOverAll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async passOverAll(): Promise<PublicationReport> {
+    const total: PublicationReport = { versions: 0, revoked: 0, ran: false };
+    for (const kind of TAXII_KINDS) {
+      const report = await this.pass(kind);
+      total.versions += report.versions;
+      total.revoked += report.revoked;
+      total.ran ||= report.ran;
+    }
+    return total;
+  }
+
+  private async pass(kind: IndicatorKind): Promise<PublicationReport> {
+    const report: PublicationReport = { versions: 0, revoked: 0, ran: false };
+    const now = this.now();
+    const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
+    const hourIso = hour.toISOString();
+    // Cheap reads first: an idle server writes nothing, not even its lease.
+    const [latest, seen] = await Promise.all([this.store.latestChange(kind), this.store.stateOf(kind)]);
+    const unchangedSince = (s: PublicationState) => s.changedThrough !== undefined && (latest === undefined || latest <= s.changedThrough);
+    if (seen && unchangedSince(seen) && seen.sweptHour === hourIso) return report;
+    const state = await this.store.claim(kind, this.holder, now.toISOString(), this.leaseEnd());
+    if (!state) return report;
+    report.ran = true;
+    const unchanged = unchangedSince(state);
+
+    const publishPages = async (read: (page: string | undefined) => Promise<CandidatePage>, done: (last: CandidatePage) => Partial<PublicationState>) => {
+      let page: string | undefined;
+      do {
+        const read_ = await read(page);
+        const versions = await this.versionsOf(kind, read_.candidates, hour, now);
+        const moved = read_.next === undefined ? done(read_) : read_.changedThrough ? { changedThrough: read_.changedThrough } : {};
+        if (!(await this.store.publish(kind, this.holder, versions, moved, this.leaseEnd()))) throw new LeaseLost();
+        report.versions += versions.length;
+        report.revoked += versions.filter((v) => v.object.revoked).length;
+        page = read_.next;
+      } while (page !== undefined);
+    };
+
+    try {
+      if (state.changedThrough === undefined) {
+        // The first pass: every shared row that can reach the threshold, through the feeds' index.
+        // Rows the fold changes meanwhile are read again by the next pass.
+        const startedAt = now.toISOString();
+        const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
+        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ changedThrough: startedAt }));
+      } else if (!unchanged) {
+        const since = new Date(Date.parse(state.changedThrough) - CLOCK_MARGIN_MS).toISOString();
+        let through = state.changedThrough;
+        await publishPages(
+          async (page) => {
+            const read = await this.store.changedAfter(kind, since, page, PAGE);
+            if (read.changedThrough && read.changedThrough > through) through = read.changedThrough;
+            return { ...read, changedThrough: through };
+          },
+          () => ({ changedThrough: through }),
+        );
+      }
+      if (state.sweptHour !== hourIso) {
+        // Decay moves scores at the turn of each hour with no event at all: every live object is
+        // scored again, and those whose score moved, or fell below the threshold, get a version.
+        await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => ({ sweptHour: hourIso }));
+        await this.store.prune(kind, new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
+      }
+    } catch (err) {
+      if (err instanceof LeaseLost) return report;
+      throw err;
+    }
+    return report;
+  }
+
+  private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date): Promise<NewVersion[]> {
+    const settings = { minScore: this.options.minScore, scoring: this.options.scoring };
+    // Bodies are read only for objects about to be revoked: those whose value no longer scores.
+    const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(c, settings, scoredAt));
+    const bodies = revoking.length > 0 ? await this.store.latestBodies(kind, revoking.map((c) => c.object!.objectId)) : new Map<string, StixIndicator>();
+    const versions: NewVersion[] = [];
+    for (const candidate of candidates) {
+      const version = nextVersion(kind, candidate, settings, scoredAt, now, candidate.object && bodies.get(candidate.object.objectId));
+      if (version) versions.push(version);
+    }
+    return versions;
+  }
+
+  private leaseEnd(): string {
+    return new Date(this.now().getTime() + LEASE_MS).toISOString();
+  }
+}
+
+class LeaseLost extends Error {}

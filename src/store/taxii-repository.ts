@@ -1,0 +1,301 @@
+import { sql, type Kysely, type SqlBool } from 'kysely';
+import type { KeptAggregate } from '../domain/feed-service.ts';
+import type { IpAggregate, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
+import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-collections.ts';
+import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import { SHARED_SCOPE } from '../domain/visibility.ts';
+import type { DialectCapabilities } from './dialect.ts';
+import { FEED_TOP_USER_AGENTS } from './feeds-repository.ts';
+import { chunks } from './ingest-writes.ts';
+import { ipAggregateOf, numberAggregateOf, type LookupRow } from './lookups-repository.ts';
+import type { Schema } from './schema.ts';
+
+/** PostgreSQL advisory lock (a fixed key of ours): date_added is handed out by one transaction at a time. */
+const TAXII_LOCK = 727_119;
+/** Rows per insert statement: seven parameters each, well inside both stores' limits. */
+const ROWS_PER_INSERT = 200;
+/** Versions deleted per statement by the retention. */
+const PRUNE_BATCH = 5000;
+
+interface Shape {
+  table: 'number_aggregates' | 'ip_aggregates';
+  key: 'number_key' | 'source_ip';
+  distinct: 'source_ip_count' | 'called_number_count';
+  counts: [string, string, string];
+}
+
+const SHAPES: Record<IndicatorKind, Shape> = {
+  'phone-numbers': { table: 'number_aggregates', key: 'number_key', distinct: 'source_ip_count', counts: ['sip_methods', 'forms', 'nodes'] },
+  'ip-addresses': { table: 'ip_aggregates', key: 'source_ip', distinct: 'called_number_count', counts: ['user_agents', 'transports', 'nodes'] },
+};
+
+type KeptRow = LookupRow & { key: string; published_at: string; changed_at: string };
+
+/**
+ * The TAXII collections in the SQL store (migration 019): the publisher's reads of the shared
+ * data set's aggregates and its writes of versions, and the collections' reads of them.
+ */
+export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
+  private readonly db: Kysely<Schema>;
+  private readonly caps: DialectCapabilities;
+
+  constructor(db: Kysely<Schema>, caps: DialectCapabilities) {
+    this.db = db;
+    this.caps = caps;
+  }
+
+  async stateOf(kind: IndicatorKind): Promise<PublicationState | undefined> {
+    const row = await this.db.selectFrom('taxii_publication').select(['changed_through', 'swept_hour']).where('collection', '=', kind).executeTakeFirst();
+    return row && { changedThrough: row.changed_through ?? undefined, sweptHour: row.swept_hour ?? undefined };
+  }
+
+  async claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined> {
+    await this.db.insertInto('taxii_publication').values({ collection: kind }).onConflict((oc) => oc.column('collection').doNothing()).execute();
+    const claimed = await this.db
+      .updateTable('taxii_publication')
+      .set({ holder, lease_until: until })
+      .where('collection', '=', kind)
+      .where((eb) => eb.or([eb('holder', '=', holder), eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .executeTakeFirst();
+    return Number(claimed.numUpdatedRows) === 1 ? this.stateOf(kind) : undefined;
+  }
+
+  async latestChange(kind: IndicatorKind): Promise<string | undefined> {
+    const { table } = SHAPES[kind];
+    // Through the partial index of migration 019: its WHERE must appear as written, not as a parameter.
+    const row = await sql<{ latest: string | null }>`select max(changed_at) as latest from ${sql.table(table)} where ${sharedScope()}`.execute(this.db);
+    return row.rows[0]?.latest ?? undefined;
+  }
+
+  async changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    const shape = SHAPES[kind];
+    const after = page === undefined ? undefined : splitPage(page);
+    let query = this.keptRows(shape).where('changed_at', '>', since);
+    if (after) query = query.where((eb) => eb.or([eb('changed_at', '>', after[0]), eb.and([eb('changed_at', '=', after[0]), eb(shape.key, '>', after[1])])]));
+    const rows = (await query.orderBy('changed_at').orderBy(shape.key).limit(limit).execute()) as KeptRow[];
+    const last = rows.at(-1);
+    return {
+      candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
+      next: rows.length < limit || !last ? undefined : joinPage(last.changed_at, last.key),
+      ...(last ? { changedThrough: last.changed_at } : {}),
+    };
+  }
+
+  async seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    const shape = SHAPES[kind];
+    const after = page === undefined ? undefined : splitPage(page);
+    let query = this.keptRows(shape).where('last_seen', '>=', since);
+    if (after) query = query.where((eb) => eb.or([eb('last_seen', '>', after[0]), eb.and([eb('last_seen', '=', after[0]), eb(shape.key, '>', after[1])])]));
+    const rows = (await query.orderBy('last_seen').orderBy(shape.key).limit(limit).execute()) as KeptRow[];
+    const last = rows.at(-1);
+    return {
+      candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
+      next: rows.length < limit || !last ? undefined : joinPage(last.last_seen, last.key),
+    };
+  }
+
+  async liveObjects(kind: IndicatorKind, page: string | undefined, limit: number): Promise<CandidatePage> {
+    let query = this.db.selectFrom('taxii_objects').selectAll().where('collection', '=', kind).where('revoked', '=', 0);
+    if (page !== undefined) query = query.where('value', '>', page);
+    const objects = await query.orderBy('value').limit(limit).execute();
+    const shape = SHAPES[kind];
+    const values = objects.map((o) => o.value);
+    const rows = values.length === 0 ? [] : ((await this.keptRows(shape).where(shape.key, 'in', values).execute()) as KeptRow[]);
+    const kept = new Map(rows.map((row) => [row.key, keptOf(kind, row)]));
+    return {
+      candidates: objects.map((o) => ({ value: o.value, kept: kept.get(o.value), object: objectOf(o) })),
+      next: objects.length < limit ? undefined : objects.at(-1)!.value,
+    };
+  }
+
+  async latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>> {
+    const bodies = new Map<string, StixIndicator>();
+    for (const ids of chunks(objectIds, 500)) {
+      const rows = await this.db.selectFrom('taxii_versions').select(['object_id', 'body']).where('collection', '=', kind).where('object_id', 'in', ids).where('latest', '=', 1).execute();
+      for (const row of rows) bodies.set(row.object_id, JSON.parse(row.body) as StixIndicator);
+    }
+    return bodies;
+  }
+
+  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      // A write first: it takes SQLite's one write lock, and on PostgreSQL the row's lock, so a
+      // process that claims the lease meanwhile waits for this commit and then finds it renewed.
+      const moved = await trx
+        .updateTable('taxii_publication')
+        .set({
+          lease_until: leaseUntil,
+          ...(state.changedThrough !== undefined ? { changed_through: state.changedThrough } : {}),
+          ...(state.sweptHour !== undefined ? { swept_hour: state.sweptHour } : {}),
+        })
+        .where('collection', '=', kind)
+        .where('holder', '=', holder)
+        .executeTakeFirst();
+      if (Number(moved.numUpdatedRows) !== 1) return false;
+      if (versions.length === 0) return true;
+      // Both collections hand out date_added from one sequence: one transaction at a time.
+      if (this.caps.advisoryLocks) await sql`select pg_advisory_xact_lock(${TAXII_LOCK})`.execute(trx);
+      const newest = await trx.selectFrom('taxii_versions').select((eb) => eb.fn.max('added_ms').as('newest')).executeTakeFirst();
+      // Later than every version before, and than now: unique, whole milliseconds, in commit order.
+      let added = Math.max(Date.now(), Number(newest?.newest ?? 0) + 1);
+      const superseded = versions.map((v) => v.object.objectId);
+      for (const ids of chunks(superseded, 500)) {
+        await trx.updateTable('taxii_versions').set({ latest: 0 }).where('collection', '=', kind).where('object_id', 'in', ids).where('latest', '=', 1).execute();
+      }
+      const rows = versions.map((v) => ({
+        added_ms: added++,
+        collection: kind,
+        object_id: v.object.objectId,
+        modified: v.body.modified,
+        latest: 1,
+        body: JSON.stringify(v.body),
+      }));
+      for (const part of chunks(rows, ROWS_PER_INSERT)) await trx.insertInto('taxii_versions').values(part).execute();
+      const objects = versions.map(({ object: o }) => ({
+        collection: kind,
+        value: o.value,
+        generation: o.generation,
+        object_id: o.objectId,
+        created: o.created,
+        modified: o.modified,
+        revoked: o.revoked ? 1 : 0,
+        fingerprint: o.fingerprint,
+      }));
+      for (const part of chunks(objects, ROWS_PER_INSERT)) {
+        await trx
+          .insertInto('taxii_objects')
+          .values(part)
+          .onConflict((oc) =>
+            oc.columns(['collection', 'value']).doUpdateSet((eb) => ({
+              generation: eb.ref('excluded.generation'),
+              object_id: eb.ref('excluded.object_id'),
+              created: eb.ref('excluded.created'),
+              modified: eb.ref('excluded.modified'),
+              revoked: eb.ref('excluded.revoked'),
+              fingerprint: eb.ref('excluded.fingerprint'),
+            })),
+          )
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  async prune(kind: IndicatorKind, cutoff: string): Promise<number> {
+    const before = Date.parse(cutoff);
+    let removed = 0;
+    for (;;) {
+      // Superseded versions, and every version of a revoked object (its revocation included).
+      const doomed = this.db
+        .selectFrom('taxii_versions as v')
+        .select('v.added_ms')
+        .where('v.collection', '=', kind)
+        .where('v.added_ms', '<', before)
+        .where((eb) =>
+          eb.or([
+            eb('v.latest', '=', 0),
+            eb.not(eb.exists(eb.selectFrom('taxii_objects as o').select('o.value').where('o.collection', '=', kind).whereRef('o.object_id', '=', 'v.object_id').where('o.revoked', '=', 0))),
+          ]),
+        )
+        .limit(PRUNE_BATCH);
+      const result = await this.db.deleteFrom('taxii_versions').where('added_ms', 'in', doomed).executeTakeFirst();
+      const deleted = Number(result.numDeletedRows);
+      removed += deleted;
+      if (deleted < PRUNE_BATCH) return removed;
+    }
+  }
+
+  async page(query: VersionQuery): Promise<VersionPage> {
+    let select = this.db
+      .selectFrom('taxii_versions as v')
+      .select(['v.added_ms', 'v.object_id', 'v.modified', 'v.body'])
+      .where('v.collection', '=', query.collection)
+      .where('v.added_ms', '>', query.afterMs);
+    if (query.ids) select = select.where('v.object_id', 'in', query.ids);
+    const { versions } = query;
+    if (!versions.all) {
+      select = select.where((eb) => {
+        const either: Array<ReturnType<typeof eb<'v.latest', '=', number>> | ReturnType<typeof sql<SqlBool>>> = [];
+        if (versions.last) either.push(eb('v.latest', '=', 1));
+        if (versions.first) {
+          either.push(sql<SqlBool>`v.added_ms = (select min(f.added_ms) from taxii_versions f where f.collection = v.collection and f.object_id = v.object_id)`);
+        }
+        if (versions.modified.length > 0) either.push(eb('v.modified', 'in', versions.modified));
+        return eb.or(either as never);
+      });
+    }
+    const rows = await select.orderBy('v.added_ms').limit(query.limit + 1).execute();
+    return {
+      versions: rows.slice(0, query.limit).map((r) => ({ addedMs: Number(r.added_ms), objectId: r.object_id, modified: r.modified, body: r.body })),
+      more: rows.length > query.limit,
+    };
+  }
+
+  async objectKept(kind: IndicatorKind, objectId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('taxii_versions').select('added_ms').where('collection', '=', kind).where('object_id', '=', objectId).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** The shared data set's rows of a table, with what a feed entry is made of. */
+  private keptRows(shape: Shape) {
+    return (this.db as Kysely<any>)
+      .selectFrom(shape.table)
+      .select([
+        'scope',
+        `${shape.key} as key`,
+        'seen_count',
+        'first_seen',
+        'last_seen',
+        `${shape.distinct} as distinct_count`,
+        `${shape.counts[0]} as first_counts`,
+        `${shape.counts[1]} as second_counts`,
+        `${shape.counts[2]} as third_counts`,
+        // Rows folded before migration 018 were published with their first and last sightings.
+        sql<string>`coalesce(published_at, first_seen)`.as('published_at'),
+        sql<string>`coalesce(changed_at, last_seen)`.as('changed_at'),
+      ])
+      .where(sharedScope());
+  }
+
+  private async withObjects(kind: IndicatorKind, found: Array<Omit<Candidate, 'object'>>): Promise<Candidate[]> {
+    const objects = new Map<string, PublishedObject>();
+    for (const values of chunks([...new Set(found.map((f) => f.value))], 500)) {
+      const rows = await this.db.selectFrom('taxii_objects').selectAll().where('collection', '=', kind).where('value', 'in', values).execute();
+      for (const row of rows) objects.set(row.value, objectOf(row));
+    }
+    return found.map((f) => ({ ...f, object: objects.get(f.value) }));
+  }
+}
+
+/** `scope = '*shared*'` written out, so the planner can use the partial indexes of migration 019. */
+function sharedScope() {
+  return sql<SqlBool>`scope = ${sql.lit(SHARED_SCOPE)}`;
+}
+
+function keptOf(kind: IndicatorKind, row: KeptRow): KeptAggregate<NumberAggregate | IpAggregate> {
+  const aggregate = kind === 'phone-numbers' ? numberAggregateOf([row], Number(row.distinct_count)) : ipAggregateOf([row], Number(row.distinct_count), FEED_TOP_USER_AGENTS);
+  return { key: row.key, aggregate, publishedAt: row.published_at, changedAt: row.changed_at };
+}
+
+function objectOf(row: { value: string; generation: number; object_id: string; created: string; modified: string; revoked: number; fingerprint: string }): PublishedObject {
+  return {
+    value: row.value,
+    generation: Number(row.generation),
+    objectId: row.object_id,
+    created: row.created,
+    modified: row.modified,
+    revoked: Number(row.revoked) === 1,
+    fingerprint: row.fingerprint,
+  };
+}
+
+/** A page position of (instant, key): NUL separates them, which neither holds. */
+function joinPage(instant: string, key: string): string {
+  return `${instant}\u0000${key}`;
+}
+
+function splitPage(page: string): [string, string] {
+  const at = page.indexOf('\u0000');
+  return [page.slice(0, at), page.slice(at + 1)];
+}
