@@ -379,5 +379,36 @@ describe('TAXII 2.1 revocation', () => {
     expect(again[2]!.revoked).toBeUndefined();
     const latest = (await (await reader.api(`${ROOT}/collections/phone-numbers/objects/${ids[0]}/`, { headers: { accept: TAXII } })).json()) as Json;
     expect(latest.objects.map((o: Json) => o.revoked)).toEqual([true]);
+
+    // Past the retention, the revoked object's versions go; the live object's latest stays.
+    const store = new SqlTaxiiRepository(h.services.database.db, h.services.database.caps);
+    expect(await store.prune('phone-numbers', new Date(Date.now() + 86_400_000).toISOString())).toBe(2);
+    expect((await reader.api(`${ROOT}/collections/phone-numbers/objects/${ids[0]}/`, { headers: { accept: TAXII } })).status).toBe(404);
+    expect((await find()).map((o) => o.id)).toEqual([ids[1]]);
+  });
+
+  it('spends the lookups allowance on reads of a collection, as a feed poll, with the RateLimit fields', async () => {
+    await h.services.plans.save({ name: 'three-lookups', maySubmit: false, lookups: { limit: 3, windowSeconds: 3600 }, submissions: { limit: 1, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 10, windowSeconds: 3600 } });
+    const platform = await h.account({ plan: 'three-lookups', permissions: ['read:phone-numbers'] });
+    const get = (path: string) => platform.api(path, { headers: { accept: TAXII } });
+    // Discovery and the collection documents cost nothing.
+    for (const path of ['/taxii2/', `${ROOT}/`, `${ROOT}/collections/`, `${ROOT}/collections/phone-numbers/`]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('ratelimit'), path).toBeNull();
+    }
+    for (const [i, path] of [`${ROOT}/collections/phone-numbers/objects/`, `${ROOT}/collections/phone-numbers/manifest/`, `${ROOT}/collections/phone-numbers/objects/`].entries()) {
+      const res = await get(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('ratelimit-policy')).toBe('"lookups";q=3;w=3600');
+      expect(res.headers.get('ratelimit')).toMatch(new RegExp(`^"lookups";r=${2 - i};t=\\d+$`));
+    }
+    const refused = await get(`${ROOT}/collections/phone-numbers/objects/`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toBe(TAXII);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await refused.json()).toMatchObject({ http_status: '429', error_code: 'rate_limited' });
+    // A refusal before the allowance (the collection it may not read) spends nothing and is 403.
+    expect((await get(`${ROOT}/collections/ip-addresses/objects/`)).status).toBe(403);
   });
 });
