@@ -40,6 +40,17 @@ export const DEFAULT_FOLDER_SETTINGS: FolderSettings = { intervalMs: 250, delayM
  */
 export const INTAKE_HOLD_BACKLOG = 10_000;
 
+/**
+ * Age of the oldest event stored and not yet folded in beyond which intake waits for the fold:
+ * the bound of docs/api.md §7 (every lookup counts an event within 1 s of its 201) in time, as
+ * a count of events cannot keep it at every intake rate (issue 31 measured 1.4–2.6 s at 5,000
+ * events/s with only the count). The rest of the second is the fold step that takes the event,
+ * another instance's turn to hear of it (FolderSettings.intervalMs) and its lookup. Measured
+ * with two instances taking batches flat out (test/faults/freshness-under-load.test.ts): at 300
+ * ms the slowest lookup took 947 ms, at 150 ms 522–788 ms, with no less intake.
+ */
+export const INTAKE_HOLD_LAG_MS = 150;
+
 const NUMBER_PREFIX = numberLookupKey('');
 const ADDRESS_PREFIX = addressLookupKey('');
 
@@ -97,6 +108,11 @@ export class AggregateFolder implements OwnWritesBarrier {
   private behind = 0;
   /** Events this process committed, ever: to tell what came during a step. */
   private committedEvents = 0;
+  /** When the oldest event the last step left unfolded was received (ms), in any process. */
+  private waitingSince: number | undefined;
+  /** When this process first committed since the last step began (ms): events that step did not see. */
+  private committedSinceStep: number | undefined;
+  private readonly clock: () => number;
   /** Intake held back while the fold catches up, woken after each step. */
   private held: Array<() => void> = [];
   private running: Promise<boolean> | undefined;
@@ -109,7 +125,8 @@ export class AggregateFolder implements OwnWritesBarrier {
    * (other instances, workers, the CLI), at each step, as the position moves past this
    * process's own folds: caches of lookups need no lifetime to catch those changes.
    */
-  constructor(step: FoldStepRunner, settings: FolderSettings = DEFAULT_FOLDER_SETTINGS, log?: Logger, foldedElsewhere?: FoldedElsewhere) {
+  constructor(step: FoldStepRunner, settings: FolderSettings = DEFAULT_FOLDER_SETTINGS, log?: Logger, foldedElsewhere?: FoldedElsewhere, clock: () => number = Date.now) {
+    this.clock = clock;
     this.step = step;
     this.settings = settings;
     this.log = log;
@@ -119,6 +136,12 @@ export class AggregateFolder implements OwnWritesBarrier {
   /** Events stored but not yet folded in, as this process knows (a gauge for operators). */
   get backlog(): number {
     return this.behind;
+  }
+
+  /** How long the oldest event stored and not yet folded in has waited, as this process knows (ms; 0 when none). */
+  get lagMs(): number {
+    const oldest = Math.min(this.waitingSince ?? Infinity, this.committedSinceStep ?? Infinity);
+    return oldest === Infinity ? 0 : Math.max(0, this.clock() - oldest);
   }
 
   /** Starts the periodic turns (the server does; the CLI folds with `settle`). */
@@ -131,6 +154,7 @@ export class AggregateFolder implements OwnWritesBarrier {
   async stop(): Promise<void> {
     this.stopped = true;
     this.behind = 0;
+    this.waitingSince = this.committedSinceStep = undefined;
     clearInterval(this.interval);
     clearTimeout(this.soon);
     this.interval = this.soon = undefined;
@@ -148,6 +172,7 @@ export class AggregateFolder implements OwnWritesBarrier {
     this.acknowledged += 1;
     this.committedEvents += events;
     this.behind += events;
+    this.committedSinceStep ??= this.clock();
     for (const [accountId, keys] of keysByAccount) {
       let pending = this.pending.get(accountId);
       if (!pending) this.pending.set(accountId, (pending = { latest: 0, keys: new Map() }));
@@ -181,11 +206,12 @@ export class AggregateFolder implements OwnWritesBarrier {
   }
 
   /**
-   * Resolves once intake may commit: at once unless the fold is more than INTAKE_HOLD_BACKLOG
-   * events behind, then after the steps that bring it back under.
+   * Resolves once intake may commit: at once unless the oldest event waiting for the fold has
+   * waited more than INTAKE_HOLD_LAG_MS, or more than INTAKE_HOLD_BACKLOG events wait, then
+   * after the steps that bring it back under both.
    */
   roomForIntake(): Promise<void> | undefined {
-    if (this.behind <= INTAKE_HOLD_BACKLOG || this.stopped) return undefined;
+    if (this.stopped || (this.behind <= INTAKE_HOLD_BACKLOG && this.lagMs <= INTAKE_HOLD_LAG_MS)) return undefined;
     return new Promise<void>((resolve) => {
       this.held.push(resolve);
       this.kick();
@@ -229,16 +255,22 @@ export class AggregateFolder implements OwnWritesBarrier {
     for (;;) {
       let result: FoldResult;
       const committedBefore = this.committedEvents;
+      // What this process commits from now on, the step may not see: its age is kept apart.
+      this.committedSinceStep = undefined;
       try {
         result = await this.step(chunk);
       } catch (err) {
         this.log?.warn({ err }, 'folding events into the lookup aggregates failed; trying again at the next turn');
         // Lookups answer with what is folded, and intake goes on, rather than wait on a store that fails.
         this.behind = 0;
+        this.waitingSince = this.committedSinceStep = undefined;
         this.release();
         return false;
       }
       this.behind = result.behind + (this.committedEvents - committedBefore);
+      // The store's word on what waits, whichever process stored it; before a step that read
+      // nothing (idle), what this process committed while it ran.
+      this.waitingSince = result.waitingSince !== undefined ? Date.parse(result.waitingSince) : undefined;
       await this.hearFoldsElsewhere(result.position);
       const held = this.held;
       this.held = [];

@@ -35,6 +35,8 @@ export interface HealthSources {
   coordination?: () => boolean;
   /** Events stored but not yet folded into the lookup aggregates, as this process knows. */
   foldBacklog?: () => number;
+  /** How long the oldest unfolded event has waited, in ms, as this process knows. */
+  foldLagMs?: () => number;
 }
 
 /** The text a scrape receives, and its media type. */

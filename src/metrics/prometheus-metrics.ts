@@ -128,12 +128,23 @@ export class PrometheusMetrics implements Metrics {
     this.limited[limit].inc();
   }
 
-  watchHealth({ store, coordination, foldBacklog }: HealthSources): void {
+  watchHealth({ store, coordination, foldBacklog, foldLagMs }: HealthSources): void {
     const registers = [this.registry];
+    if (foldLagMs) {
+      new Gauge({
+        name: 'tollwatch_fold_lag_seconds',
+        help: 'How long the oldest event stored and not yet folded into the lookup aggregates has waited (intake waits beyond 0.15 s)',
+        aggregator: 'max',
+        registers,
+        collect() {
+          this.set(foldLagMs() / 1000);
+        },
+      });
+    }
     if (foldBacklog) {
       new Gauge({
         name: 'tollwatch_fold_backlog_events',
-        help: 'Events stored but not yet folded into the lookup aggregates (lookups count them once folded; intake waits beyond 10,000)',
+        help: 'Events stored but not yet folded into the lookup aggregates (lookups count them once folded; intake waits beyond 10,000, or past 0.15 s of lag)',
         aggregator: 'max',
         registers,
         collect() {

@@ -57,6 +57,11 @@ export interface FoldResult {
   changes: FoldedKeys;
   /** Where the fold stood, as this step read it. */
   position?: FoldPosition;
+  /**
+   * When the oldest event stored and not yet folded in, as the step ended, was received (ISO);
+   * absent when none was waiting. What intake is held against (src/aggregates/folder.ts).
+   */
+  waitingSince?: string;
 }
 
 interface FoldStore {
@@ -84,7 +89,7 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
   return db.transaction().execute(async (trx) => {
     if (caps.concurrentWriters) {
       const turn = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${FOLD_LOCK}) as locked`.execute(trx);
-      if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved };
+      if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved, ...(await waitingSince(trx, state.through)) };
     } else {
       // Takes SQLite's write lock before reading the position, so two processes folding one file
       // (WORKERS, a CLI beside the server) take turns instead of counting the same events twice.
@@ -111,6 +116,7 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
       behind: Math.max(0, newest - through),
       changes,
       position: { from, through, rebuilds },
+      ...(newest > through ? await waitingSince(trx, through) : {}),
     };
   });
 }
@@ -143,6 +149,12 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
 export async function keysFoldedBetween(db: Kysely<Schema>, after: number, upTo: number, limit: number): Promise<FoldedKeys | undefined> {
   const rows = await db.selectFrom('events').select(['number_key', 'source_ip']).where('id', '>', after).where('id', '<=', upTo).limit(limit + 1).execute();
   return rows.length > limit ? undefined : changesOf(rows);
+}
+
+/** When the first event past `through` was received: the age of what waits to be folded. */
+async function waitingSince(db: Kysely<Schema>, through: number): Promise<{ waitingSince?: string }> {
+  const row = await db.selectFrom('events').select('received_at').where('id', '>', through).orderBy('id').limit(1).executeTakeFirst();
+  return row ? { waitingSince: row.received_at } : {};
 }
 
 /** Waits until no ingest transaction is in flight (PostgreSQL), holding new ones off meanwhile. */

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { FoldResult } from '../../src/store/aggregate-fold.ts';
-import { AggregateFolder, INTAKE_HOLD_BACKLOG, type AggregateChangeNotice } from '../../src/aggregates/folder.ts';
+import { AggregateFolder, INTAKE_HOLD_BACKLOG, INTAKE_HOLD_LAG_MS, type AggregateChangeNotice } from '../../src/aggregates/folder.ts';
 
 // The folder's scheduling, over a step function that stands for the store's fold step: each
 // call takes the next scripted result (the real step is tested in aggregate-fold.test.ts).
@@ -31,6 +31,31 @@ describe('the aggregate folder', () => {
     expect(room).toBeDefined();
     expect(await settled(room)).toBe('resolved');
     expect(await settled(folder.roomForIntake())).toBe('at once');
+  });
+
+  it('holds intake while the oldest event waiting for the fold is older than INTAKE_HOLD_LAG_MS, whatever their count', async () => {
+    let now = 1_000_000;
+    const since = (ms: number) => new Date(ms).toISOString();
+    // A few events waiting, but for long: the fold, not their count, sets the pace (issue 31).
+    const { step } = scripted([{ behind: 5, more: false, waitingSince: since(now - INTAKE_HOLD_LAG_MS - 1) }, { behind: 5, waitingSince: since(now - 10) }]);
+    const folder = new AggregateFolder(step, settings, undefined, undefined, () => now);
+    await folder.settle();
+    expect(folder.lagMs).toBe(INTAKE_HOLD_LAG_MS + 1);
+    const room = folder.roomForIntake();
+    expect(room).toBeDefined();
+    // The next step leaves only a fresh event waiting: intake goes on.
+    expect(await settled(room)).toBe('resolved');
+    expect(folder.lagMs).toBe(10);
+    expect(await settled(folder.roomForIntake())).toBe('at once');
+    // This process's own commits count from when they were acknowledged, before any step sees them.
+    const quiet = new AggregateFolder(scripted([]).step, settings, undefined, undefined, () => now);
+    quiet.committed(new Map(), 3);
+    expect(await settled(quiet.roomForIntake())).toBe('at once');
+    now += INTAKE_HOLD_LAG_MS + 50;
+    expect(quiet.lagMs).toBe(INTAKE_HOLD_LAG_MS + 50);
+    expect(quiet.roomForIntake()).toBeDefined();
+    await quiet.stop();
+    await folder.stop();
   });
 
   it('tells its listeners of the keys its own commits named when another instance folded them in', async () => {

@@ -128,6 +128,7 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_rate_limited_total: 'counter',
       tollwatch_store_up: 'gauge',
       tollwatch_fold_backlog_events: 'gauge',
+      tollwatch_fold_lag_seconds: 'gauge',
     });
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds', 'nodejs_heap_size_used_bytes']) {
       expect(types.has(name), name).toBe(true);
@@ -277,6 +278,7 @@ describe('GET /metrics: what moves when requests are made', () => {
     expect(now.types.has('tollwatch_coordination_up')).toBe(false);
     // An idle server has folded everything it stored.
     expect(now.value('tollwatch_fold_backlog_events')).toBe(0);
+    expect(now.value('tollwatch_fold_lag_seconds')).toBe(0);
   });
 });
 
