@@ -168,7 +168,7 @@ function settleConfig(raw: RawConfig): Config {
     // Every fold, here or in another process, drops the keys it changed from the cache, so its
     // lifetime only bounds changes nobody announces. Not so with a read replica: a lookup told
     // of a change may read the replica before the change reaches it, and keep the old rows.
-    lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS ?? (raw.DATABASE_READ_URL ? 500 : 60_000),
+    lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS ?? 60_000,
     directLookups: raw.TOLLWATCH_DIRECT_LOOKUPS === 'on',
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,

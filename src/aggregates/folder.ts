@@ -85,6 +85,7 @@ export class AggregateFolder implements OwnWritesBarrier {
   private readonly log: Logger | undefined;
   private readonly foldedElsewhere: FoldedElsewhere | undefined;
   private readonly listeners: Array<(changes: AggregateChangeNotice) => void> = [];
+  private readonly countedListeners: Array<(accountIds: string[]) => void> = [];
   /**
    * How far listeners have heard of the fold, whichever process folded: the position and
    * rebuild count of the last step. Undefined before the first step, which tells them to forget
@@ -165,6 +166,14 @@ export class AggregateFolder implements OwnWritesBarrier {
   /** Called with the keys every fold step changed, here or elsewhere (caches of lookups drop them). */
   onChanges(listener: (changes: AggregateChangeNotice) => void): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Called with the accounts some of whose acknowledged events the fold has just counted, before
+   * the lookups waiting on them go on (a read replica's guard, domain/replica-reads.ts).
+   */
+  onCounted(listener: (accountIds: string[]) => void): void {
+    this.countedListeners.push(listener);
   }
 
   /** This process acknowledged a commit of `events` events, naming these lookup keys per account. */
@@ -289,15 +298,21 @@ export class AggregateFolder implements OwnWritesBarrier {
     // Another instance may have folded this process's events in (it held the turn): lookups here
     // were not told by a step of their own, so the keys those events named are dropped now.
     const covered: FoldedKeys = { numbers: [], addresses: [] };
+    const counted = new Set<string>();
     for (const [accountId, pending] of this.pending) {
       for (const [key, commit] of pending.keys) {
         if (commit > this.covered) continue;
         pending.keys.delete(key);
+        counted.add(accountId);
         if (key.startsWith(NUMBER_PREFIX)) covered.numbers.push(key.slice(NUMBER_PREFIX.length));
         else covered.addresses.push(key.slice(ADDRESS_PREFIX.length));
       }
-      if (pending.latest <= this.covered) this.pending.delete(accountId);
+      if (pending.latest <= this.covered) {
+        this.pending.delete(accountId);
+        counted.add(accountId);
+      }
     }
+    if (counted.size > 0) for (const listener of this.countedListeners) listener([...counted]);
     if (covered.numbers.length > 0 || covered.addresses.length > 0) for (const listener of this.listeners) listener(covered);
     this.waiters = this.waiters.filter((w) => {
       if (w.commit > this.covered) return true;

@@ -4,6 +4,9 @@ import { LookupCache } from '../aggregates/lookup-cache.ts';
 import { foldStep, keysFoldedBetween } from '../store/aggregate-fold.ts';
 import { SqlAggregateKeys } from '../store/aggregate-keys.ts';
 import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
+import { ReplicaReads } from '../domain/replica-reads.ts';
+import { PostgresReplicaProgress } from '../store/replica-progress.ts';
+import type { AggregateChangeNotice } from '../aggregates/folder.ts';
 import type { Foundation } from './foundation.ts';
 
 /** Most lookup answers kept in memory of each kind: (key, scopes) pairs, a few hundred bytes each. */
@@ -29,6 +32,8 @@ export interface AggregatePipeline {
   lookupCache: LookupCache;
   /** Which keys the aggregates may hold: lookups of keys they cannot skip the store. */
   knownKeys: KnownKeys;
+  /** With a PostgreSQL read replica: who reads the primary meanwhile, and the second forgetting (domain/replica-reads.ts). */
+  replicaReads: ReplicaReads<AggregateChangeNotice> | undefined;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
   rebuildAggregates(): Promise<void>;
   stop(): Promise<void>;
@@ -47,19 +52,36 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
   const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
+  const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>) => [
+    ...changes.numbers.map((key) => ({ kind: 'number' as const, key })),
+    ...changes.addresses.map((key) => ({ kind: 'ip' as const, key })),
+  ];
+  // A replica replays the fold a little later: what lookups read there meanwhile is forgotten
+  // again once it has, and the accounts whose own events were counted read the primary till then.
+  const replicaReads =
+    base.reads !== database && base.reads.caps.name === 'postgres' && database.caps.name === 'postgres'
+      ? new ReplicaReads<AggregateChangeNotice>(
+          new PostgresReplicaProgress(database.db, base.reads.db),
+          (changes) => (changes === 'everything' ? lookupCache.clear() : lookupCache.invalidate(changedKeys(changes))),
+          (err) => log?.warn({ err }, 'reading the primary’s WAL position failed; lookups may read the replica before it has replayed a fold'),
+        )
+      : undefined;
   aggregateFolder.onChanges((changes) => {
+    replicaReads?.changed(changes);
     if (changes === 'everything') {
       lookupCache.clear();
       return knownKeys.reload();
     }
-    const changed = [...changes.numbers.map((key) => ({ kind: 'number' as const, key })), ...changes.addresses.map((key) => ({ kind: 'ip' as const, key }))];
+    const changed = changedKeys(changes);
     knownKeys.add(changed);
     lookupCache.invalidate(changed);
   });
+  if (replicaReads) aggregateFolder.onCounted((accountIds) => replicaReads.counted(accountIds));
   return {
     aggregateFolder,
     lookupCache,
     knownKeys,
+    replicaReads,
     async rebuildAggregates() {
       await rebuildAggregates(database.db, database.caps);
       lookupCache.clear();
@@ -68,6 +90,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
     async stop() {
       await aggregateFolder.stop();
       knownKeys.stop();
+      replicaReads?.close();
     },
   };
 }

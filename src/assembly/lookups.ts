@@ -18,12 +18,14 @@ export interface LookupServices {
 
 /** `observer` hears of every match: the `lookup.matched` alerts. */
 export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupServices> {
-  const { reads, config } = base;
-  const { aggregateFolder, lookupCache, knownKeys } = aggregates;
+  const { reads, config, database } = base;
+  const { aggregateFolder, lookupCache, knownKeys, replicaReads } = aggregates;
   const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);
+  // With a replica, an account whose own events the replica may lack reads the primary (domain/replica-reads.ts).
+  const primary = replicaReads && { repo: new SqlLookupsRepository(database.db, database.statements), readsPrimary: (accountId: string) => replicaReads.readsPrimary(accountId) };
   return {
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
-    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys }),
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, ...(primary ? { primary } : {}) }),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
     feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag')),
   };

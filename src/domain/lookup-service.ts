@@ -35,6 +35,11 @@ export interface LookupOptions {
   cache?: AggregateMemo;
   /** Which keys the aggregates may hold: a key they cannot is not read. */
   knownKeys?: KeyFilter;
+  /**
+   * With a read replica: the primary, read by an account whose own counted events the replica
+   * may not have replayed yet (domain/replica-reads.ts), past the memory of lookups.
+   */
+  primary?: { repo: LookupsRepository; readsPrimary(accountId: string): boolean };
 }
 
 /** Phone-number and source-address lookups over the data an account may see. */
@@ -46,6 +51,7 @@ export class LookupService {
   private readonly now: () => Date;
   private readonly cache: AggregateMemo;
   private readonly knownKeys: KeyFilter;
+  private readonly primary: LookupOptions['primary'];
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -64,6 +70,7 @@ export class LookupService {
     this.now = options.now ?? (() => new Date());
     this.cache = options.cache ?? NO_MEMO;
     this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
+    this.primary = options.primary;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -73,12 +80,15 @@ export class LookupService {
     const waiting = this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
-    const kept = this.cache.fresh('number', number.key, scopes);
-    const seen = kept
-      ? kept.value
-      : this.knownKeys.mayExist('number', number.key)
-        ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
-        : undefined;
+    const primary = this.primary?.readsPrimary(account.account_id) ? this.primary.repo : undefined;
+    const kept = primary ? undefined : this.cache.fresh('number', number.key, scopes);
+    const seen = primary
+      ? await primary.phoneNumber(scopes, number.key)
+      : kept
+        ? kept.value
+        : this.knownKeys.mayExist('number', number.key)
+          ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
+          : undefined;
     if (!seen) {
       return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
     }
@@ -143,12 +153,15 @@ export class LookupService {
     const waiting = this.ownWrites.ownWritesVisible(account.account_id, addressLookupKey(ip));
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
-    const kept = this.cache.fresh('ip', ip, scopes);
-    const seen = kept
-      ? kept.value
-      : this.knownKeys.mayExist('ip', ip)
-        ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
-        : undefined;
+    const primary = this.primary?.readsPrimary(account.account_id) ? this.primary.repo : undefined;
+    const kept = primary ? undefined : this.cache.fresh('ip', ip, scopes);
+    const seen = primary
+      ? await primary.ipAddress(scopes, ip, TOP_USER_AGENTS)
+      : kept
+        ? kept.value
+        : this.knownKeys.mayExist('ip', ip)
+          ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
+          : undefined;
     if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
     let found = this.foundAddresses.get(seen);
     if (!found) {

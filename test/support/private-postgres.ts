@@ -14,6 +14,11 @@ import { join } from 'node:path';
 export interface PrivateCluster {
   /** A superuser URL for its `postgres` database. */
   adminUrl: string;
+  /**
+   * Starts a streaming replica of it (pg_basebackup), and answers a superuser URL of the
+   * replica's `postgres` database; remove() stops it too.
+   */
+  startReplica(): Promise<string>;
   /** Stops it at once and removes its files. */
   remove(): void;
 }
@@ -52,10 +57,28 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+  const replicas: string[] = [];
   return {
     adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async startReplica() {
+      const replicaData = join(dir, `replica-${replicas.length}`);
+      const replicaPort = await freePort();
+      // initdb's pg_hba trusts replication connections from 127.0.0.1; -R writes the standby settings.
+      asPostgres(join(bin, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-D', replicaData, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+      replicas.push(replicaData);
+      const options = `-p ${replicaPort} -c listen_addresses=127.0.0.1 -k ${dir} -c shared_buffers=16MB -c max_connections=30`;
+      asPostgres(join(bin, 'pg_ctl'), ['-D', replicaData, '-o', options, '-l', join(dir, `replica-${replicas.length}.log`), '-w', '-t', '60', 'start']);
+      return `postgres://postgres@127.0.0.1:${replicaPort}/postgres`;
+    },
     remove() {
       try {
+        for (const replica of replicas) {
+          try {
+            asPostgres(join(bin, 'pg_ctl'), ['-D', replica, '-m', 'immediate', '-w', 'stop']);
+          } catch {
+            // Removed with the rest below.
+          }
+        }
         asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
       } finally {
         rmSync(dir, { recursive: true, force: true });
