@@ -273,13 +273,16 @@ export class TaxiiPublisher {
       } while (page !== undefined);
     };
 
+    let sweptHour = state.sweptHour;
     try {
       if (state.changedThrough === undefined) {
-        // The first pass: every shared row that can reach the threshold, through the feeds' index.
-        // Rows the fold changes meanwhile are read again by the next pass.
+        // The first pass: every shared row that can reach the threshold, through the feeds' index,
+        // scored at this hour (so no sweep of this hour follows). Rows the fold changes meanwhile
+        // are read again by the next pass.
         const startedAt = now.toISOString();
         const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
-        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ changedThrough: startedAt }));
+        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ changedThrough: startedAt, sweptHour: hourIso }));
+        sweptHour = hourIso;
       } else if (!unchanged) {
         const since = new Date(Date.parse(state.changedThrough) - CLOCK_MARGIN_MS).toISOString();
         let through = state.changedThrough;
@@ -292,7 +295,7 @@ export class TaxiiPublisher {
           () => ({ changedThrough: through }),
         );
       }
-      if (state.sweptHour !== hourIso) {
+      if (sweptHour !== hourIso) {
         // Decay moves scores at the turn of each hour with no event at all: every live object is
         // scored again, and those whose score moved, or fell below the threshold, get a version.
         await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => ({ sweptHour: hourIso }));
