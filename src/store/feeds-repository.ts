@@ -12,17 +12,36 @@ const PAGE = 1000;
 export const FEED_TOP_USER_AGENTS = 10;
 
 /** Where a table keeps what a feed reads. */
-interface Shape {
+export interface KeptShape {
   table: 'number_aggregates' | 'ip_aggregates';
   key: 'number_key' | 'source_ip';
   distinct: 'source_ip_count' | 'called_number_count';
   counts: [string, string, string];
 }
 
-const NUMBERS: Shape = { table: 'number_aggregates', key: 'number_key', distinct: 'source_ip_count', counts: ['sip_methods', 'forms', 'nodes'] };
-const ADDRESSES: Shape = { table: 'ip_aggregates', key: 'source_ip', distinct: 'called_number_count', counts: ['user_agents', 'transports', 'nodes'] };
+export const NUMBERS: KeptShape = { table: 'number_aggregates', key: 'number_key', distinct: 'source_ip_count', counts: ['sip_methods', 'forms', 'nodes'] };
+export const ADDRESSES: KeptShape = { table: 'ip_aggregates', key: 'source_ip', distinct: 'called_number_count', counts: ['user_agents', 'transports', 'nodes'] };
 
-type FeedRow = LookupRow & { key: string; published_at: string; changed_at: string };
+/** A kept row as feeds and the TAXII publisher read it: the lookup's columns, its key, and its publication times. */
+export type KeptRow = LookupRow & { key: string; published_at: string; changed_at: string };
+
+/** The columns of a KeptRow, for a select from the shape's table. */
+export function keptColumns(shape: KeptShape) {
+  return [
+    'scope',
+    `${shape.key} as key`,
+    'seen_count',
+    'first_seen',
+    'last_seen',
+    `${shape.distinct} as distinct_count`,
+    `${shape.counts[0]} as first_counts`,
+    `${shape.counts[1]} as second_counts`,
+    `${shape.counts[2]} as third_counts`,
+    // Rows folded before migration 018 were published with their first and last sightings.
+    sql<string>`coalesce(published_at, first_seen)`.as('published_at'),
+    sql<string>`coalesce(changed_at, last_seen)`.as('changed_at'),
+  ] as const;
+}
 
 /**
  * The feeds' reads (docs/api.md §14): each scope's rows by recency, through the
@@ -58,7 +77,7 @@ export class SqlFeedsRepository implements FeedsRepository {
     );
   }
 
-  private async *recent<T>(shape: Shape, scopes: string[], since: string, single: (row: FeedRow) => T, merged: (key: string) => Promise<T | undefined>): AsyncIterable<KeptAggregate<T>> {
+  private async *recent<T>(shape: KeptShape, scopes: string[], since: string, single: (row: KeptRow) => T, merged: (key: string) => Promise<T | undefined>): AsyncIterable<KeptAggregate<T>> {
     const rows = byRecency(scopes.map((scope) => this.rowsOf(shape, scope, since)[Symbol.asyncIterator]()));
     // Keys kept in more than one scope, once merged: their older rows come later and are skipped.
     const done = new Set<string>();
@@ -78,33 +97,20 @@ export class SqlFeedsRepository implements FeedsRepository {
   }
 
   /** One scope's rows last seen at or after `since`, most recent first, a page at a time. */
-  private async *rowsOf(shape: Shape, scope: string, since: string): AsyncIterable<FeedRow> {
+  private async *rowsOf(shape: KeptShape, scope: string, since: string): AsyncIterable<KeptRow> {
     const db = this.db as Kysely<any>;
-    let after: FeedRow | undefined;
+    let after: KeptRow | undefined;
     for (;;) {
       let query = db
         .selectFrom(shape.table)
-        .select([
-          'scope',
-          `${shape.key} as key`,
-          'seen_count',
-          'first_seen',
-          'last_seen',
-          `${shape.distinct} as distinct_count`,
-          `${shape.counts[0]} as first_counts`,
-          `${shape.counts[1]} as second_counts`,
-          `${shape.counts[2]} as third_counts`,
-          // Rows folded before migration 018 were published with their first and last sightings.
-          sql<string>`coalesce(published_at, first_seen)`.as('published_at'),
-          sql<string>`coalesce(changed_at, last_seen)`.as('changed_at'),
-        ])
+        .select([...keptColumns(shape)])
         .where('scope', '=', scope)
         .where('last_seen', '>=', since);
       if (after) {
         const { last_seen, key } = after;
         query = query.where((eb) => eb.or([eb('last_seen', '<', last_seen), eb.and([eb('last_seen', '=', last_seen), eb(shape.key, '<', key)])]));
       }
-      const page = (await query.orderBy('last_seen', 'desc').orderBy(shape.key, 'desc').limit(PAGE).execute()) as FeedRow[];
+      const page = (await query.orderBy('last_seen', 'desc').orderBy(shape.key, 'desc').limit(PAGE).execute()) as KeptRow[];
       yield* page;
       if (page.length < PAGE) return;
       after = page.at(-1);
@@ -112,7 +118,7 @@ export class SqlFeedsRepository implements FeedsRepository {
   }
 
   /** A key kept in several scopes: its first publication and its last change across them. */
-  private async versionsAcross(shape: Shape, scopes: string[], key: string): Promise<{ publishedAt: string; changedAt: string } | undefined> {
+  private async versionsAcross(shape: KeptShape, scopes: string[], key: string): Promise<{ publishedAt: string; changedAt: string } | undefined> {
     const row = await (this.db as Kysely<any>)
       .selectFrom(shape.table)
       .select([sql<string>`min(coalesce(published_at, first_seen))`.as('published_at'), sql<string>`max(coalesce(changed_at, last_seen))`.as('changed_at')])
@@ -123,7 +129,7 @@ export class SqlFeedsRepository implements FeedsRepository {
   }
 
   /** Which of `keys` are kept in more than one of `scopes`. */
-  private async inSeveralScopes(shape: Shape, scopes: string[], keys: string[]): Promise<Set<string>> {
+  private async inSeveralScopes(shape: KeptShape, scopes: string[], keys: string[]): Promise<Set<string>> {
     const found = await (this.db as Kysely<any>)
       .selectFrom(shape.table)
       .select(`${shape.key} as key`)
@@ -137,17 +143,17 @@ export class SqlFeedsRepository implements FeedsRepository {
 }
 
 /** Merges streams that are each most recent first into one (ties by key, descending). */
-async function* byRecency(streams: Array<AsyncIterator<FeedRow>>): AsyncIterable<FeedRow> {
+async function* byRecency(streams: Array<AsyncIterator<KeptRow>>): AsyncIterable<KeptRow> {
   const heads = await Promise.all(streams.map((s) => s.next()));
   for (;;) {
     let best = -1;
     heads.forEach((head, i) => {
       if (head.done) return;
-      const current = heads[best]?.value as FeedRow | undefined;
+      const current = heads[best]?.value as KeptRow | undefined;
       if (!current || head.value.last_seen > current.last_seen || (head.value.last_seen === current.last_seen && head.value.key > current.key)) best = i;
     });
     if (best < 0) return;
-    yield heads[best]!.value as FeedRow;
+    yield heads[best]!.value as KeptRow;
     heads[best] = await streams[best]!.next();
   }
 }

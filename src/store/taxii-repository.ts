@@ -6,9 +6,9 @@ import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-coll
 import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
-import { FEED_TOP_USER_AGENTS } from './feeds-repository.ts';
+import { ADDRESSES, FEED_TOP_USER_AGENTS, keptColumns, NUMBERS, type KeptRow, type KeptShape } from './feeds-repository.ts';
 import { chunks } from './ingest-writes.ts';
-import { ipAggregateOf, numberAggregateOf, type LookupRow } from './lookups-repository.ts';
+import { ipAggregateOf, numberAggregateOf } from './lookups-repository.ts';
 import type { Schema } from './schema.ts';
 
 /** PostgreSQL advisory lock (a fixed key of ours): date_added is handed out by one transaction at a time. */
@@ -18,19 +18,7 @@ const ROWS_PER_INSERT = 200;
 /** Versions deleted per statement by the retention. */
 const PRUNE_BATCH = 5000;
 
-interface Shape {
-  table: 'number_aggregates' | 'ip_aggregates';
-  key: 'number_key' | 'source_ip';
-  distinct: 'source_ip_count' | 'called_number_count';
-  counts: [string, string, string];
-}
-
-const SHAPES: Record<IndicatorKind, Shape> = {
-  'phone-numbers': { table: 'number_aggregates', key: 'number_key', distinct: 'source_ip_count', counts: ['sip_methods', 'forms', 'nodes'] },
-  'ip-addresses': { table: 'ip_aggregates', key: 'source_ip', distinct: 'called_number_count', counts: ['user_agents', 'transports', 'nodes'] },
-};
-
-type KeptRow = LookupRow & { key: string; published_at: string; changed_at: string };
+const SHAPES: Record<IndicatorKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
 
 /**
  * The TAXII collections in the SQL store (migration 019): the publisher's reads of the shared
@@ -68,30 +56,30 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     return row.rows[0]?.latest ?? undefined;
   }
 
-  async changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
-    const shape = SHAPES[kind];
-    const after = page === undefined ? undefined : splitPage(page);
-    let query = this.keptRows(shape).where('changed_at', '>', since);
-    if (after) query = query.where((eb) => eb.or([eb('changed_at', '>', after[0]), eb.and([eb('changed_at', '=', after[0]), eb(shape.key, '>', after[1])])]));
-    const rows = (await query.orderBy('changed_at').orderBy(shape.key).limit(limit).execute()) as KeptRow[];
-    const last = rows.at(-1);
-    return {
-      candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
-      next: rows.length < limit || !last ? undefined : joinPage(last.changed_at, last.key),
-      ...(last ? { changedThrough: last.changed_at } : {}),
-    };
+  changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    return this.rowsAfter(kind, 'changed_at', since, page, limit);
   }
 
-  async seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+  seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    return this.rowsAfter(kind, 'last_seen', since, page, limit);
+  }
+
+  /**
+   * Shared rows whose `column` is past `since` (changed_at strictly, last_seen from it on), in
+   * (column, key) order, a page after the last row of the one before; `changedThrough` is the
+   * latest changed_at read.
+   */
+  private async rowsAfter(kind: IndicatorKind, column: 'changed_at' | 'last_seen', since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
-    let query = this.keptRows(shape).where('last_seen', '>=', since);
-    if (after) query = query.where((eb) => eb.or([eb('last_seen', '>', after[0]), eb.and([eb('last_seen', '=', after[0]), eb(shape.key, '>', after[1])])]));
-    const rows = (await query.orderBy('last_seen').orderBy(shape.key).limit(limit).execute()) as KeptRow[];
+    let query = this.keptRows(shape).where(column, column === 'changed_at' ? '>' : '>=', since);
+    if (after) query = query.where((eb) => eb.or([eb(column, '>', after[0]), eb.and([eb(column, '=', after[0]), eb(shape.key, '>', after[1])])]));
+    const rows = (await query.orderBy(column).orderBy(shape.key).limit(limit).execute()) as KeptRow[];
     const last = rows.at(-1);
     return {
       candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
-      next: rows.length < limit || !last ? undefined : joinPage(last.last_seen, last.key),
+      next: rows.length < limit || !last ? undefined : joinPage(last[column], last.key),
+      ...(column === 'changed_at' && last ? { changedThrough: last.changed_at } : {}),
     };
   }
 
@@ -238,23 +226,10 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   /** The shared data set's rows of a table, with what a feed entry is made of. */
-  private keptRows(shape: Shape) {
+  private keptRows(shape: KeptShape) {
     return (this.db as Kysely<any>)
       .selectFrom(shape.table)
-      .select([
-        'scope',
-        `${shape.key} as key`,
-        'seen_count',
-        'first_seen',
-        'last_seen',
-        `${shape.distinct} as distinct_count`,
-        `${shape.counts[0]} as first_counts`,
-        `${shape.counts[1]} as second_counts`,
-        `${shape.counts[2]} as third_counts`,
-        // Rows folded before migration 018 were published with their first and last sightings.
-        sql<string>`coalesce(published_at, first_seen)`.as('published_at'),
-        sql<string>`coalesce(changed_at, last_seen)`.as('changed_at'),
-      ])
+      .select([...keptColumns(shape)])
       .where(sharedScope());
   }
 
