@@ -567,6 +567,229 @@ export interface Operations {
       '503': Problem;
     };
   };
+  /**
+   * GET /taxii2/
+   */
+  taxiiDiscovery: {
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/
+   */
+  taxiiApiRoot: {
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/status/{statusId}/
+   */
+  taxiiStatus: {
+    path: {
+      statusId: string;
+    };
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/
+   */
+  taxiiCollections: {
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/{collectionId}/
+   */
+  taxiiCollection: {
+    path: {
+      /**
+       * The collection’s id, or its alias (ip-addresses, phone-numbers)
+       */
+      collectionId: string;
+    };
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/{collectionId}/objects/
+   */
+  taxiiObjects: {
+    path: {
+      /**
+       * The collection’s id, or its alias (ip-addresses, phone-numbers)
+       */
+      collectionId: string;
+    };
+    query: {
+      /**
+       * Only versions added strictly after this instant (RFC 3339; the last answer’s X-TAXII-Date-Added-Last)
+       */
+      added_after?: string;
+      /**
+       * Most versions in the answer; at most 1,000, which is also the default
+       */
+      limit?: number;
+      /**
+       * The `next` of the previous answer: the page after it
+       */
+      next?: string;
+      /**
+       * Comma-separated STIX ids
+       */
+      'match[id]'?: string;
+      /**
+       * Comma-separated STIX types: the collections hold only indicator
+       */
+      'match[type]'?: string;
+      /**
+       * first, last (the default), all, or a `modified` timestamp; comma-separated
+       */
+      'match[version]'?: string;
+      /**
+       * Comma-separated STIX versions: the collections hold only 2.1
+       */
+      'match[spec_version]'?: string;
+    };
+    responses: {};
+  };
+  /**
+   * POST /taxii2/tollwatch/collections/{collectionId}/objects/
+   */
+  taxiiAddObjects: {
+    path: {
+      /**
+       * The collection’s id, or its alias (ip-addresses, phone-numbers)
+       */
+      collectionId: string;
+    };
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/{collectionId}/manifest/
+   */
+  taxiiManifest: {
+    path: {
+      /**
+       * The collection’s id, or its alias (ip-addresses, phone-numbers)
+       */
+      collectionId: string;
+    };
+    query: {
+      /**
+       * Only versions added strictly after this instant (RFC 3339; the last answer’s X-TAXII-Date-Added-Last)
+       */
+      added_after?: string;
+      /**
+       * Most versions in the answer; at most 1,000, which is also the default
+       */
+      limit?: number;
+      /**
+       * The `next` of the previous answer: the page after it
+       */
+      next?: string;
+      /**
+       * Comma-separated STIX ids
+       */
+      'match[id]'?: string;
+      /**
+       * Comma-separated STIX types: the collections hold only indicator
+       */
+      'match[type]'?: string;
+      /**
+       * first, last (the default), all, or a `modified` timestamp; comma-separated
+       */
+      'match[version]'?: string;
+      /**
+       * Comma-separated STIX versions: the collections hold only 2.1
+       */
+      'match[spec_version]'?: string;
+    };
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/{collectionId}/objects/{objectId}/
+   */
+  taxiiObject: {
+    path: {
+      /**
+       * The collection’s id, or its alias
+       */
+      collectionId: string;
+      /**
+       * A STIX id, indicator--…
+       */
+      objectId: string;
+    };
+    query: {
+      /**
+       * Only versions added strictly after this instant (RFC 3339; the last answer’s X-TAXII-Date-Added-Last)
+       */
+      added_after?: string;
+      /**
+       * Most versions in the answer; at most 1,000, which is also the default
+       */
+      limit?: number;
+      /**
+       * The `next` of the previous answer: the page after it
+       */
+      next?: string;
+      /**
+       * first, last (the default), all, or a `modified` timestamp; comma-separated
+       */
+      'match[version]'?: string;
+      /**
+       * Comma-separated STIX versions: the collections hold only 2.1
+       */
+      'match[spec_version]'?: string;
+    };
+    responses: {};
+  };
+  /**
+   * DELETE /taxii2/tollwatch/collections/{collectionId}/objects/{objectId}/
+   */
+  taxiiDeleteObject: {
+    path: {
+      /**
+       * The collection’s id, or its alias
+       */
+      collectionId: string;
+      /**
+       * A STIX id, indicator--…
+       */
+      objectId: string;
+    };
+    responses: {};
+  };
+  /**
+   * GET /taxii2/tollwatch/collections/{collectionId}/objects/{objectId}/versions/
+   */
+  taxiiObjectVersions: {
+    path: {
+      /**
+       * The collection’s id, or its alias
+       */
+      collectionId: string;
+      /**
+       * A STIX id, indicator--…
+       */
+      objectId: string;
+    };
+    query: {
+      /**
+       * Only versions added strictly after this instant (RFC 3339; the last answer’s X-TAXII-Date-Added-Last)
+       */
+      added_after?: string;
+      /**
+       * Most versions in the answer; at most 1,000, which is also the default
+       */
+      limit?: number;
+      /**
+       * The `next` of the previous answer: the page after it
+       */
+      next?: string;
+      /**
+       * Comma-separated STIX versions: the collections hold only 2.1
+       */
+      'match[spec_version]'?: string;
+    };
+    responses: {};
+  };
 }
 /**
  * Client credentials in the body, or as HTTP Basic (client_secret_basic) but not both
@@ -782,7 +1005,9 @@ export interface Problem {
     | 'insufficient_scope'
     | 'plan_not_allowed'
     | 'not_found'
+    | 'read_only'
     | 'method_not_allowed'
+    | 'not_acceptable'
     | 'duplicate_event'
     | 'email_not_configured'
     | 'limit_reached'
@@ -1495,4 +1720,175 @@ export interface PhoneNumberStixBundle {
    * @maxItems 100000
    */
   objects: PhoneNumberStixIndicator[];
+}
+/**
+ * TAXII 2.1 error message (§3.6.1)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiError".
+ */
+export interface TaxiiError {
+  title: string;
+  description?: string;
+  error_id?: string;
+  /**
+   * Our machine code (docs/api.md §4)
+   */
+  error_code?: string;
+  /**
+   * The HTTP status, as text
+   */
+  http_status?: string;
+  /**
+   * The section of /problems that explains the code
+   */
+  external_details?: string;
+  details?: {
+    [k: string]: unknown | undefined;
+  };
+}
+/**
+ * TAXII 2.1 discovery resource (§4.1.1)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiDiscovery".
+ */
+export interface TaxiiDiscovery {
+  title: string;
+  description?: string;
+  contact?: string;
+  default?: string;
+  /**
+   * @minItems 1
+   */
+  api_roots?: [string, ...string[]];
+}
+/**
+ * TAXII 2.1 API root resource (§4.2.1)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiApiRoot".
+ */
+export interface TaxiiApiRoot {
+  title: string;
+  description?: string;
+  /**
+   * @minItems 1
+   */
+  versions: [string, ...string[]];
+  max_content_length: number;
+}
+/**
+ * TAXII 2.1 collection resource (§5.2.1)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiCollection".
+ */
+export interface TaxiiCollection {
+  id: string;
+  title: string;
+  description?: string;
+  alias?: string;
+  can_read: boolean;
+  can_write: boolean;
+  /**
+   * @minItems 1
+   */
+  media_types?: [string, ...string[]];
+}
+/**
+ * TAXII 2.1 collections resource (§5.1.1)
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiCollections".
+ */
+export interface TaxiiCollections {
+  /**
+   * @minItems 1
+   */
+  collections?: [TaxiiCollection, ...TaxiiCollection[]];
+}
+/**
+ * TAXII 2.1 envelope (§3.7): `{}` when nothing matches
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiEnvelope".
+ */
+export interface TaxiiEnvelope {
+  more?: boolean;
+  next?: string;
+  /**
+   * @minItems 1
+   *
+   * Items: A STIX 2.1 indicator, as the STIX feed writes it (docs/api.md §14)
+   */
+  objects?: [
+    {
+      type: string;
+      spec_version: '2.1';
+      id: string;
+      created: string;
+      modified: string;
+      /**
+       * True on the version that revokes it: the value no longer scores the collection’s threshold
+       */
+      revoked?: boolean;
+      [k: string]: unknown | undefined;
+    },
+    ...{
+      type: string;
+      spec_version: '2.1';
+      id: string;
+      created: string;
+      modified: string;
+      /**
+       * True on the version that revokes it: the value no longer scores the collection’s threshold
+       */
+      revoked?: boolean;
+      [k: string]: unknown | undefined;
+    }[]
+  ];
+}
+/**
+ * TAXII 2.1 manifest resource (§5.3.1): one record per version
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiManifest".
+ */
+export interface TaxiiManifest {
+  more?: boolean;
+  next?: string;
+  /**
+   * @minItems 1
+   *
+   * Items: TAXII 2.1 manifest record (§5.3.1)
+   */
+  objects?: [
+    {
+      id: string;
+      date_added: string;
+      version: string;
+      media_type?: string;
+    },
+    ...{
+      id: string;
+      date_added: string;
+      version: string;
+      media_type?: string;
+    }[]
+  ];
+}
+/**
+ * TAXII 2.1 versions resource (§5.8.1): each version’s `modified`, oldest first
+ *
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "TaxiiVersions".
+ */
+export interface TaxiiVersions {
+  more?: boolean;
+  next?: string;
+  /**
+   * @minItems 1
+   */
+  versions?: [string, ...string[]];
 }
