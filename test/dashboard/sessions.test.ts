@@ -122,7 +122,10 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
     expect((await phone.get('/overview')).status).toBe(303);
     expect((await laptop.get('/overview')).status).toBe(200);
     await laptop.get('/overview');
-    expect((await laptop.post('/sign-out-everywhere')).status).toBe(303);
+    const everywhere = await laptop.post('/sign-out-everywhere');
+    expect(everywhere.status).toBe(303);
+    expect(everywhere.location).toBe('/sign-in?done=signed-out-everywhere');
+    expect((await laptop.get(everywhere.location!)).text).toContain('You are signed out on every device.');
     expect((await desk.get('/overview')).status).toBe(303);
     const audit = await h.services.audit.list({ accountId: owner.account.account_id, limit: 50 });
     expect(audit.some((a) => a.action === 'user.signed_out_everywhere' && a.actor === `user:${made.user.user_id}`)).toBe(true);

@@ -579,8 +579,9 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await elsewhere.getByRole('button', { name: 'Sign in' }).click();
     await elsewhere.waitForURL(/\/overview$/);
     await submit(page, page.getByRole('button', { name: 'Sign out everywhere' }));
-    expect(page.url()).toMatch(/\/sign-in$/);
+    expect(page.url()).toMatch(/\/sign-in\?done=signed-out-everywhere$/);
     await reload(page);
+    await expect.poll(() => page.getByText('You are signed out on every device.').count()).toBe(1);
     expect(await audited('user.signed_out_everywhere', mine.account_id)).toHaveLength(1);
     for (const browserPage of [page, elsewhere]) {
       await browserPage.goto(`${h.url}/overview`);

@@ -19,13 +19,20 @@ type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sess
  * guesses are bounded per email and per address over time (limits/sign-in-locks.ts), slowed from
  * an address's sixth failure, and refused with 429 past the bound, right password or not.
  */
+/** What the sign-in page says after the action its `done` names. */
+const SIGNED_OUT_NOTICES: Record<string, string | undefined> = {
+  password: 'Your password is set. Sign in with it.',
+  'signed-out': 'You are signed out.',
+  'signed-out-everywhere': 'You are signed out on every device.',
+};
+
 export async function signInRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { dashboard } = services.config;
 
   app.get('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
     if (request.web.user) return reply.redirect('/', 303);
     const query = request.query as Record<string, string | undefined>;
-    const notice = query.done === 'password' ? 'Your password is set. Sign in with it.' : query.done === 'signed-out' ? 'You are signed out.' : undefined;
+    const notice = SIGNED_OUT_NOTICES[query.done ?? ''];
     return signInPage(request, reply, 200, query.next, notice, undefined, query.email);
   });
 
@@ -74,7 +81,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     await services.sessions.endAll(user.user_id);
     await services.users.recordOwnAction('user.signed_out_everywhere', user, request.ip);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    return reply.redirect('/sign-in', 303);
+    return reply.redirect('/sign-in?done=signed-out-everywhere', 303);
   });
 
   app.get('/invitations/:token', { config: { web: 'public' } }, async (request, reply) => {
