@@ -11,8 +11,14 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_CANTOPEN',
   'ECONNREFUSED',
   'ECONNRESET',
+  'ECONNABORTED',
   'ETIMEDOUT',
   'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  // The store's host name does not resolve just now.
+  'ENOTFOUND',
+  'EAI_AGAIN',
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
@@ -25,7 +31,9 @@ export function isStoreUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR') || code.startsWith('08'))) return true;
   const message = (error as { message?: unknown } | null)?.message;
-  // node-postgres's own words for a connection that broke: the last raised by a ROLLBACK on a
-  // client whose server went away mid-transaction (issue 31 saw it answer 500 once).
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|not queryable/i.test(message);
+  // node-postgres's own words (pg/lib/client.js, pg-pool) for a connection that broke, one that
+  // could not be made in time, a server that stopped answering mid-query (the pool's
+  // query_timeout), and a client used after its connection failed: the last raised by a ROLLBACK
+  // on a client whose server went away mid-transaction (issue 31 saw it answer 500 once).
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|timeout expired|Query read timeout|not queryable/i.test(message);
 }

@@ -20,6 +20,8 @@ export function freePort(): Promise<number> {
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
+  /** What it logged (JSON lines at LOG_LEVEL, `error` unless the test set another). */
+  logged: string[];
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -32,7 +34,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     env: { ...process.env, LOG_LEVEL: 'error', PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: url, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  child.stdout!.setEncoding('utf8').on('data', (lines: string) => process.stderr.write(lines.replace(/^(?=.)/gm, `[server ${port}] `)));
+  const logged: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (lines: string) => {
+    logged.push(...lines.split('\n').filter((line) => line !== ''));
+    process.stderr.write(lines.replace(/^(?=.)/gm, `[server ${port}] `));
+  });
   // A test that times out never calls stop(): the server must not outlive the test run.
   const reap = () => child.kill('SIGKILL');
   process.once('exit', reap);
@@ -46,6 +52,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   return {
     url,
     child,
+    logged,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill(signal);
