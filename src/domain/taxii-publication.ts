@@ -110,6 +110,11 @@ function laterOf(a: string, b: string): string {
 
 /** Where a collection's publisher stands (migration 019). */
 export interface PublicationState {
+  /**
+   * The fold's position and rebuild count as the last complete pass began: a pass runs only when
+   * they moved (or an hour turned), so an idle server reads two rows and writes nothing.
+   */
+  foldSeen: string | undefined;
   /** The latest `changed_at` of the fold's rows it has read; undefined before its first pass. */
   changedThrough: string | undefined;
   /** The last hour (ISO) at whose turn it re-scored every live object. */
@@ -135,7 +140,9 @@ export interface TaxiiPublicationStore {
    * one of them at a time.
    */
   claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined>;
-  /** Whether anything may have changed since `state`: the fold's latest change in the shared data set. */
+  /** The fold's position and rebuild count, as one text: it moves whenever any aggregate may have changed. */
+  foldSignature(): Promise<string>;
+  /** The latest `changed_at` of the shared data set's rows (where a first pass starts reading changes from). */
   latestChange(kind: IndicatorKind): Promise<string | undefined>;
   /** Shared rows the fold changed after `since`, oldest change first. */
   changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
@@ -157,13 +164,14 @@ export interface TaxiiPublicationStore {
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+const EPOCH = '1970-01-01T00:00:00.000Z';
 /** Values per page and per publishing transaction: short enough not to hold SQLite's writer long. */
 const PAGE = 500;
 /** How long a lease lasts without being renewed: a publisher that died is replaced after this. */
 const LEASE_MS = 60_000;
 /**
- * How far back each incremental pass reads the fold's changes again: a fold on another instance,
- * whose clock may be a little behind, still falls inside. Harmless to read twice: a version is
+ * How far back each incremental pass reads the fold's changes again: a fold on another instance
+ * whose clock is up to this much behind still falls inside. Harmless to read twice: a version is
  * published only when the content differs.
  */
 const CLOCK_MARGIN_MS = 2000;
@@ -252,24 +260,23 @@ export class TaxiiPublisher {
     const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
     const hourIso = hour.toISOString();
     // Cheap reads first: an idle server writes nothing, not even its lease.
-    const [latest, seen] = await Promise.all([this.store.latestChange(kind), this.store.stateOf(kind)]);
-    const unchangedSince = (s: PublicationState) => s.changedThrough !== undefined && (latest === undefined || latest <= s.changedThrough);
-    if (seen && unchangedSince(seen) && seen.sweptHour === hourIso) return report;
+    const [signature, seen] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind)]);
+    if (seen && seen.changedThrough !== undefined && seen.foldSeen === signature && seen.sweptHour === hourIso) return report;
     const state = await this.store.claim(kind, this.holder, now.toISOString(), this.leaseEnd());
     if (!state) return report;
     report.ran = true;
-    const unchanged = unchangedSince(state);
+    const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 
     const publishPages = async (read: (page: string | undefined) => Promise<CandidatePage>, done: (last: CandidatePage) => Partial<PublicationState>) => {
       let page: string | undefined;
       do {
-        const read_ = await read(page);
-        const versions = await this.versionsOf(kind, read_.candidates, hour, now);
-        const moved = read_.next === undefined ? done(read_) : read_.changedThrough ? { changedThrough: read_.changedThrough } : {};
+        const got = await read(page);
+        const versions = await this.versionsOf(kind, got.candidates, hour, now);
+        const moved = got.next === undefined ? done(got) : got.changedThrough ? { changedThrough: got.changedThrough } : {};
         if (!(await this.store.publish(kind, this.holder, versions, moved, this.leaseEnd()))) throw new LeaseLost();
         report.versions += versions.length;
         report.revoked += versions.filter((v) => v.object.revoked).length;
-        page = read_.next;
+        page = got.next;
       } while (page !== undefined);
     };
 
@@ -277,22 +284,24 @@ export class TaxiiPublisher {
     try {
       if (state.changedThrough === undefined) {
         // The first pass: every shared row that can reach the threshold, through the feeds' index,
-        // scored at this hour (so no sweep of this hour follows). Rows the fold changes meanwhile
-        // are read again by the next pass.
-        const startedAt = now.toISOString();
+        // scored at this hour (so no sweep of this hour follows). Changes from the latest one
+        // before it on are read again by the next pass.
+        const latest = (await this.store.latestChange(kind)) ?? EPOCH;
         const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
-        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ changedThrough: startedAt, sweptHour: hourIso }));
+        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ foldSeen: signature, changedThrough: latest, sweptHour: hourIso }));
         sweptHour = hourIso;
       } else if (!unchanged) {
+        // The rows the fold changed since the last pass, by the instant it stamped on them; read
+        // from a little before, in case another instance's clock is behind.
         const since = new Date(Date.parse(state.changedThrough) - CLOCK_MARGIN_MS).toISOString();
         let through = state.changedThrough;
         await publishPages(
           async (page) => {
-            const read = await this.store.changedAfter(kind, since, page, PAGE);
-            if (read.changedThrough && read.changedThrough > through) through = read.changedThrough;
-            return { ...read, changedThrough: through };
+            const got = await this.store.changedAfter(kind, since, page, PAGE);
+            if (got.changedThrough && got.changedThrough > through) through = got.changedThrough;
+            return { ...got, changedThrough: through };
           },
-          () => ({ changedThrough: through }),
+          () => ({ foldSeen: signature, changedThrough: through }),
         );
       }
       if (sweptHour !== hourIso) {

@@ -370,6 +370,7 @@ export interface TaxiiVersionsTable {
 /** Where a collection's publisher stands, and who holds its lease. */
 export interface TaxiiPublicationTable {
   collection: string;
+  fold_seen: string | null;
   changed_through: string | null;
   swept_hour: string | null;
   holder: string | null;

@@ -5,6 +5,7 @@ import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts'
 import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-collections.ts';
 import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
+import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from './aggregate-fold.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { ADDRESSES, FEED_TOP_USER_AGENTS, keptColumns, NUMBERS, type KeptRow, type KeptShape } from './feeds-repository.ts';
 import { chunks } from './ingest-writes.ts';
@@ -34,8 +35,14 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   async stateOf(kind: IndicatorKind): Promise<PublicationState | undefined> {
-    const row = await this.db.selectFrom('taxii_publication').select(['changed_through', 'swept_hour']).where('collection', '=', kind).executeTakeFirst();
-    return row && { changedThrough: row.changed_through ?? undefined, sweptHour: row.swept_hour ?? undefined };
+    const row = await this.db.selectFrom('taxii_publication').select(['fold_seen', 'changed_through', 'swept_hour']).where('collection', '=', kind).executeTakeFirst();
+    return row && { foldSeen: row.fold_seen ?? undefined, changedThrough: row.changed_through ?? undefined, sweptHour: row.swept_hour ?? undefined };
+  }
+
+  async foldSignature(): Promise<string> {
+    const rows = await this.db.selectFrom('fold_state').select(['name', 'through']).where('name', 'in', [AGGREGATES_FOLD, AGGREGATES_REBUILDS]).execute();
+    const of = (name: string) => String(rows.find((row) => row.name === name)?.through ?? 0);
+    return `${of(AGGREGATES_FOLD)}/${of(AGGREGATES_REBUILDS)}`;
   }
 
   async claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined> {
@@ -114,6 +121,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
         .updateTable('taxii_publication')
         .set({
           lease_until: leaseUntil,
+          ...(state.foldSeen !== undefined ? { fold_seen: state.foldSeen } : {}),
           ...(state.changedThrough !== undefined ? { changed_through: state.changedThrough } : {}),
           ...(state.sweptHour !== undefined ? { swept_hour: state.sweptHour } : {}),
         })

@@ -309,6 +309,20 @@ describe('TAXII 2.1 server', () => {
     }
   });
 
+  it('publishes a change another instance stamped with a clock a second behind', async () => {
+    await publish();
+    const { changed_through: through } = await h.services.database.db.selectFrom('taxii_publication').select('changed_through').where('collection', '=', 'phone-numbers').executeTakeFirstOrThrow();
+    const number = '+4681367000';
+    await batch(fleet, probes(number, '198.20.0', Date.now() - 5000));
+    await h.settled();
+    // As if the instance that folded it had a clock a second behind this publisher's last read.
+    const behind = new Date(Date.parse(through!) - 1000).toISOString();
+    await h.services.database.db.updateTable('number_aggregates').set({ changed_at: behind }).where('number_key', '=', number).execute();
+    await publish();
+    const envelope = (await (await taxii(reader, `${ROOT}/collections/phone-numbers/objects/${indicatorId('phone-numbers', number)}/`)).json()) as Json;
+    expect(envelope.objects).toHaveLength(1);
+  });
+
   it('publishes each change once when several processes publish over one store', async () => {
     const store = new SqlTaxiiRepository(h.services.database.db, h.services.database.caps);
     const settings = { minScore: h.config.taxii.minScore, retentionDays: 30, scoring: h.config.scoring, now: () => new Date(Date.now() + 300_000) };

@@ -38,12 +38,13 @@ export function migration(caps: MigrationCapabilities): Migration {
         .execute();
       await db.schema.createIndex('taxii_versions_by_collection').on('taxii_versions').columns(['collection', 'added_ms']).execute();
       await db.schema.createIndex('taxii_versions_by_object').on('taxii_versions').columns(['collection', 'object_id', 'added_ms']).execute();
-      // Where each collection's publisher stands: the fold's changes it has read
-      // (changed_through), the last hour whose decay it swept, and which process holds the
-      // publisher's lease.
+      // Where each collection's publisher stands: the fold's position and rebuild count when it
+      // last read its changes (fold_seen), the latest change it read (changed_through), the last
+      // hour whose decay it swept, and which process holds the publisher's lease.
       await db.schema
         .createTable('taxii_publication')
         .addColumn('collection', 'text', (c) => c.primaryKey())
+        .addColumn('fold_seen', 'text')
         .addColumn('changed_through', 'text')
         .addColumn('swept_hour', 'text')
         .addColumn('holder', 'text')
