@@ -51,7 +51,8 @@ export default defineConfig(async () => {
         // The dashboard in headless Chromium (`npm run test:e2e`), on SQLite: what it checks is the pages.
         // The browser walk-through is one long test: past 30 s on this machine with 4 KiB pages.
         { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { TEST_STORE: 'sqlite' }, testTimeout: 180_000 } },
-        { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: postgresEnv } },
+        // One file at a time: one stops the machine's PostgreSQL, another measures lookups under load.
+        { extends: true, test: { name: 'outages', include: unreachable ? [] : ['test/faults/**/*.test.ts'], env: postgresEnv, fileParallelism: false } },
       ],
     },
   };
