@@ -133,7 +133,7 @@ export class PrometheusMetrics implements Metrics {
     if (foldLagMs) {
       new Gauge({
         name: 'tollwatch_fold_lag_seconds',
-        help: 'How long the oldest event stored and not yet folded into the lookup aggregates has waited (intake waits beyond 0.15 s)',
+        help: 'How long the oldest event stored and not yet folded into the lookup aggregates has waited (intake waits beyond 0.1 s)',
         aggregator: 'max',
         registers,
         collect() {
@@ -144,7 +144,7 @@ export class PrometheusMetrics implements Metrics {
     if (foldBacklog) {
       new Gauge({
         name: 'tollwatch_fold_backlog_events',
-        help: 'Events stored but not yet folded into the lookup aggregates (lookups count them once folded; intake waits beyond 10,000, or past 0.15 s of lag)',
+        help: 'Events stored but not yet folded into the lookup aggregates (lookups count them once folded; intake waits beyond 10,000, or past 0.1 s of lag)',
         aggregator: 'max',
         registers,
         collect() {
