@@ -49,6 +49,30 @@ export function sendTaxiiError(reply: FastifyReply, refusal: Problem): FastifyRe
   return reply.code(refusal.status).header('content-type', TAXII_MEDIA_TYPE).send(taxiiError(refusal, reply.server.problemTypes));
 }
 
+const COLLECTION_EXAMPLE = {
+  id: '2f9c8d7e-6b5a-4c3d-8e1f-0a9b8c7d6e5f',
+  title: 'Tollwatch: numbers called by toll-fraud probes',
+  alias: 'phone-numbers',
+  can_read: true,
+  can_write: false,
+  media_types: [STIX_MEDIA_TYPE],
+};
+
+const INDICATOR_EXAMPLE = {
+  type: 'indicator',
+  spec_version: '2.1',
+  id: 'indicator--0c9b8a7d-6e5f-5a4b-8c3d-2e1f0a9b8c7d',
+  created: '2026-11-20T10:00:01.123Z',
+  modified: '2026-11-27T09:50:00.000Z',
+  name: 'Number called by toll-fraud probes: +46812118532',
+  indicator_types: ['malicious-activity'],
+  pattern: "[x-tollwatch-phone-number:value = '+46812118532']",
+  pattern_type: 'stix',
+  valid_from: '2026-11-20T10:00:00.918Z',
+  valid_until: '2026-12-09T10:00:00.000Z',
+  confidence: 54,
+};
+
 const StixObject = Type.Object(
   {
     type: Type.String(),
@@ -83,7 +107,11 @@ export const TAXII_SCHEMAS = [
       default: Type.Optional(Type.String()),
       api_roots: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     },
-    { $id: 'TaxiiDiscovery', description: 'TAXII 2.1 discovery resource (§4.1.1)' },
+    {
+      $id: 'TaxiiDiscovery',
+      description: 'TAXII 2.1 discovery resource (§4.1.1)',
+      example: { title: 'Tollwatch TAXII 2.1', description: 'Indicators of SIP toll fraud', default: 'https://tollwatch.example/taxii2/tollwatch/', api_roots: ['https://tollwatch.example/taxii2/tollwatch/'] },
+    },
   ),
   Type.Object(
     {
@@ -92,7 +120,11 @@ export const TAXII_SCHEMAS = [
       versions: Type.Array(Type.String(), { minItems: 1 }),
       max_content_length: Type.Integer({ minimum: 1 }),
     },
-    { $id: 'TaxiiApiRoot', description: 'TAXII 2.1 API root resource (§4.2.1)' },
+    {
+      $id: 'TaxiiApiRoot',
+      description: 'TAXII 2.1 API root resource (§4.2.1)',
+      example: { title: 'Tollwatch indicators', versions: ['application/taxii+json;version=2.1'], max_content_length: 131_072 },
+    },
   ),
   Type.Object(
     {
@@ -104,16 +136,16 @@ export const TAXII_SCHEMAS = [
       can_write: Type.Boolean(),
       media_types: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     },
-    { $id: 'TaxiiCollection', description: 'TAXII 2.1 collection resource (§5.2.1)' },
+    { $id: 'TaxiiCollection', description: 'TAXII 2.1 collection resource (§5.2.1)', example: COLLECTION_EXAMPLE },
   ),
-  Type.Object({ collections: Type.Optional(Type.Array(Type.Ref('TaxiiCollection'), { minItems: 1 })) }, { $id: 'TaxiiCollections', description: 'TAXII 2.1 collections resource (§5.1.1)' }),
+  Type.Object({ collections: Type.Optional(Type.Array(Type.Ref('TaxiiCollection'), { minItems: 1 })) }, { $id: 'TaxiiCollections', description: 'TAXII 2.1 collections resource (§5.1.1)', example: { collections: [COLLECTION_EXAMPLE] } }),
   Type.Object(
     {
       more: Type.Optional(Type.Boolean()),
       next: Type.Optional(Type.String()),
       objects: Type.Optional(Type.Array(StixObject, { minItems: 1 })),
     },
-    { $id: 'TaxiiEnvelope', description: 'TAXII 2.1 envelope (§3.7): `{}` when nothing matches' },
+    { $id: 'TaxiiEnvelope', description: 'TAXII 2.1 envelope (§3.7): `{}` when nothing matches', example: { more: true, next: 'dHcxOjE3OTUwMDAwMDAxMjM', objects: [INDICATOR_EXAMPLE] } },
   ),
   Type.Object(
     {
@@ -126,7 +158,11 @@ export const TAXII_SCHEMAS = [
         ),
       ),
     },
-    { $id: 'TaxiiManifest', description: 'TAXII 2.1 manifest resource (§5.3.1): one record per version' },
+    {
+      $id: 'TaxiiManifest',
+      description: 'TAXII 2.1 manifest resource (§5.3.1): one record per version',
+      example: { more: false, objects: [{ id: INDICATOR_EXAMPLE.id, date_added: '2026-11-27T10:00:00.123000Z', version: INDICATOR_EXAMPLE.modified, media_type: STIX_MEDIA_TYPE }] },
+    },
   ),
   Type.Object(
     {
@@ -134,7 +170,7 @@ export const TAXII_SCHEMAS = [
       next: Type.Optional(Type.String()),
       versions: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     },
-    { $id: 'TaxiiVersions', description: 'TAXII 2.1 versions resource (§5.8.1): each version’s `modified`, oldest first' },
+    { $id: 'TaxiiVersions', description: 'TAXII 2.1 versions resource (§5.8.1): each version’s `modified`, oldest first', example: { more: false, versions: ['2026-11-20T10:00:01.123Z', INDICATOR_EXAMPLE.modified] } },
   ),
 ];
 
@@ -158,8 +194,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 };
 
 export interface TaxiiAnswerOptions {
-  description: string;
-  schema: string;
+  /** The success (200) and its schema's name; none for a route that only refuses. */
+  description?: string;
+  schema?: string;
   /** Statuses the route can send besides 401, 406, 429 (when limited), 500 and 503. */
   errors?: number[];
   /** The route spends the lookups allowance: answers after the limiter carry the RateLimit fields. */
@@ -171,13 +208,14 @@ export interface TaxiiAnswerOptions {
 /** The `response` of a TAXII route's schema. */
 export function taxiiAnswers({ description, schema, errors = [], limited = false, dated = false }: TaxiiAnswerOptions) {
   const rateFields = (status: number): Record<string, HeaderDoc> => (limited && status !== 401 && status !== 403 && status !== 406 ? { 'RateLimit-Policy': RATE_LIMIT_POLICY, RateLimit: RATE_LIMIT } : {});
-  const response: Record<number, unknown> = {
-    200: {
+  const response: Record<number, unknown> = {};
+  if (description && schema) {
+    response[200] = {
       description,
       headers: { ...rateFields(200), ...(dated ? { 'X-TAXII-Date-Added-First': DATE_ADDED_FIRST, 'X-TAXII-Date-Added-Last': DATE_ADDED_LAST } : {}) },
       content: { 'application/taxii+json': { schema: Type.Ref(schema) } },
-    },
-  };
+    };
+  }
   const statuses = new Set([...errors, 401, 406, 500, 503, ...(limited ? [429] : [])]);
   for (const status of [...statuses].sort()) {
     response[status] = {

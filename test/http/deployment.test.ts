@@ -145,10 +145,15 @@ describe('DATABASE_READ_URL: lookups read the replica', () => {
   });
 
   it('sends lookups to the read URL and everything else to the primary', async () => {
-    const who = await h.account();
+    const fleet = await h.account({ trusted: true });
+    const other = await h.account();
     const event = sampleEvent({ called_number: '+390662279016' });
-    expect((await postEvent(who, event)).status).toBe(201);
-    expect((await who.api(`/api/events/${event.event_uuid}`)).status).toBe(200);
-    expect((await who.api('/api/phone-numbers/%2B390662279016')).status).toBe(404);
+    expect((await postEvent(fleet, event)).status).toBe(201);
+    expect((await fleet.api(`/api/events/${event.event_uuid}`)).status).toBe(200);
+    await h.settled();
+    // The shared data set holds it on the primary; another account's lookup reads the stand-in.
+    // (The submitter's own lookups read the primary until a replica has replayed the fold: a real
+    // replica's test, test/durability/replica-reads.test.ts.)
+    expect((await other.api('/api/phone-numbers/%2B390662279016')).status).toBe(404);
   });
 });

@@ -580,15 +580,6 @@ export interface Operations {
     responses: {};
   };
   /**
-   * GET /taxii2/tollwatch/status/{statusId}/
-   */
-  taxiiStatus: {
-    path: {
-      statusId: string;
-    };
-    responses: {};
-  };
-  /**
    * GET /taxii2/tollwatch/collections/
    */
   taxiiCollections: {
@@ -645,18 +636,6 @@ export interface Operations {
        * Comma-separated STIX versions: the collections hold only 2.1
        */
       'match[spec_version]'?: string;
-    };
-    responses: {};
-  };
-  /**
-   * POST /taxii2/tollwatch/collections/{collectionId}/objects/
-   */
-  taxiiAddObjects: {
-    path: {
-      /**
-       * The collection’s id, or its alias (ip-addresses, phone-numbers)
-       */
-      collectionId: string;
     };
     responses: {};
   };
@@ -737,22 +716,6 @@ export interface Operations {
        * Comma-separated STIX versions: the collections hold only 2.1
        */
       'match[spec_version]'?: string;
-    };
-    responses: {};
-  };
-  /**
-   * DELETE /taxii2/tollwatch/collections/{collectionId}/objects/{objectId}/
-   */
-  taxiiDeleteObject: {
-    path: {
-      /**
-       * The collection’s id, or its alias
-       */
-      collectionId: string;
-      /**
-       * A STIX id, indicator--…
-       */
-      objectId: string;
     };
     responses: {};
   };

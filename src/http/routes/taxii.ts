@@ -38,8 +38,10 @@ const SPEC_MATCH = { 'match[spec_version]': Type.Optional(Type.String({ descript
 export async function taxiiRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { taxii, config } = services;
   const rootUrl = apiRootUrl(config.publicUrl);
-  // TAXII clients speak Basic (§8.5.1: every client must): listed first, while it is accepted.
-  const security: Array<Record<string, string[]>> = [...(config.basicAuth ? [{ basic: [] }] : []), { bearer: [] }];
+  // A token as on /api, the permission depending on the collection (its description says which).
+  // Basic, which TAXII clients speak (§8.5.1), is accepted wherever a token is, and named once
+  // for the whole document as for /api (src/http/openapi.ts says why no operation lists it).
+  const security: Array<Record<string, string[]>> = [{ bearer: [] }, { oauth2: [] }];
   const schema = (operationId: string, summary: string, description: string, extra: Record<string, unknown>) => ({
     operationId,
     summary,
@@ -52,6 +54,8 @@ export async function taxiiRoutes(app: FastifyInstance, { services }: { services
   app.get(
     '/',
     {
+      // /taxii2/ only: without its slash it is redirected like every TAXII path.
+      prefixTrailingSlash: 'slash',
       schema: schema('taxiiDiscovery', 'TAXII 2.1 discovery', 'The server’s one API root (TAXII 2.1 §4.1).', {
         response: taxiiAnswers({ description: 'The discovery resource', schema: 'TaxiiDiscovery' }),
       }),
@@ -85,8 +89,10 @@ export async function taxiiRoutes(app: FastifyInstance, { services }: { services
     `/${TAXII_API_ROOT}/status/:statusId/`,
     {
       schema: schema('taxiiStatus', 'TAXII 2.1 status (none exist)', 'Statuses follow requests that add objects (TAXII 2.1 §4.3); the collections are read-only, so none exists and every status id is 404.', {
+        // Never answers 2xx: left out of the OpenAPI document, said in docs/taxii.md.
+        hide: true,
         params: Type.Object({ statusId: Type.String() }),
-        response: taxiiAnswers({ description: 'Never sent', schema: 'TaxiiError', errors: [404] }),
+        response: taxiiAnswers({ errors: [404] }),
       }),
     },
     async (_request, reply) => sendTaxiiError(reply, problem('not_found', 'no status exists: nothing is ever added to these collections')),
@@ -204,8 +210,10 @@ export async function taxiiRoutes(app: FastifyInstance, { services }: { services
     {
       ...readOnly,
       schema: schema('taxiiAddObjects', 'TAXII 2.1 add objects (refused)', 'The collections are read-only (can_write false): 403 `read_only`.', {
+        // Never answers 2xx: left out of the OpenAPI document, said in docs/taxii.md.
+        hide: true,
         params: CollectionParams,
-        response: taxiiAnswers({ description: 'Never sent', schema: 'TaxiiError', errors: [403, 404] }),
+        response: taxiiAnswers({ errors: [403, 404] }),
       }),
     },
     async () => undefined,
@@ -215,8 +223,10 @@ export async function taxiiRoutes(app: FastifyInstance, { services }: { services
     {
       ...readOnly,
       schema: schema('taxiiDeleteObject', 'TAXII 2.1 delete an object (refused)', 'The collections are read-only (can_write false): 403 `read_only`.', {
+        // Never answers 2xx: left out of the OpenAPI document, said in docs/taxii.md.
+        hide: true,
         params: ObjectParams,
-        response: taxiiAnswers({ description: 'Never sent', schema: 'TaxiiError', errors: [403, 404] }),
+        response: taxiiAnswers({ errors: [403, 404] }),
       }),
     },
     async () => undefined,
