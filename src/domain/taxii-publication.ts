@@ -199,6 +199,8 @@ export class TaxiiPublisher {
   /** Names this process in the lease. */
   private readonly holder = randomUUID();
   private running: Promise<PublicationReport> | undefined;
+  /** Per collection, the fold signature at which it last found no shared row changed. */
+  private readonly quiet = new Map<IndicatorKind, string>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
 
@@ -261,7 +263,19 @@ export class TaxiiPublisher {
     const hourIso = hour.toISOString();
     // Cheap reads first: an idle server writes nothing, not even its lease.
     const [signature, seen] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind)]);
-    if (seen && seen.changedThrough !== undefined && seen.foldSeen === signature && seen.sweptHour === hourIso) return report;
+    const swept = seen?.sweptHour === hourIso;
+    if (seen?.changedThrough !== undefined && swept && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
+    // The fold moved, but maybe only in accounts' own scopes, which no collection serves: with no
+    // shared row changed, nothing is written (on SQLite a write here waits for intake's writer,
+    // holding this thread meanwhile). The position is kept in memory only; another process
+    // finds the same nothing.
+    if (seen?.changedThrough !== undefined && swept) {
+      const since = new Date(Date.parse(seen.changedThrough) - CLOCK_MARGIN_MS).toISOString();
+      if ((await this.store.changedAfter(kind, since, undefined, 1)).candidates.length === 0) {
+        this.quiet.set(kind, signature);
+        return report;
+      }
+    }
     const state = await this.store.claim(kind, this.holder, now.toISOString(), this.leaseEnd());
     if (!state) return report;
     report.ran = true;

@@ -79,7 +79,8 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   private async rowsAfter(kind: IndicatorKind, column: 'changed_at' | 'last_seen', since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
-    let query = this.keptRows(shape).where(column, column === 'changed_at' ? '>' : '>=', since);
+    // After the first page, the index range starts at the last row read, not at `since`: each page reads its own rows only.
+    let query = after ? this.keptRows(shape).where(column, '>=', after[0]) : this.keptRows(shape).where(column, column === 'changed_at' ? '>' : '>=', since);
     if (after) query = query.where((eb) => eb.or([eb(column, '>', after[0]), eb.and([eb(column, '=', after[0]), eb(shape.key, '>', after[1])])]));
     const rows = (await query.orderBy(column).orderBy(shape.key).limit(limit).execute()) as KeptRow[];
     const last = rows.at(-1);
