@@ -49,9 +49,15 @@ async function waitFor(url: string, child: ChildProcess): Promise<void> {
   throw new Error(`${url} never became ready`);
 }
 
+/**
+ * Starts `script` (a server) in a process of its own. With BENCH_PROF=<dir> in the environment,
+ * each of its threads writes a V8 CPU profile there when it exits (NODE_OPTIONS may not carry
+ * --cpu-prof): how the soak's server was profiled (docs/performance.md, "TAXII collections").
+ */
 export async function startProcess(script: string, env: Record<string, string>, readyPath: string) {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, join(ROOT, script)], {
+  const profile = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...profile, join(ROOT, script)], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -71,18 +77,21 @@ export async function startProcess(script: string, env: Record<string, string>, 
  * Opens a store, gives it an unthrottled plan, an account and a client; returns the credentials.
  * A PostgreSQL store needs its key secret; a SQLite one uses the key file beside it.
  */
+/** The benches' plan: no limit a bench would reach. */
+export const BENCH_PLAN = {
+  name: 'bench',
+  maySubmit: true,
+  lookups: { limit: 2_000_000_000, windowSeconds: 1 },
+  submissions: { limit: 2_000_000_000, windowSeconds: 1 },
+  maxClients: null,
+  eventReads: { limit: 1e9, windowSeconds: 3600 },
+};
+
 export async function prepareStore(databaseUrl: string, keySecret?: string) {
   const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...(keySecret ? { TOLLWATCH_KEY_SECRET: keySecret } : {}) };
   const services = await createServices(loadConfig(env, false));
   try {
-    await services.plans.save({
-      name: 'bench',
-      maySubmit: true,
-      lookups: { limit: 2_000_000_000, windowSeconds: 1 },
-      submissions: { limit: 2_000_000_000, windowSeconds: 1 },
-      maxClients: null,
-      eventReads: { limit: 1e9, windowSeconds: 3600 },
-    });
+    await services.plans.save(BENCH_PLAN);
     const account = await services.accounts.createAccount({ name: `bench ${randomUUID().slice(0, 8)}`, plan: 'bench' });
     return await services.accounts.createClient({ accountId: account.account_id, name: 'bench' });
   } finally {

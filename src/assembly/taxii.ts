@@ -1,5 +1,6 @@
 import { TaxiiCollections } from '../domain/taxii-collections.ts';
 import { TaxiiPublisher } from '../domain/taxii-publication.ts';
+import { TaxiiStoreOnWriter } from '../store/taxii-on-writer.ts';
 import { SqlTaxiiRepository } from '../store/taxii-repository.ts';
 import type { Foundation } from './foundation.ts';
 
@@ -15,12 +16,14 @@ export interface TaxiiServices {
 }
 
 export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiServices {
-  const { database, reads, config } = base;
+  const { database, reads, config, writer } = base;
+  const published = new SqlTaxiiRepository(database.db, database.caps);
   return {
     // A replica replays commits in order, so what it shows of the versions is always a prefix
     // of their date_added order: a poll there may be behind, never missing one.
     taxii: new TaxiiCollections(new SqlTaxiiRepository(reads.db, reads.caps)),
-    taxiiPublisher: new TaxiiPublisher(new SqlTaxiiRepository(database.db, database.caps), {
+    // On a SQLite file its writes go through intake's writer thread, as intake's and the fold's do.
+    taxiiPublisher: new TaxiiPublisher(writer ? new TaxiiStoreOnWriter(published, writer) : published, {
       minScore: config.taxii.minScore,
       retentionDays: config.taxii.retentionDays,
       scoring: config.scoring,

@@ -47,6 +47,15 @@ export interface Database {
    * (src/store/backup.ts); undefined where the store's own tools do that (PostgreSQL).
    */
   onlineBackup: ((destination: string) => Promise<{ pages: number }>) | undefined;
+  /**
+   * Brings the query planner's statistics up to date where nothing else does: SQLite's
+   * `PRAGMA optimize`, which analyzes the tables whose size moved (each within SQLite's own
+   * analysis limit, so it stays cheap on a large store). Undefined on PostgreSQL, whose
+   * autovacuum analyzes. Without statistics SQLite reads the TAXII publisher's changed rows
+   * through the aggregates' key instead of migration 019's partial index: every shared row, on
+   * this thread, each time (docs/performance.md, "TAXII collections").
+   */
+  refreshPlannerStatistics: (() => Promise<void>) | undefined;
   close(): Promise<void>;
 }
 
@@ -72,6 +81,9 @@ export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMi
     }
   }
   await migrateWithRetry(database);
+  // SQLite's advice for a connection that lives long: analyze at open what needs it, then now
+  // and then (StoreMaintenance, hourly).
+  await database.refreshPlannerStatistics?.();
   if (restoreEventIndexes) {
     try {
       await ensureEventQueryIndexes(database.db, database.caps);
@@ -148,6 +160,10 @@ function openSqlite(url: string, cacheMiB: number): Database {
     intakeOnWriterThread: path !== ':memory:',
     statements: reads ?? executorStatements(db),
     onlineBackup: path === ':memory:' ? undefined : (destination) => copySqliteOnline(native, destination),
+    refreshPlannerStatistics: async () => {
+      // 0x10000: look at every table's size, not only those this connection has queried.
+      native.pragma('optimize = 0x10002');
+    },
     close: async () => {
       reads?.close();
       await db.destroy();
@@ -263,6 +279,7 @@ function openPostgres(url: string): Database {
     intakeOnWriterThread: false,
     statements: namedStatements(pool),
     onlineBackup: undefined,
+    refreshPlannerStatistics: undefined,
     close: () => db.destroy(),
   };
 }

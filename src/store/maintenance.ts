@@ -56,6 +56,7 @@ export class StoreMaintenance {
     const { db, caps } = this.database;
     const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false, auditRowsRemoved: 0 };
     if (caps.partitionedEvents) await ensurePartitions(db, now);
+    await this.database.refreshPlannerStatistics?.();
     if (this.auditRetention) {
       const { expired, capped } = await this.auditRetention.prune(now);
       report.auditRowsRemoved = expired + capped;

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { KeptAggregate } from '../domain/feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../domain/lookup-aggregates.ts';
@@ -17,7 +18,7 @@ const TAXII_LOCK = 727_119;
 /** Rows per insert statement: seven parameters each, well inside both stores' limits. */
 const ROWS_PER_INSERT = 200;
 /** Versions deleted per statement by the retention. */
-const PRUNE_BATCH = 5000;
+export const PRUNE_BATCH = 5000;
 
 const SHAPES: Record<IndicatorKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
 
@@ -79,10 +80,16 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   private async rowsAfter(kind: IndicatorKind, column: 'changed_at' | 'last_seen', since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
-    // After the first page, the index range starts at the last row read, not at `since`: each page reads its own rows only.
-    let query = after ? this.keptRows(shape).where(column, '>=', after[0]) : this.keptRows(shape).where(column, column === 'changed_at' ? '>' : '>=', since);
-    if (after) query = query.where((eb) => eb.or([eb(column, '>', after[0]), eb.and([eb(column, '=', after[0]), eb(shape.key, '>', after[1])])]));
-    const rows = (await query.orderBy(column).orderBy(shape.key).limit(limit).execute()) as KeptRow[];
+    // The table's own columns, qualified: the rows' `changed_at` is also the name of an output
+    // column (coalesced with last_seen, for rows folded before migration 018), and an ORDER BY
+    // of that name sorts by the output, every shared row of the table before a page is cut.
+    const [at, key] = [sql.ref(`${shape.table}.${column}`), sql.ref(`${shape.table}.${shape.key}`)];
+    // After the first page, the index range starts just past the last row read, as a row value
+    // both stores seek to: each page reads its own rows only, many rows with one instant included.
+    const query = after
+      ? this.keptRows(shape).where(sql<SqlBool>`(${at}, ${key}) > (${after[0]}, ${after[1]})`)
+      : this.keptRows(shape).where(sql<SqlBool>`${at} ${sql.raw(column === 'changed_at' ? '>' : '>=')} ${since}`);
+    const rows = (await query.orderBy(at).orderBy(key).limit(limit).execute()) as KeptRow[];
     const last = rows.at(-1);
     return {
       candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
@@ -180,27 +187,33 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   async prune(kind: IndicatorKind, cutoff: string): Promise<number> {
-    const before = Date.parse(cutoff);
     let removed = 0;
     for (;;) {
-      // Superseded versions, and every version of a revoked object (its revocation included).
-      const doomed = this.db
-        .selectFrom('taxii_versions as v')
-        .select('v.added_ms')
-        .where('v.collection', '=', kind)
-        .where('v.added_ms', '<', before)
-        .where((eb) =>
-          eb.or([
-            eb('v.latest', '=', 0),
-            eb.not(eb.exists(eb.selectFrom('taxii_objects as o').select('o.value').where('o.collection', '=', kind).whereRef('o.object_id', '=', 'v.object_id').where('o.revoked', '=', 0))),
-          ]),
-        )
-        .limit(PRUNE_BATCH);
-      const result = await this.db.deleteFrom('taxii_versions').where('added_ms', 'in', doomed).executeTakeFirst();
-      const deleted = Number(result.numDeletedRows);
+      const deleted = await this.pruneBatch(kind, cutoff);
       removed += deleted;
       if (deleted < PRUNE_BATCH) return removed;
+      // On SQLite each delete runs on this thread: let requests in between batches.
+      await nextTurn();
     }
+  }
+
+  /** One statement of the retention: up to PRUNE_BATCH versions, the number deleted. */
+  async pruneBatch(kind: IndicatorKind, cutoff: string): Promise<number> {
+    // Superseded versions, and every version of a revoked object (its revocation included).
+    const doomed = this.db
+      .selectFrom('taxii_versions as v')
+      .select('v.added_ms')
+      .where('v.collection', '=', kind)
+      .where('v.added_ms', '<', Date.parse(cutoff))
+      .where((eb) =>
+        eb.or([
+          eb('v.latest', '=', 0),
+          eb.not(eb.exists(eb.selectFrom('taxii_objects as o').select('o.value').where('o.collection', '=', kind).whereRef('o.object_id', '=', 'v.object_id').where('o.revoked', '=', 0))),
+        ]),
+      )
+      .limit(PRUNE_BATCH);
+    const result = await this.db.deleteFrom('taxii_versions').where('added_ms', 'in', doomed).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   async page(query: VersionQuery): Promise<VersionPage> {

@@ -3,19 +3,26 @@ import { sql } from 'kysely';
 import { foldStep, type FoldResult } from './aggregate-fold.ts';
 import { openDatabase, type Database } from './database.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
+import { SqlTaxiiRepository } from './taxii-repository.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
  * ingest groups, so that the B-tree work, the WAL writes and the fsync of every commit happen
  * off the thread that answers HTTP; and folds stored events into the lookup aggregates
  * (src/store/aggregate-fold.ts) between ingests, as the store's one writer. One request at a
- * time, in arrival order: a fold asked for after an ingest was answered counts its events.
+ * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
+ * TAXII publisher's writes come here too (src/store/taxii-on-writer.ts), for the same reason.
  */
-export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number };
+export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; taxii: TaxiiWrite };
+
+/** A write of the TAXII publisher: one of the store's writing methods and its arguments. */
+export type TaxiiWrite = { [M in TaxiiWriteMethod]: { method: M; args: Parameters<SqlTaxiiRepository[M]> } }[TaxiiWriteMethod];
+export type TaxiiWriteMethod = 'claim' | 'publish' | 'pruneBatch';
 
 export type WriterReply =
   | { id: number; outcomes: Awaited<ReturnType<SqlEventsRepository['ingestGroups']>> }
   | { id: number; folded: FoldResult }
+  | { id: number; taxii: unknown }
   | { id: number; error: { message: string; code: string | undefined } };
 
 const { databaseUrl, sqliteCacheMiB } = workerData as { databaseUrl: string; sqliteCacheMiB: number };
@@ -26,6 +33,7 @@ try {
   // events' query indexes to the main thread, which may have dropped them for a bulk import.
   const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB, restoreEventIndexes: false });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
+  const taxii = new SqlTaxiiRepository(database.db, database.caps);
   let queue = Promise.resolve();
   port.on('message', (message: WriterRequest | 'close') => {
     if (message === 'close') {
@@ -35,7 +43,9 @@ try {
     queue = queue.then(async () => {
       let reply: WriterReply;
       try {
-        reply = 'fold' in message ? { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold)) } : { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
+        if ('fold' in message) reply = { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold)) };
+        else if ('taxii' in message) reply = { id: message.id, taxii: await (taxii[message.taxii.method] as (...args: unknown[]) => Promise<unknown>).apply(taxii, message.taxii.args) };
+        else reply = { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
       } catch (err) {
         reply = { id: message.id, error: describe(err) };
       }

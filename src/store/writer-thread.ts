@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { IngestOutcome } from '../domain/events.ts';
 import type { IngestGroup } from './events-repository.ts';
 import type { GroupWriter } from './group-commit.ts';
-import type { WriterReply, WriterRequest } from './writer-thread-worker.ts';
+import type { TaxiiWrite, WriterReply, WriterRequest } from './writer-thread-worker.ts';
 import type { FoldResult } from './aggregate-fold.ts';
 import { WRITER_DOWN } from './store-errors.ts';
 
@@ -47,6 +47,13 @@ export class WriterThread implements GroupWriter {
     const reply = await this.request((id) => ({ id, fold: chunk }));
     if (!('folded' in reply)) throw new Error('the writer thread answered a fold with something else');
     return reply.folded;
+  }
+
+  /** One of the TAXII publisher's writes, on the thread, in turn with intake and the fold. */
+  async taxiiWrite(write: TaxiiWrite): Promise<unknown> {
+    const reply = await this.request((id) => ({ id, taxii: write }));
+    if (!('taxii' in reply)) throw new Error('the writer thread answered a TAXII write with something else');
+    return reply.taxii;
   }
 
   private async request(message: (id: number) => WriterRequest): Promise<WriterReply> {

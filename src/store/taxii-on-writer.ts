@@ -1,0 +1,68 @@
+import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
+import type { CandidatePage, NewVersion, PublicationState, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import { PRUNE_BATCH, type SqlTaxiiRepository } from './taxii-repository.ts';
+import type { WriterThread } from './writer-thread.ts';
+
+/**
+ * The TAXII publisher's store on a SQLite file: reads on this thread, writes on the writer
+ * thread. A write on this thread's connection waits for SQLite's one write lock while intake's
+ * thread holds it, and better-sqlite3 waits by sleeping this thread, every request with it: under
+ * sustained intake the soak's p99 rose from 83 to 218 ms and its rate fell by half
+ * (docs/performance.md, "TAXII collections"). On the writer thread the publisher's transactions
+ * take their turn with intake's groups and the fold's steps instead. Reads need no lock (WAL).
+ */
+export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
+  private readonly reads: SqlTaxiiRepository;
+  private readonly writer: WriterThread;
+
+  constructor(reads: SqlTaxiiRepository, writer: WriterThread) {
+    this.reads = reads;
+    this.writer = writer;
+  }
+
+  stateOf(kind: IndicatorKind): Promise<PublicationState | undefined> {
+    return this.reads.stateOf(kind);
+  }
+
+  foldSignature(): Promise<string> {
+    return this.reads.foldSignature();
+  }
+
+  latestChange(kind: IndicatorKind): Promise<string | undefined> {
+    return this.reads.latestChange(kind);
+  }
+
+  changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    return this.reads.changedAfter(kind, since, page, limit);
+  }
+
+  seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    return this.reads.seenSince(kind, since, page, limit);
+  }
+
+  liveObjects(kind: IndicatorKind, page: string | undefined, limit: number): Promise<CandidatePage> {
+    return this.reads.liveObjects(kind, page, limit);
+  }
+
+  latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>> {
+    return this.reads.latestBodies(kind, objectIds);
+  }
+
+  async claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined> {
+    return (await this.writer.taxiiWrite({ method: 'claim', args: [kind, holder, now, until] })) as PublicationState | undefined;
+  }
+
+  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean> {
+    return (await this.writer.taxiiWrite({ method: 'publish', args: [kind, holder, versions, state, leaseUntil] })) as boolean;
+  }
+
+  /** A batch per request, so that intake's groups take their turns between them. */
+  async prune(kind: IndicatorKind, cutoff: string): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const deleted = (await this.writer.taxiiWrite({ method: 'pruneBatch', args: [kind, cutoff] })) as number;
+      removed += deleted;
+      if (deleted < PRUNE_BATCH) return removed;
+    }
+  }
+}

@@ -1,0 +1,113 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
+import { openDatabase, type Database } from '../../src/store/database.ts';
+import type { Schema } from '../../src/store/schema.ts';
+import { SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
+import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
+
+/**
+ * The TAXII publisher's reads of the shared data set's changed rows, page by page. A rebuild of
+ * the aggregates stamps every row with one changed_at: pages must still cut through those ties
+ * exactly once each, and (SQLite, whose plans we can read cheaply) seek through migration 020's
+ * index instead of sorting the rows that share an instant before each page.
+ */
+const REBUILT = 1200;
+const LATER = 300;
+const STAMP = '2026-11-01T10:00:00.000Z';
+const number = (i: number) => `+4670${String(i).padStart(7, '0')}`;
+
+let store: TestDatabase;
+let database: Database;
+
+beforeAll(async () => {
+  store = await freshDatabase();
+  database = await openDatabase(store.url);
+  const rows = [];
+  for (let i = 0; i < REBUILT + LATER; i++) {
+    const changedAt = i < REBUILT ? STAMP : new Date(Date.parse(STAMP) + 1000 + i).toISOString();
+    for (const scope of [SHARED_SCOPE, 'account-a', 'account-b']) {
+      rows.push({
+        scope,
+        number_key: number((i * 7919) % (REBUILT + LATER)),
+        seen_count: 6,
+        first_seen: '2026-10-30T00:00:00.000Z',
+        last_seen: changedAt,
+        source_ip_count: 3,
+        sip_methods: '{"INVITE":6}',
+        forms: '{}',
+        nodes: '{}',
+        published_at: '2026-10-30T00:00:00.000Z',
+        changed_at: changedAt,
+      });
+    }
+  }
+  for (let at = 0; at < rows.length; at += 100) await database.db.insertInto('number_aggregates').values(rows.slice(at, at + 100)).execute();
+  await database.refreshPlannerStatistics?.();
+});
+
+afterAll(async () => {
+  await database?.close();
+  await store?.drop();
+});
+
+async function allPages(read: (page: string | undefined) => ReturnType<SqlTaxiiRepository['changedAfter']>) {
+  const values: string[] = [];
+  let page: string | undefined;
+  let pages = 0;
+  do {
+    const got = await read(page);
+    values.push(...got.candidates.map((c) => c.value));
+    page = got.next;
+    pages += 1;
+  } while (page !== undefined && pages < 100);
+  return values;
+}
+
+describe('the publisher reads changed rows', () => {
+  it('a page at a time, each shared row once, in (changed_at, key) order, through a rebuild’s one instant', async () => {
+    const repo = new SqlTaxiiRepository(database.db, database.caps);
+    const since = new Date(Date.parse(STAMP) - 1).toISOString();
+    const values = await allPages((page) => repo.changedAfter('phone-numbers', since, page, 100));
+    expect(values).toHaveLength(REBUILT + LATER);
+    expect(new Set(values).size).toBe(REBUILT + LATER);
+    // The rebuilt rows first, by key; then the later ones, each with an instant of its own.
+    const rebuilt = values.slice(0, REBUILT);
+    expect(rebuilt).toEqual([...rebuilt].sort());
+    expect(values.slice(REBUILT)).toEqual(Array.from({ length: LATER }, (_, k) => number(((REBUILT + k) * 7919) % (REBUILT + LATER))));
+    // Strictly after: nothing at the rebuild's instant.
+    expect(await allPages((page) => repo.changedAfter('phone-numbers', STAMP, page, 100))).toHaveLength(LATER);
+    // The first pass's read, by last_seen, pages the same way.
+    const seen = await allPages((page) => repo.seenSince('phone-numbers', STAMP, page, 100));
+    expect(new Set(seen).size).toBe(REBUILT + LATER);
+  });
+
+  it.runIf(TEST_STORE === 'sqlite')('through the partial index in key order, sorting nothing, once the planner has statistics', async () => {
+    const statements: Array<{ sql: string; parameters: readonly unknown[] }> = [];
+    const native = new BetterSqlite3(store.url.slice('sqlite:'.length));
+    const db = new Kysely<Schema>({
+      dialect: new SqliteDialect({ database: native }),
+      log: (event) => {
+        if (event.level === 'query' && /number_aggregates/.test(event.query.sql)) statements.push({ sql: event.query.sql, parameters: event.query.parameters });
+      },
+    });
+    try {
+      const repo = new SqlTaxiiRepository(db, database.caps);
+      const first = await repo.changedAfter('phone-numbers', STAMP, undefined, 100);
+      await repo.changedAfter('phone-numbers', STAMP, first.next, 100);
+      expect(statements).toHaveLength(2);
+      for (const { sql, parameters } of statements) {
+        const plan = native
+          .prepare(`explain query plan ${sql}`)
+          .all(...(parameters as unknown[]))
+          .map((row) => (row as { detail: string }).detail)
+          .join('; ');
+        expect(plan).toContain('number_aggregates_shared_changes');
+        expect(plan).not.toContain('TEMP B-TREE');
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
+});
