@@ -52,7 +52,7 @@ export interface Database {
    * `PRAGMA optimize`, which analyzes the tables whose size moved (each within SQLite's own
    * analysis limit, so it stays cheap on a large store). Undefined on PostgreSQL, whose
    * autovacuum analyzes. Without statistics SQLite reads the TAXII publisher's changed rows
-   * through the aggregates' key instead of migration 019's partial index: every shared row, on
+   * through the aggregates' key instead of migration 020's partial index: every shared row, on
    * this thread, each time (docs/performance.md, "TAXII collections").
    */
   refreshPlannerStatistics: (() => Promise<void>) | undefined;
