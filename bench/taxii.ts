@@ -36,8 +36,9 @@ import { BENCH_PLAN, benchEventFields, cpuMicros, log, postgresBenchDatabase, pr
  * After the load and after the first publication, a SQLite store's planner statistics are
  * refreshed as the server's maintenance does at open and hourly (`refreshPlannerStatistics`);
  * on PostgreSQL, `--analyze` runs ANALYZE there instead: the statistics autovacuum keeps (this
- * machine's server runs without it), which the query plans depend on. `node --cpu-prof bench/taxii.ts …` profiles the publishing process; `--keep` keeps the store
- * (and its key file, or the PostgreSQL database) to look into afterwards.
+ * machine's server runs without it), which the query plans depend on. `node --cpu-prof
+ * bench/taxii.ts …` profiles the publishing process; `--keep` keeps the store (and its key
+ * file, or the PostgreSQL database) to look into afterwards.
  */
 const { values } = parseArgs({
   options: {
