@@ -34,7 +34,7 @@ import { BENCH_PLAN, benchEventFields, cpuMicros, log, postgresBenchDatabase, pr
  * Time in each of the publisher's store calls is summed by method (SqlTaxiiRepository's
  * methods wrapped); the rest of a pass is the publisher's own JavaScript. No figure is asserted.
  * After the load and after the first publication, a SQLite store's planner statistics are
- * refreshed as the server's maintenance does at open and hourly (`refreshPlannerStatistics`);
+ * refreshed as the server's maintenance does at start and hourly (`refreshPlannerStatistics`);
  * on PostgreSQL, `--analyze` runs ANALYZE there instead: the statistics autovacuum keeps (this
  * machine's server runs without it), which the query plans depend on. `node --cpu-prof
  * bench/taxii.ts …` profiles the publishing process; `--keep` keeps the store (and its key

@@ -53,7 +53,9 @@ export interface Database {
    * analysis limit, so it stays cheap on a large store). Undefined on PostgreSQL, whose
    * autovacuum analyzes. Without statistics SQLite reads the TAXII publisher's changed rows
    * through the aggregates' key instead of migration 020's partial index: every shared row, on
-   * this thread, each time (docs/performance.md, "TAXII collections").
+   * this thread, each time (docs/performance.md, "TAXII collections"). SQLite's advice for a
+   * connection that lives long is to run it at start and now and then: a server's
+   * StoreMaintenance does, at start and hourly; short-lived processes (the CLI) need not.
    */
   refreshPlannerStatistics: (() => Promise<void>) | undefined;
   close(): Promise<void>;
@@ -81,9 +83,6 @@ export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMi
     }
   }
   await migrateWithRetry(database);
-  // SQLite's advice for a connection that lives long: analyze at open what needs it, then now
-  // and then (StoreMaintenance, hourly).
-  await database.refreshPlannerStatistics?.();
   if (restoreEventIndexes) {
     try {
       await ensureEventQueryIndexes(database.db, database.caps);

@@ -1,6 +1,6 @@
 import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
 import type { CandidatePage, NewVersion, PublicationState, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
-import { PRUNE_BATCH, type SqlTaxiiRepository } from './taxii-repository.ts';
+import { pruneInBatches, type SqlTaxiiRepository } from './taxii-repository.ts';
 import type { WriterThread } from './writer-thread.ts';
 
 /**
@@ -57,12 +57,7 @@ export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
   }
 
   /** A batch per request, so that intake's groups take their turns between them. */
-  async prune(kind: IndicatorKind, cutoff: string): Promise<number> {
-    let removed = 0;
-    for (;;) {
-      const deleted = (await this.writer.taxiiWrite({ method: 'pruneBatch', args: [kind, cutoff] })) as number;
-      removed += deleted;
-      if (deleted < PRUNE_BATCH) return removed;
-    }
+  prune(kind: IndicatorKind, cutoff: string): Promise<number> {
+    return pruneInBatches(async () => (await this.writer.taxiiWrite({ method: 'pruneBatch', args: [kind, cutoff] })) as number);
   }
 }

@@ -18,7 +18,7 @@ const TAXII_LOCK = 727_119;
 /** Rows per insert statement: seven parameters each, well inside both stores' limits. */
 const ROWS_PER_INSERT = 200;
 /** Versions deleted per statement by the retention. */
-export const PRUNE_BATCH = 5000;
+const PRUNE_BATCH = 5000;
 
 const SHAPES: Record<IndicatorKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
 
@@ -186,15 +186,8 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     });
   }
 
-  async prune(kind: IndicatorKind, cutoff: string): Promise<number> {
-    let removed = 0;
-    for (;;) {
-      const deleted = await this.pruneBatch(kind, cutoff);
-      removed += deleted;
-      if (deleted < PRUNE_BATCH) return removed;
-      // On SQLite each delete runs on this thread: let requests in between batches.
-      await nextTurn();
-    }
+  prune(kind: IndicatorKind, cutoff: string): Promise<number> {
+    return pruneInBatches(() => this.pruneBatch(kind, cutoff));
   }
 
   /** One statement of the retention: up to PRUNE_BATCH versions, the number deleted. */
@@ -262,6 +255,21 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
       for (const row of rows) objects.set(row.value, objectOf(row));
     }
     return found.map((f) => ({ ...f, object: objects.get(f.value) }));
+  }
+}
+
+/**
+ * The retention, one statement of `batch` at a time until one deletes less than a batch: the
+ * number deleted in all. Wherever the statements run (this thread, or the writer thread), each
+ * is short, and requests get a turn between them.
+ */
+export async function pruneInBatches(batch: () => Promise<number>): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const deleted = await batch();
+    removed += deleted;
+    if (deleted < PRUNE_BATCH) return removed;
+    await nextTurn();
   }
 }
 
