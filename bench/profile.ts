@@ -15,7 +15,9 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   node bench/profile.ts --load intake --connections 64 --seconds 10
  *   node bench/profile.ts --load batch --batch-size 1000
  *
- * The raw `.cpuprofile` stays in a temporary folder (printed) for Chrome DevTools.
+ * Only samples taken while the measured load runs count, after a warm-up (`--warmup`, 3 s), and
+ * every thread is reported: intake's writer thread beside the main one. The raw `.cpuprofile`
+ * files stay in a temporary folder (printed) for Chrome DevTools.
  */
 const { values } = parseArgs({
   options: {
@@ -26,6 +28,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '8' },
     'batch-size': { type: 'string', default: '1000' },
     top: { type: 'string', default: '30' },
+    // Load before the measured window, so start-up and the JIT's first compiles stay out of it.
+    warmup: { type: 'string', default: '3' },
   },
 });
 const loads = ['lookup', 'lookup-missing', 'intake', 'batch'] as const;
@@ -51,8 +55,14 @@ const script: Record<Load, () => string> = {
 };
 
 let result;
+// The measured window, on the monotonic clock V8 stamps its samples with (µs).
+let measured: { from: number; to: number };
+const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
 try {
+  if (Number(values.warmup) > 0) await runWrk(server.url, script[load](), Number(values.connections), Number(values.warmup));
+  const from = monotonicMicros();
   result = await runWrk(server.url, script[load](), Number(values.connections), Number(values.seconds));
+  measured = { from, to: monotonicMicros() };
 } finally {
   await server.stop();
 }
@@ -64,31 +74,76 @@ interface ProfileNode {
   hitCount: number;
   children?: number[];
 }
-const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-if (!file) throw new Error(`no profile written to ${profileDir}`);
-const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[] };
-const total = profile.nodes.reduce((sum, n) => sum + n.hitCount, 0);
-const byFunction = new Map<string, number>();
-const byFile = new Map<string, number>();
-for (const { callFrame, hitCount } of profile.nodes) {
-  const where = callFrame.url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '~/').replace(`${process.cwd()}/`, '');
-  const name = `${callFrame.functionName || '(anonymous)'} ${where}:${callFrame.lineNumber + 1}`;
-  byFunction.set(name, (byFunction.get(name) ?? 0) + hitCount);
-  const fileKey = where || callFrame.functionName;
-  byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + hitCount);
+interface Profile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
 }
-const print = (title: string, map: Map<string, number>) => {
+
+/**
+ * Keeps the samples taken inside the measured window: each node's hitCount becomes its count
+ * there, and the answer says how long a sample stood for.
+ */
+function withinWindow(profile: Profile): { profile: Profile; sampleMicros: number } {
+  const hits = new Map<number, number>();
+  let at = profile.startTime;
+  let kept = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at < measured.from || at > measured.to) return;
+    hits.set(id, (hits.get(id) ?? 0) + 1);
+    kept += 1;
+  });
+  const nodes = profile.nodes.map((n) => ({ ...n, hitCount: hits.get(n.id) ?? 0 }));
+  return { profile: { ...profile, nodes }, sampleMicros: (measured.to - measured.from) / Math.max(1, kept) };
+}
+
+// One profile per thread: CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile, thread 0 the main one.
+const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+const threadOf = (f: string) => Number(f.split('.')[4]);
+const mainFile = files.find((f) => threadOf(f) === 0);
+if (!mainFile) throw new Error(`no profile of the main thread written to ${profileDir}`);
+const shortUrl = (url: string) => url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '~/').replace(`${process.cwd()}/`, '');
+const print = (title: string, map: Map<string, number>, total: number) => {
   console.log(`\n${title}`);
   for (const [name, hits] of [...map].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
     console.log(`${((100 * hits) / total).toFixed(1).padStart(5)}%  ${name}`);
   }
 };
-print('self time by function', byFunction);
-print('self time by file', byFile);
+// Other threads (intake's writer thread): how busy, and on what.
+for (const file of files.filter((f) => f !== mainFile)) {
+  const { profile: thread, sampleMicros } = withinWindow(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as Profile);
+  const busy = new Map<string, number>();
+  let busyHits = 0;
+  for (const { callFrame, hitCount } of thread.nodes) {
+    if (!hitCount || callFrame.functionName === '(idle)') continue;
+    const name = `${callFrame.functionName || '(anonymous)'} ${shortUrl(callFrame.url)}:${callFrame.lineNumber + 1}`;
+    busy.set(name, (busy.get(name) ?? 0) + hitCount);
+    busyHits += hitCount;
+  }
+  console.log(`\nthread ${threadOf(file)}: busy ${((busyHits * sampleMicros) / result.requests).toFixed(1)} µs per request`);
+  print(`thread ${threadOf(file)}, self time by function (busy samples)`, busy, Math.max(1, busyHits));
+}
+
+const { profile, sampleMicros } = withinWindow(JSON.parse(readFileSync(join(profileDir, mainFile), 'utf8')) as Profile);
+const total = profile.nodes.reduce((sum, n) => sum + n.hitCount, 0);
+const byFunction = new Map<string, number>();
+const byFile = new Map<string, number>();
+for (const { callFrame, hitCount } of profile.nodes) {
+  const at = shortUrl(callFrame.url);
+  const name = `${callFrame.functionName || '(anonymous)'} ${at}:${callFrame.lineNumber + 1}`;
+  byFunction.set(name, (byFunction.get(name) ?? 0) + hitCount);
+  const fileKey = at || callFrame.functionName;
+  byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + hitCount);
+}
+console.log(`\nmain thread, ${result.requests} requests in the measured window (after ${values.warmup} s of warm-up)`);
+print('self time by function', byFunction, total);
+print('self time by file', byFile, total);
 
 // Time spent in our own functions and everything they call (each stack counted once per
 // function), per request: what each /api hook and the handler cost.
-const sampleMicros = (profile.endTime - profile.startTime) / profile.samples.length;
 const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
@@ -117,8 +172,8 @@ const STEPS: Array<[string, RegExp]> = [
   ['authentication (api-auth, oauth)', /src\/(http\/api-auth|oauth\/)/],
   ['allowance (rate-limit-hook, plan-limiter, plans)', /src\/(http\/rate-limit-hook|limits\/|domain\/plans)/],
   ['path check (malformed-path)', /src\/http\/malformed-path/],
-  ['lookup: domain (service, cache, phone number)', /src\/domain\/|libphonenumber-js/],
-  ['lookup: SQL (store)', /src\/store\//],
+  ['domain (lookups and their cache, validation, phone numbers)', /src\/domain\/|libphonenumber-js/],
+  ['store (Kysely, SQL on this thread)', /src\/store\//],
   ['metrics (request and outcome counts, prom-client)', /src\/(metrics|http\/(request|outcome)-metrics)|prom-client/],
   ['answer serialization (fast-json-stringify, ajv)', /fast-json-stringify|\/ajv\//],
   ['other code of ours', /src\//],
@@ -136,4 +191,4 @@ for (const { callFrame, hitCount } of profile.nodes) {
 }
 console.log('\nself time by step, µs per request (wall-clock samples: see docs/testing.md)');
 for (const [step, hits] of [...bySteps].sort((a, b) => b[1] - a[1])) console.log(`${((hits * sampleMicros) / result.requests).toFixed(1).padStart(7)}  ${step}`);
-console.log(`\nprofile: ${join(profileDir, file)}`);
+console.log(`\nprofiles: ${profileDir}`);
