@@ -1,16 +1,19 @@
 import { parseArgs } from 'node:util';
 import { measuredStore } from './cached-stores.ts';
-import { notFoundLoad, pathsLoad } from './loads.ts';
+import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
 import { cpuMicros, knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
- * Server CPU (user + system) per request under one lookup load, without a profiler's overhead:
- * for comparing a change against what it replaces (run each a few times; a shared machine drifts).
+ * Server CPU (user + system) per request under one load, without a profiler's overhead: for
+ * comparing a change against what it replaces (run each a few times; a shared machine drifts).
+ * CPU time, unlike a rate, barely moves when something else shares the machine. Loads: `found`
+ * and `missing` lookups, `intake` (single events) and `batch` (of 1,000; also per event).
  *
  *   node bench/cpu-per-request.ts --load found --connections 64 --seconds 5
  *   TOLLWATCH_LOOKUP_CACHE_MS=60000 node bench/cpu-per-request.ts   (every lookup answered from memory)
  *   node bench/cpu-per-request.ts --server bench/fastify-server.ts  (a baseline)
+ *   node bench/cpu-per-request.ts --load intake --seconds 10
  */
 const { values } = parseArgs({
   options: {
@@ -22,6 +25,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
   },
 });
+/** Events per request of the batch load. */
+const BATCH = 1000;
 requireWrk();
 const database = await measuredStore(values.database);
 const client = await prepareStore(database);
@@ -31,12 +36,22 @@ const ours = values.server === 'src/server.ts';
 const server = await startProcess(values.server, { DATABASE_URL: database }, ours ? '/readyz' : '/api/phone-numbers/1');
 try {
   const token = ours ? await tokenFor(server.url, client) : 'baseline';
-  const script = values.load === 'found' ? pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)) : notFoundLoad(token);
-  await runWrk(server.url, script, 16, 2);
+  const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
+  const scripts: Record<string, () => string> = {
+    found: () => pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
+    missing: () => notFoundLoad(token),
+    intake: () => singleEventLoad(token, intakeNumbers),
+    batch: () => batchLoad(token, intakeNumbers, BATCH),
+  };
+  const build = scripts[values.load];
+  if (!build) throw new Error(`--load must be one of ${Object.keys(scripts).join(', ')}`);
+  const script = build();
+  await runWrk(server.url, script, values.load === 'batch' ? 4 : 16, 2);
   const before = cpuMicros(server.child.pid);
   const result = await runWrk(server.url, script, Number(values.connections), Number(values.seconds));
   const cpu = cpuMicros(server.child.pid) - before;
-  log(`${values.server} ${values.load} @${values.connections}: ${Math.round(result.requests / result.seconds)} req/s, ${Math.round(cpu / result.requests)} CPU µs/request, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
+  const perEvent = values.load === 'batch' ? `, ${Math.round(cpu / (result.requests * BATCH))} CPU µs/event` : '';
+  log(`${values.server} ${values.load} @${values.connections}: ${Math.round(result.requests / result.seconds)} req/s, ${Math.round(cpu / result.requests)} CPU µs/request${perEvent}, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
 } finally {
   await server.stop();
 }
