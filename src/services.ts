@@ -71,7 +71,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
-  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs });
+  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs, foldRowsKept: () => aggregates.aggregateFolder.rowsKept });
   return {
     config,
     database,

@@ -118,6 +118,7 @@ export class AggregateFolder implements OwnWritesBarrier {
   /** Intake held back while the fold catches up, woken after each step. */
   private held: Array<() => void> = [];
   private running: Promise<boolean> | undefined;
+  private keptRows = 0;
   private interval: NodeJS.Timeout | undefined;
   private soon: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -138,6 +139,11 @@ export class AggregateFolder implements OwnWritesBarrier {
   /** Events stored but not yet folded in, as this process knows (a gauge for operators). */
   get backlog(): number {
     return this.behind;
+  }
+
+  /** Aggregate rows the fold keeps in memory, as its last step here left them. */
+  get rowsKept(): number {
+    return this.keptRows;
   }
 
   /** How long the oldest event stored and not yet folded in has waited, as this process knows (ms; 0 when none). */
@@ -278,6 +284,7 @@ export class AggregateFolder implements OwnWritesBarrier {
         return false;
       }
       this.behind = result.behind + (this.committedEvents - committedBefore);
+      if (result.rowsKept !== undefined) this.keptRows = result.rowsKept;
       // The store's word on what waits, whichever process stored it; before a step that read
       // nothing (idle), what this process committed while it ran.
       this.waitingSince = result.waitingSince !== undefined ? Date.parse(result.waitingSince) : undefined;

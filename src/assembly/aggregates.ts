@@ -3,6 +3,7 @@ import { KnownKeys } from '../aggregates/known-keys.ts';
 import { LookupCache } from '../aggregates/lookup-cache.ts';
 import { foldStep, keysFoldedBetween } from '../store/aggregate-fold.ts';
 import { SqlAggregateKeys } from '../store/aggregate-keys.ts';
+import { FoldRowCache } from '../store/fold-row-cache.ts';
 import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
 import { ReplicaReads } from '../domain/replica-reads.ts';
 import { PostgresReplicaProgress } from '../store/replica-progress.ts';
@@ -43,8 +44,9 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   const { database, writer, log, config } = base;
   // Folded by the writer thread where there is one. It also reads what other processes folded
   // (instances, workers, the CLI), so caches drop those keys too.
+  const foldRows = new FoldRowCache();
   const aggregateFolder = new AggregateFolder(
-    writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk),
+    writer ? (chunk) => writer.foldStep(chunk) : (chunk) => foldStep(database, chunk, foldRows),
     DEFAULT_FOLDER_SETTINGS,
     log,
     (after, upTo) => keysFoldedBetween(database.db, after, upTo, FOLDED_ELSEWHERE_READ),

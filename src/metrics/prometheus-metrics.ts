@@ -128,8 +128,19 @@ export class PrometheusMetrics implements Metrics {
     this.limited[limit].inc();
   }
 
-  watchHealth({ store, coordination, foldBacklog, foldLagMs }: HealthSources): void {
+  watchHealth({ store, coordination, foldBacklog, foldLagMs, foldRowsKept }: HealthSources): void {
     const registers = [this.registry];
+    if (foldRowsKept) {
+      new Gauge({
+        name: 'tollwatch_fold_rows_kept',
+        help: 'Lookup-aggregate rows the fold keeps in memory so as not to read them back (at most 10,000 per table, about 0.8 KB each)',
+        aggregator: 'sum',
+        registers,
+        collect() {
+          this.set(foldRowsKept());
+        },
+      });
+    }
     if (foldLagMs) {
       new Gauge({
         name: 'tollwatch_fold_lag_seconds',

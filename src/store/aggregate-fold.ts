@@ -6,6 +6,7 @@ import { numberHash } from '../domain/number-hash.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { enqueueFirstSeen } from './alert-outbox.ts';
+import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
 import { FOLD_BARRIER_LOCK, type AggregateRow, type AggregateTable, type IngestWrites, type SetTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
@@ -57,6 +58,8 @@ export interface FoldResult {
   changes: FoldedKeys;
   /** Where the fold stood, as this step read it. */
   position?: FoldPosition;
+  /** Aggregate rows the step's process keeps after it (fold-row-cache.ts), when it keeps any. */
+  rowsKept?: number;
   /**
    * When the oldest event stored and not yet folded in, as the step ended, was received (ISO);
    * absent when none was waiting. What intake is held against (src/aggregates/folder.ts).
@@ -75,9 +78,10 @@ interface FoldStore {
  * lookup aggregates in one transaction that also moves the position, so a crash loses both or
  * neither and the next step starts where the last one committed. Each event counts in the scope
  * its account has when it is folded (the shared data set while the account is trusted), as a
- * rebuild counts it.
+ * rebuild counts it. With `rows`, the aggregate rows this process's last step wrote are not
+ * read back (fold-row-cache.ts).
  */
-export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<FoldResult> {
+export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: FoldRowCache): Promise<FoldResult> {
   const { db, caps } = store;
   const idle: FoldResult = { folded: 0, more: false, behind: 0, changes: { numbers: [], addresses: [] } };
   // A cheap read first: an idle server must not write a transaction every few hundred ms.
@@ -86,7 +90,18 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
   if (newest <= state.through) return { ...idle, position: unmoved };
   const settledUpTo = caps.concurrentWriters ? await idsSettled(db) : Number.POSITIVE_INFINITY;
 
-  return db.transaction().execute(async (trx) => {
+  let written: FoldRowWrites | undefined;
+  let result: FoldResult;
+  try {
+    result = await db.transaction().execute((trx) => step(trx));
+  } catch (err) {
+    written?.fail();
+    throw err;
+  }
+  if (written && result.position) written.commit(result.position.through);
+  return rows ? { ...result, rowsKept: rows.size } : result;
+
+  async function step(trx: Transaction<Schema>): Promise<FoldResult> {
     if (caps.concurrentWriters) {
       const turn = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${FOLD_LOCK}) as locked`.execute(trx);
       if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved, ...(await waitingSince(trx, state.through)) };
@@ -96,29 +111,30 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK): Promise<Fo
       await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
     }
     const { through: from, rebuilds } = await foldState(trx);
+    written = rows?.begin(from, rebuilds);
     let query = trx
       .selectFrom('events as e')
       .innerJoin('accounts as a', 'a.account_id', 'e.account_id')
       .select(['e.id', 'e.account_id', 'a.trusted', 'e.number_key', 'e.number_written', 'e.source_ip', 'e.sip_user_agent', 'e.transport_type', 'e.sip_method', 'e.event_time', 'e.created_by_node_id'])
       .where('e.id', '>', from);
     if (Number.isFinite(settledUpTo)) query = query.where('e.id', '<=', settledUpTo);
-    const rows = await query.orderBy('e.id').limit(chunk).execute();
-    const more = rows.length === chunk;
+    const events = await query.orderBy('e.id').limit(chunk).execute();
+    const more = events.length === chunk;
     // Past the last row read; on PostgreSQL past every settled id when all were read, so ids of
     // transactions that rolled back are not read again and again.
-    const through = more || !Number.isFinite(settledUpTo) ? Number(rows.at(-1)?.id ?? from) : Math.max(from, settledUpTo);
-    const items: AggregateItem[] = rows.map((row) => ({ scope: row.trusted ? SHARED_SCOPE : row.account_id, event: row }));
-    const changes = await addToAggregates(trx, store.ingestWrites, items);
+    const through = more || !Number.isFinite(settledUpTo) ? Number(events.at(-1)?.id ?? from) : Math.max(from, settledUpTo);
+    const items: AggregateItem[] = events.map((row) => ({ scope: row.trusted ? SHARED_SCOPE : row.account_id, event: row }));
+    const changes = await addToAggregates(trx, store.ingestWrites, items, written);
     await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
     return {
-      folded: rows.length,
+      folded: events.length,
       more,
       behind: Math.max(0, newest - through),
       changes,
       position: { from, through, rebuilds },
       ...(newest > through ? await waitingSince(trx, through) : {}),
     };
-  });
+  }
 }
 
 /**
@@ -229,9 +245,9 @@ const SEP = '\u0000';
 /**
  * Adds events to their scopes' number and address aggregates: the distinct sets first (to learn
  * which members are new), then one row per scope and key, read, merged here and written whole,
- * whatever the number of events. Answers the keys it changed.
+ * whatever the number of events (rows `kept` holds are not read). Answers the keys it changed.
  */
-export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[]): Promise<FoldedKeys> {
+export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[], kept?: FoldRowWrites): Promise<FoldedKeys> {
   if (items.length === 0) return { numbers: [], addresses: [] };
   const numbers = new Map<string, Delta>();
   const addresses = new Map<string, Delta>();
@@ -259,11 +275,11 @@ export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWr
   const numberDeltas = sortedValues(numbers);
   // Before the number rows are written: it alerts the numbers that have no row yet.
   await enqueueFirstSeen(trx, numberDeltas.map((d) => ({ scope: d.scope, numberKey: d.key, firstSeen: d.first })));
-  const created = await addRows(trx, writes, 'number_aggregates', numberDeltas);
+  const created = await addRows(trx, writes, 'number_aggregates', numberDeltas, kept);
   // A number's hash is written once, with its first row in a scope (range lookups, docs/api.md §13).
   await writes.addMembers(trx, 'number_hashes', created.map((d): [string, string, string] => [d.scope, numberHash(d.key), d.key]));
   const addressDeltas = sortedValues(addresses);
-  await addRows(trx, writes, 'ip_aggregates', addressDeltas);
+  await addRows(trx, writes, 'ip_aggregates', addressDeltas, kept);
   return { numbers: distinctKeys(numberDeltas), addresses: distinctKeys(addressDeltas) };
 }
 
@@ -298,13 +314,20 @@ async function addMembers(trx: Transaction<Schema>, writes: IngestWrites, table:
 /**
  * Merges deltas into their kept rows: counts add up, the first sighting is the earlier one and
  * the last the later one, named counts merge under the KEPT_NAMES bound. Answers the deltas
- * that made new rows.
+ * that made new rows. Rows `cache` keeps are taken from it, and every row written is told to it.
  */
-async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: AggregateTable, ordered: Delta[]): Promise<Delta[]> {
+async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: AggregateTable, ordered: Delta[], cache?: FoldRowWrites): Promise<Delta[]> {
   // One instant for the step: every row it makes or changes is a new version as of now.
   const now = new Date().toISOString();
   const kept = new Map<string, AggregateRow>();
-  for (const row of await writes.readAggregates(trx, table, ordered.map((d) => [d.scope, d.key]))) kept.set(`${row.scope}${SEP}${row.key}`, row);
+  const unread: Array<[string, string]> = [];
+  for (const d of ordered) {
+    const id = `${d.scope}${SEP}${d.key}`;
+    const row = cache?.get(table, id);
+    if (row) kept.set(id, row);
+    else unread.push([d.scope, d.key]);
+  }
+  for (const row of await writes.readAggregates(trx, table, unread)) kept.set(`${row.scope}${SEP}${row.key}`, row);
   const created: Delta[] = [];
   const rows = ordered.map((delta): AggregateRow => {
     const row = kept.get(`${delta.scope}${SEP}${delta.key}`);
@@ -336,6 +359,7 @@ async function addRows(trx: Transaction<Schema>, writes: IngestWrites, table: Ag
     };
   });
   await writes.writeAggregates(trx, table, rows);
+  if (cache) for (const row of rows) cache.wrote(table, `${row.scope}${SEP}${row.key}`, row);
   return created;
 }
 

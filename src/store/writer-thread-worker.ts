@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { foldStep, type FoldResult } from './aggregate-fold.ts';
 import { openDatabase, type Database } from './database.ts';
+import { FoldRowCache } from './fold-row-cache.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 import { SqlTaxiiRepository } from './taxii-repository.ts';
 
@@ -34,6 +35,7 @@ try {
   const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB, restoreEventIndexes: false });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
   const taxii = new SqlTaxiiRepository(database.db, database.caps);
+  const foldRows = new FoldRowCache();
   let queue = Promise.resolve();
   port.on('message', (message: WriterRequest | 'close') => {
     if (message === 'close') {
@@ -43,7 +45,7 @@ try {
     queue = queue.then(async () => {
       let reply: WriterReply;
       try {
-        if ('fold' in message) reply = { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold)) };
+        if ('fold' in message) reply = { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold, foldRows)) };
         else if ('taxii' in message) reply = { id: message.id, taxii: await (taxii[message.taxii.method] as (...args: unknown[]) => Promise<unknown>).apply(taxii, message.taxii.args) };
         else reply = { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
       } catch (err) {

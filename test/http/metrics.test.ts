@@ -129,6 +129,7 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_store_up: 'gauge',
       tollwatch_fold_backlog_events: 'gauge',
       tollwatch_fold_lag_seconds: 'gauge',
+      tollwatch_fold_rows_kept: 'gauge',
     });
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds', 'nodejs_heap_size_used_bytes']) {
       expect(types.has(name), name).toBe(true);
@@ -279,6 +280,8 @@ describe('GET /metrics: what moves when requests are made', () => {
     // An idle server has folded everything it stored.
     expect(now.value('tollwatch_fold_backlog_events')).toBe(0);
     expect(now.value('tollwatch_fold_lag_seconds')).toBe(0);
+    // The tests above submitted events: the fold kept the rows it wrote of them.
+    expect(now.value('tollwatch_fold_rows_kept')).toBeGreaterThan(0);
   });
 });
 
