@@ -85,7 +85,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
     knownKeys,
     replicaReads,
     async rebuildAggregates() {
-      await rebuildAggregates(database.db, database.caps);
+      await rebuildAggregates(database.unhurried, database.caps);
       lookupCache.clear();
       knownKeys.reload();
     },

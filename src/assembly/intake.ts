@@ -58,9 +58,9 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
       (accountId) => accounts.getAccount(accountId),
       audit,
       {
-        drop: () => dropEventQueryIndexes(database.db),
+        drop: () => dropEventQueryIndexes(database.unhurried),
         build: async () => {
-          await ensureEventQueryIndexes(database.db, database.caps);
+          await ensureEventQueryIndexes(database.unhurried, database.caps);
         },
       },
     ),

@@ -17,6 +17,14 @@ import type { Schema } from './schema.ts';
 /** An open store: the query builder, what its dialect can do, and its lifecycle. */
 export interface Database {
   db: Kysely<Schema>;
+  /**
+   * For work whose statements may take far longer than a request's may: migrations, restoring
+   * the events' indexes, rebuilding the aggregates, retention. On PostgreSQL a connection of its
+   * own, opened on first use, without the query timeout `db` fails requests by while the server
+   * is away (QUERY_TIMEOUT_MS): one statement of a rebuild over 10 million events takes minutes,
+   * and timed out it failed the rebuild while the server went on running it. On SQLite, `db`.
+   */
+  unhurried: Kysely<Schema>;
   caps: DialectCapabilities;
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
@@ -67,8 +75,11 @@ export interface Database {
  * them; src/store/event-indexes.ts). A PostgreSQL server that is not up yet (instances starting
  * beside it) is waited for up to `waitMs`.
  */
-export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMiB = 64, restoreEventIndexes = true } = {}): Promise<Database> {
-  const database = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
+export async function openDatabase(
+  url: string,
+  { waitMs = 30_000, sqliteCacheMiB = 64, restoreEventIndexes = true, queryTimeoutMs = QUERY_TIMEOUT_MS } = {},
+): Promise<Database> {
+  const database = isPostgresUrl(url) ? openPostgres(url, queryTimeoutMs) : openSqlite(url, sqliteCacheMiB);
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
@@ -85,7 +96,7 @@ export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMi
   await migrateWithRetry(database);
   if (restoreEventIndexes) {
     try {
-      await ensureEventQueryIndexes(database.db, database.caps);
+      await ensureEventQueryIndexes(database.unhurried, database.caps);
     } catch (err) {
       await database.close();
       throw err;
@@ -102,7 +113,7 @@ export async function openDatabase(url: string, { waitMs = 30_000, sqliteCacheMi
 async function migrateWithRetry(database: Database): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await migrateToLatest(database.db, database.caps);
+      await migrateToLatest(database.unhurried, database.caps);
       return;
     } catch (err) {
       if (database.caps.advisoryLocks || attempt >= 5) {
@@ -116,7 +127,7 @@ async function migrateWithRetry(database: Database): Promise<void> {
 
 /** Opens a read-only view for lookups (a replica), without migrating it. */
 export function openReadDatabase(url: string, sqliteCacheMiB = 64): Database {
-  return isPostgresUrl(url) ? openPostgres(url) : openSqlite(url, sqliteCacheMiB);
+  return isPostgresUrl(url) ? openPostgres(url, QUERY_TIMEOUT_MS) : openSqlite(url, sqliteCacheMiB);
 }
 
 function openSqlite(url: string, cacheMiB: number): Database {
@@ -149,6 +160,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
   const reads = path === ':memory:' ? undefined : new ReadConnection(path, cacheMiB);
   return {
     db,
+    unhurried: db,
     caps: SQLITE,
     ping: async () => {
       native.prepare('SELECT 1').get();
@@ -256,18 +268,15 @@ function withStatementCache(native: SQLiteDatabase.Database) {
   };
 }
 
-function openPostgres(url: string): Database {
+function openPostgres(url: string, queryTimeoutMs: number): Database {
   // Fail fast while the server is away: requests answer 503 quickly instead of queueing.
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 2000, query_timeout: 15_000 });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => {});
-  // Nor one checked out between two statements (a transaction while its JavaScript runs): the
-  // server's "terminating connection" then arrives with no query to fail, and a client with no
-  // listener throws it. Its next statement fails instead, and the pool drops it on release.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const pool = quiet(new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 2000, query_timeout: queryTimeoutMs }));
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  // No query timeout; TCP keepalives notice a server that is gone rather than slow.
+  const unhurried = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: quiet(new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000, keepAlive: true })) }) });
   return {
     db,
+    unhurried,
     caps: POSTGRES,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -279,8 +288,23 @@ function openPostgres(url: string): Database {
     statements: namedStatements(pool),
     onlineBackup: undefined,
     refreshPlannerStatistics: undefined,
-    close: () => db.destroy(),
+    close: async () => {
+      await Promise.all([db.destroy(), unhurried.destroy()]);
+    },
   };
+}
+
+/** How long a statement on `Database.db` may take on PostgreSQL before it fails (a 503 to a request). */
+export const QUERY_TIMEOUT_MS = 15_000;
+
+function quiet(pool: pg.Pool): pg.Pool {
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  // Nor one checked out between two statements (a transaction while its JavaScript runs): the
+  // server's "terminating connection" then arrives with no query to fail, and a client with no
+  // listener throws it. Its next statement fails instead, and the pool drops it on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
 }
 
 /**

@@ -53,7 +53,8 @@ export class StoreMaintenance {
 
   /** One pass; on PostgreSQL only one instance at a time does the work. */
   async runOnce(now = new Date()): Promise<MaintenanceReport> {
-    const { db, caps } = this.database;
+    // Retention deletes and rebuilds in statements far longer than a request's (Database.unhurried).
+    const { unhurried: db, caps } = this.database;
     const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false, auditRowsRemoved: 0 };
     if (caps.partitionedEvents) await ensurePartitions(db, now);
     await this.database.refreshPlannerStatistics?.();

@@ -1,0 +1,10 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { rebuildAggregates } from '../src/store/aggregates-rebuild.ts';
+import { POSTGRES } from '../src/store/dialect.ts';
+const pool = new pg.Pool({ connectionString: process.argv[2], max: 1 });
+const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+const t = Date.now();
+await rebuildAggregates(db, POSTGRES);
+console.log(`rebuilt in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+await db.destroy();
