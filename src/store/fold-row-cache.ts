@@ -1,18 +1,6 @@
 import type { AggregateRow, AggregateTable } from './ingest-writes.ts';
 
 /**
- * Rows the fold wrote, kept per table, most recently used last: a key that the previous
- * step wrote is not read back by the next one. Busy numbers and addresses (a scanner's address,
- * a test number dialled all day) are in nearly every step, and reading their rows back was a
- * third of a fold step's work on the writer thread (bench/profile.ts, docs/performance.md).
- *
- * What is kept is exactly what the store holds only while nothing else wrote aggregate rows
- * since. Only fold steps and rebuilds write them: so a step that continues this cache's last
- * step (it starts at the position that step committed, with no rebuild between) may use it,
- * and any other step (another instance or process folded meanwhile, a rebuild ran, a step
- * here failed after it may have committed) starts from an empty cache.
- */
-/**
  * Rows kept per table. A row with a few names in each of its three maps of named counts takes
  * about 0.8 KB of heap (measured: 31 MB for 40,000), so both tables full hold about 16 MB,
  * and at most about four times that if every key had its 32 names in every map. The busy keys
@@ -21,6 +9,19 @@ import type { AggregateRow, AggregateTable } from './ingest-writes.ts';
  */
 export const FOLD_ROWS_KEPT = 10_000;
 
+/**
+ * Rows the fold wrote, kept per table, most recently used last: a key that the previous
+ * step wrote is not read back by the next one. Busy numbers and addresses (a scanner's address,
+ * a test number dialled all day) are in nearly every step. On PostgreSQL, receiving and
+ * converting those rows was 13-28% of the process's CPU per event folded; on SQLite, where the
+ * pages are in memory anyway, 1-2% (bench/fold-steps.ts, docs/performance.md).
+ *
+ * What is kept is exactly what the store holds only while nothing else wrote aggregate rows
+ * since. Only fold steps and rebuilds write them: so a step that continues this cache's last
+ * step (it starts at the position that step committed, with no rebuild between) may use it,
+ * and any other step (another instance or process folded meanwhile, a rebuild ran, a step
+ * here failed after it may have committed) starts from an empty cache.
+ */
 export class FoldRowCache {
   private readonly maxRowsPerTable: number;
   private readonly rows: Record<AggregateTable, Map<string, AggregateRow>> = { number_aggregates: new Map(), ip_aggregates: new Map() };
@@ -31,7 +32,7 @@ export class FoldRowCache {
     this.maxRowsPerTable = maxRowsPerTable;
   }
 
-  /** Rows kept, in both tables (a gauge: memory is about half a KB each). */
+  /** Rows kept, in both tables (a gauge: about 0.8 KB of heap each). */
   get size(): number {
     return this.rows.number_aggregates.size + this.rows.ip_aggregates.size;
   }
