@@ -150,6 +150,24 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
   await recompute();
   const through = await newestEventId(trx, caps.concurrentWriters);
   await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
+  await countRebuild(trx);
+}
+
+/**
+ * Recomputes some keys' aggregates in `trx` with no fold running meanwhile, from the events the
+ * fold has counted (`recompute` is given its position): unlike refoldAll, intake goes on, and
+ * the events it stores meanwhile are the fold's to count, after the commit. Counted as a
+ * rebuild, so every process forgets what it keeps in memory of the aggregates.
+ */
+export async function refoldSome(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: (through: number) => Promise<void>): Promise<void> {
+  if (caps.concurrentWriters) await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
+  // SQLite's write lock before the position is read, as a fold step takes it.
+  else await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
+  await recompute((await foldState(trx)).through);
+  await countRebuild(trx);
+}
+
+async function countRebuild(trx: Transaction<Schema>): Promise<void> {
   await trx
     .insertInto('fold_state')
     .values({ name: AGGREGATES_REBUILDS, through: 1 })

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import { rebuildAggregates } from './aggregates-rebuild.ts';
+import { removeEventsAndRecompute, type KeysRecomputed } from './aggregates-rebuild.ts';
 import type { AuditRetention } from './audit-retention.ts';
 import type { Database } from './database.ts';
 import { ensurePartitions, partitionsBefore } from './partitions.ts';
@@ -8,8 +8,10 @@ import { ensurePartitions, partitionsBefore } from './partitions.ts';
 /** What one maintenance pass did. */
 export interface MaintenanceReport {
   partitionsDropped: string[];
+  /** Events deleted row by row (not counting those in partitions dropped whole). */
   eventsRemoved: number;
-  aggregatesRebuilt: boolean;
+  /** The numbers and addresses whose aggregates were recomputed, when events were removed. */
+  keysRecomputed?: KeysRecomputed;
   /** Audit rows past their retention or beyond the failure-row cap. */
   auditRowsRemoved: number;
 }
@@ -21,8 +23,8 @@ const LOCK_KEY = 727_272;
 /**
  * Keeps the store in shape: monthly partitions created ahead (PostgreSQL), the audit log pruned
  * to its retention (when given one), and, when an event retention is set, events older than it
- * removed (whole partitions dropped on PostgreSQL) with the lookup aggregates rebuilt so they
- * describe exactly the events kept.
+ * removed (whole partitions dropped on PostgreSQL) with the lookup aggregates of the numbers and
+ * addresses they counted in recomputed, so the aggregates describe exactly the events kept.
  */
 export class StoreMaintenance {
   private readonly database: Database;
@@ -53,9 +55,9 @@ export class StoreMaintenance {
 
   /** One pass; on PostgreSQL only one instance at a time does the work. */
   async runOnce(now = new Date()): Promise<MaintenanceReport> {
-    // Retention deletes and rebuilds in statements far longer than a request's (Database.unhurried).
+    // Retention deletes and recomputes in statements far longer than a request's (Database.unhurried).
     const { unhurried: db, caps } = this.database;
-    const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, aggregatesRebuilt: false, auditRowsRemoved: 0 };
+    const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, auditRowsRemoved: 0 };
     if (caps.partitionedEvents) await ensurePartitions(db, now);
     await this.database.refreshPlannerStatistics?.();
     if (this.auditRetention) {
@@ -69,22 +71,28 @@ export class StoreMaintenance {
       if (caps.partitionedEvents) {
         const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`.execute(trx);
         if (!locked.rows[0]?.locked) return;
-        for (const partition of await partitionsBefore(trx, cutoff)) {
+      }
+      const partitions = caps.partitionedEvents ? await partitionsBefore(trx, cutoff) : [];
+      const remove = async () => {
+        for (const partition of partitions) {
           await sql`drop table ${sql.table(partition)}`.execute(trx);
           report.partitionsDropped.push(partition);
         }
-      }
-      // What no whole partition held: the default partition on PostgreSQL, everything on SQLite.
-      const removed = await trx.deleteFrom('events').where('event_time', '<', cutoff).executeTakeFirst();
-      report.eventsRemoved = Number(removed.numDeletedRows);
-      // The identities of the events removed (kept apart only where events are partitioned).
-      if (caps.partitionedEvents) await trx.deleteFrom('event_ids').where('event_time', '<', cutoff).execute();
+        // What no whole partition held: the default partition on PostgreSQL, everything on SQLite.
+        const deleted = await trx.deleteFrom('events').where('event_time', '<', cutoff).executeTakeFirst();
+        report.eventsRemoved = Number(deleted.numDeletedRows);
+        // The identities of the events removed (kept apart only where events are partitioned).
+        if (caps.partitionedEvents) await trx.deleteFrom('event_ids').where('event_time', '<', cutoff).execute();
+      };
+      // Every event to go, in the partitions to drop as in the rest.
+      const older = sql`(select number_key, source_ip from events where event_time < ${cutoff})`;
+      // Only a pass that finds events to remove recomputes aggregates (and makes every process
+      // forget what it keeps of them).
+      const any = await sql<{ one: number }>`select 1 as one from ${older} o limit 1`.execute(trx);
+      if (any.rows.length === 0) await remove();
+      else report.keysRecomputed = await removeEventsAndRecompute(trx, caps, older, remove);
     });
-    if (report.partitionsDropped.length > 0 || report.eventsRemoved > 0) {
-      await rebuildAggregates(db, caps);
-      report.aggregatesRebuilt = true;
-      this.log?.info({ ...report, cutoff }, 'retention applied');
-    }
+    if (report.keysRecomputed) this.log?.info({ ...report, cutoff }, 'retention applied');
     return report;
   }
 }

@@ -7,23 +7,12 @@ import { FoldRowCache } from '../../src/store/fold-row-cache.ts';
 import type { AggregateTable, IngestWrites } from '../../src/store/ingest-writes.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 function valid(overrides: Record<string, unknown>): HoneypotEvent {
   const result = validateHoneypotEvent(sampleEvent(overrides), new Date());
   if (!result.ok) throw new Error(JSON.stringify(result.errors));
   return result.event;
-}
-
-/** A small deterministic generator (mulberry32): the same interleaving on every run and store. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  return (n: number) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) % n);
-  };
 }
 
 describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
@@ -73,7 +62,7 @@ describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
     const owner = { accountId, scope: '*shared*' };
     // Two processes folding one store in turns, each with its own kept rows.
     const caches = [new FoldRowCache(), new FoldRowCache()];
-    const next = random(2026);
+    const next = seededRandom(2026);
     // Few keys, so that nearly every step finds kept rows, and both processes change the same ones.
     const numbers = ['+441234200001', '+441234200002', '+441234200003'];
     const addresses = ['198.51.100.20', '198.51.100.21'];
