@@ -54,7 +54,8 @@ export interface KeysRecomputed {
  * (refoldSome), and so does intake once the fold lags (folder.ts holds it), but no longer than
  * the touched keys take: each is recomputed as a rebuild computes it, from the events kept that
  * the fold has counted, so a retention pass costs what those keys cost, not what the whole store
- * does (a rebuild of 10 million events took 36 minutes on PostgreSQL here).
+ * does (a rebuild of 10 million events took 18–36 minutes on PostgreSQL here, an hour's pass
+ * 83–118 s: docs/operations.md, Retention).
  */
 export async function removeEventsAndRecompute(
   trx: Transaction<Schema>,
