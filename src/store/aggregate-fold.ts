@@ -155,9 +155,10 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
 
 /**
  * Recomputes some keys' aggregates in `trx` with no fold running meanwhile, from the events the
- * fold has counted (`recompute` is given its position): unlike refoldAll, intake goes on, and
- * the events it stores meanwhile are the fold's to count, after the commit. Counted as a
- * rebuild, so every process forgets what it keeps in memory of the aggregates.
+ * fold has counted (`recompute` is given its position): unlike refoldAll it holds no ingest
+ * transaction off, and the events stored meanwhile are the fold's to count, after the commit
+ * (intake still waits once the fold lags: src/aggregates/folder.ts). Counted as a rebuild, so
+ * every process forgets what it keeps in memory of the aggregates.
  */
 export async function refoldSome(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: (through: number) => Promise<void>): Promise<void> {
   if (caps.concurrentWriters) await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
