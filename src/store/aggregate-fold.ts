@@ -106,9 +106,7 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: Fold
       const turn = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${FOLD_LOCK}) as locked`.execute(trx);
       if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved, ...(await waitingSince(trx, state.through)) };
     } else {
-      // Takes SQLite's write lock before reading the position, so two processes folding one file
-      // (WORKERS, a CLI beside the server) take turns instead of counting the same events twice.
-      await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
+      await takeSqliteWriteLock(trx);
     }
     const { through: from, rebuilds } = await foldState(trx);
     written = rows?.begin(from, rebuilds);
@@ -144,7 +142,7 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: Fold
  */
 export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: () => Promise<void>): Promise<void> {
   if (caps.concurrentWriters) {
-    await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
+    await waitForFoldTurn(trx);
     await holdIngestBarrier(trx);
   }
   await recompute();
@@ -161,11 +159,23 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
  * every process forgets what it keeps in memory of the aggregates.
  */
 export async function refoldSome(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: (through: number) => Promise<void>): Promise<void> {
-  if (caps.concurrentWriters) await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
-  // SQLite's write lock before the position is read, as a fold step takes it.
-  else await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
+  if (caps.concurrentWriters) await waitForFoldTurn(trx);
+  else await takeSqliteWriteLock(trx);
   await recompute((await foldState(trx)).through);
   await countRebuild(trx);
+}
+
+/** Waits for the fold's turn (PostgreSQL), held until `trx` ends: no fold step runs meanwhile. */
+async function waitForFoldTurn(trx: Transaction<Schema>): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
+}
+
+/**
+ * Takes SQLite's write lock before the fold's position is read, so two processes folding one
+ * file (WORKERS, a CLI beside the server) take turns instead of counting the same events twice.
+ */
+async function takeSqliteWriteLock(trx: Transaction<Schema>): Promise<void> {
+  await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
 }
 
 async function countRebuild(trx: Transaction<Schema>): Promise<void> {

@@ -36,10 +36,16 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
   );
 }
 
-/** The temporary tables (one `k` column) listing the keys a removal of events touched. */
-const RETIRED = { numbers: 'retired_numbers', addresses: 'retired_addresses' } as const;
-/** The temporary tables holding the events kept of those keys, each with the scope it counts in. */
-const KEPT_EVENTS = { numbers: 'kept_number_events', addresses: 'kept_address_events' } as const;
+/**
+ * The two kinds of key a removal of events touches: the events' column naming it, the temporary
+ * table listing the touched keys (one `k` column), and the one holding those keys' kept events,
+ * each with the scope it counts in.
+ */
+const TOUCHED = {
+  numbers: { column: 'number_key', keys: 'retired_numbers', events: 'kept_number_events' },
+  addresses: { column: 'source_ip', keys: 'retired_addresses', events: 'kept_address_events' },
+} as const;
+const KINDS = ['numbers', 'addresses'] as const;
 
 /** How many keys of each kind a removal of events touched, whose aggregates were recomputed. */
 export interface KeysRecomputed {
@@ -65,8 +71,9 @@ export async function removeEventsAndRecompute(
 ): Promise<KeysRecomputed> {
   const touched: KeysRecomputed = { numbers: 0, addresses: 0 };
   await refoldSome(trx, caps, async (through) => {
-    for (const [kind, column] of [['numbers', 'number_key'], ['addresses', 'source_ip']] as const) {
-      const table = sql.table(RETIRED[kind]);
+    for (const kind of KINDS) {
+      const { column, keys } = TOUCHED[kind];
+      const table = sql.table(keys);
       await sql`create temporary table ${table} (k text primary key)`.execute(trx);
       await sql`insert into ${table} (k) select distinct ${sql.ref(column)} from ${removed} r where ${sql.ref(column)} is not null`.execute(trx);
       touched[kind] = Number((await sql<{ n: number | string }>`select count(*) as n from ${table}`.execute(trx)).rows[0]?.n ?? 0);
@@ -74,8 +81,8 @@ export async function removeEventsAndRecompute(
       if (caps.concurrentWriters) await sql`analyze ${table}`.execute(trx);
     }
     await remove();
-    const retiredNumbers = sql<string>`(select k from ${sql.table(RETIRED.numbers)})`;
-    const retiredAddresses = sql<string>`(select k from ${sql.table(RETIRED.addresses)})`;
+    const retiredNumbers = sql<string>`(select k from ${sql.table(TOUCHED.numbers.keys)})`;
+    const retiredAddresses = sql<string>`(select k from ${sql.table(TOUCHED.addresses.keys)})`;
     await keepPublished(trx, { numbers: retiredNumbers, addresses: retiredAddresses });
     await trx.deleteFrom('number_aggregates').where('number_key', 'in', retiredNumbers).execute();
     await trx.deleteFrom('number_sources').where('number_key', 'in', retiredNumbers).execute();
@@ -87,18 +94,19 @@ export async function removeEventsAndRecompute(
     // from the events each time took 118 s for an hour's pass). Through the events' (account,
     // number) and (account, address) indexes where the planner finds it cheaper: the keys first
     // (SQLite takes a CROSS JOIN's tables in the order written).
-    for (const [kind, column] of [['numbers', 'number_key'], ['addresses', 'source_ip']] as const) {
-      await sql`create temporary table ${sql.table(KEPT_EVENTS[kind])} as
+    for (const kind of KINDS) {
+      const { column, keys, events } = TOUCHED[kind];
+      await sql`create temporary table ${sql.table(events)} as
         select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
-        from ${sql.table(RETIRED[kind])} r cross join accounts a
+        from ${sql.table(keys)} r cross join accounts a
         join events e on e.account_id = a.account_id and e.${sql.ref(column)} = r.k
         where e.id <= ${through}`.execute(trx);
-      if (caps.concurrentWriters) await sql`analyze ${sql.table(KEPT_EVENTS[kind])}`.execute(trx);
+      if (caps.concurrentWriters) await sql`analyze ${sql.table(events)}`.execute(trx);
     }
-    await insertAggregates(trx, caps, sql.table(KEPT_EVENTS.numbers), sql.table(KEPT_EVENTS.addresses));
+    await insertAggregates(trx, caps, sql.table(TOUCHED.numbers.events), sql.table(TOUCHED.addresses.events));
     await restorePublished(trx, new Date().toISOString(), { numbers: retiredNumbers, addresses: retiredAddresses });
     await addNumberHashes(trx, retiredNumbers);
-    for (const table of [...Object.values(RETIRED), ...Object.values(KEPT_EVENTS)]) await sql`drop table ${sql.table(table)}`.execute(trx);
+    for (const { keys, events } of Object.values(TOUCHED)) for (const table of [keys, events]) await sql`drop table ${sql.table(table)}`.execute(trx);
   });
   return touched;
 }
