@@ -1,19 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createServices } from '../../src/services.ts';
 import { foldStep } from '../../src/store/aggregate-fold.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
-import { LOOKUP_VISIBILITY_MS, sampleEvent, startHarness, within, type Harness } from '../support/harness.ts';
+import { LOOKUP_VISIBILITY_MS, sampleEvent, startHarness, validSampleEvent, within, type Harness } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
-function valid(overrides: Record<string, unknown> = {}): HoneypotEvent {
-  const result = validateHoneypotEvent(sampleEvent(overrides), new Date());
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  return result.event;
-}
 
 const aggregates = (h: Harness) => aggregateSnapshot(h.services.database.db);
 
@@ -39,7 +34,7 @@ describe('folding events into the lookup aggregates', () => {
   it('counts stored events only once folded, and exactly as a rebuild from the events would', async () => {
     await h.services.aggregateFolder.stop();
     const owner = { accountId, scope: accountId };
-    await repo.ingest(owner, [valid({ called_number: '+441234000001' }), valid({ called_number: '+441234000001', source_ip: '198.51.100.9' })]);
+    await repo.ingest(owner, [validSampleEvent({ called_number: '+441234000001' }), validSampleEvent({ called_number: '+441234000001', source_ip: '198.51.100.9' })]);
     expect(await seenCount(h, '+441234000001')).toBe(0);
     await h.services.aggregateFolder.settle();
     expect(await seenCount(h, '+441234000001')).toBe(2);
@@ -55,7 +50,7 @@ describe('folding events into the lookup aggregates', () => {
   it('folds in steps, each moving the kept position, and resumes in another process where the last one stopped', async () => {
     await h.services.aggregateFolder.stop();
     const owner = { accountId, scope: accountId };
-    await repo.ingest(owner, Array.from({ length: 7 }, () => valid({ called_number: '+441234000002' })));
+    await repo.ingest(owner, Array.from({ length: 7 }, () => validSampleEvent({ called_number: '+441234000002' })));
     const store = h.services.database;
     const first = await foldStep(store, 3);
     expect(first).toMatchObject({ folded: 3, more: true, changes: { numbers: ['+441234000002'] } });
@@ -95,14 +90,14 @@ describe('folding events into the lookup aggregates', () => {
     const early = h.services.database.db.transaction().execute(async (trx) => {
       await h.services.database.ingestWrites.beginIngest(trx);
       await h.services.database.ingestWrites.storeNew(trx, [
-        { account_id: accountId, ...eventColumns(valid({ called_number: '+441234000004' })), received_at: new Date().toISOString() },
+        { account_id: accountId, ...eventColumns(validSampleEvent({ called_number: '+441234000004' })), received_at: new Date().toISOString() },
       ]);
       inserted();
       await held;
     });
     await isInserted;
     // A later one commits first, with a higher id.
-    await repo.ingest(owner, [valid({ called_number: '+441234000005' })]);
+    await repo.ingest(owner, [validSampleEvent({ called_number: '+441234000005' })]);
     const fold = foldStep(h.services.database);
     await new Promise((resolve) => setTimeout(resolve, 200));
     release();

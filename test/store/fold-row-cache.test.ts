@@ -1,19 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { foldStep } from '../../src/store/aggregate-fold.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { FoldRowCache } from '../../src/store/fold-row-cache.ts';
 import type { AggregateTable, IngestWrites } from '../../src/store/ingest-writes.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
-import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
-function valid(overrides: Record<string, unknown>): HoneypotEvent {
-  const result = validateHoneypotEvent(sampleEvent(overrides), new Date());
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  return result.event;
-}
 
 describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
   let h: Harness;
@@ -47,10 +41,10 @@ describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
     const { reads, store } = countingStore();
     const cache = new FoldRowCache();
     const owner = { accountId, scope: '*shared*' };
-    await repo.ingest(owner, [valid({ called_number: '+441234100001', source_ip: '198.51.100.1' })]);
+    await repo.ingest(owner, [validSampleEvent({ called_number: '+441234100001', source_ip: '198.51.100.1' })]);
     await foldStep(store, 100, cache);
     expect(reads).toEqual({ number_aggregates: 1, ip_aggregates: 1 });
-    await repo.ingest(owner, [valid({ called_number: '+441234100001', source_ip: '198.51.100.1' }), valid({ called_number: '+441234100002', source_ip: '198.51.100.1' })]);
+    await repo.ingest(owner, [validSampleEvent({ called_number: '+441234100001', source_ip: '198.51.100.1' }), validSampleEvent({ called_number: '+441234100002', source_ip: '198.51.100.1' })]);
     await foldStep(store, 100, cache);
     // Only the number the first step did not write is read.
     expect(reads).toEqual({ number_aggregates: 2, ip_aggregates: 1 });
@@ -73,7 +67,7 @@ describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
       if (table === 'ip_aggregates') throw new Error('the store went away');
     };
     for (let turn = 0; turn < 60; turn++) {
-      const events = Array.from({ length: 1 + next(4) }, () => valid({ called_number: numbers[next(numbers.length)], source_ip: addresses[next(addresses.length)], sip_method: ['INVITE', 'OPTIONS'][next(2)] }));
+      const events = Array.from({ length: 1 + next(4) }, () => validSampleEvent({ called_number: numbers[next(numbers.length)], source_ip: addresses[next(addresses.length)], sip_method: ['INVITE', 'OPTIONS'][next(2)] }));
       await repo.ingest(owner, events);
       const action = next(10);
       const cache = caches[next(2)]!;
@@ -93,7 +87,7 @@ describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
     for (let step = 0; step < 4; step++) {
       await repo.ingest(
         owner,
-        Array.from({ length: 40 }, (_, i) => valid({ called_number: `+4412343${String(step * 100 + i).padStart(5, '0')}`, source_ip: `203.0.113.${step * 40 + i}` })),
+        Array.from({ length: 40 }, (_, i) => validSampleEvent({ called_number: `+4412343${String(step * 100 + i).padStart(5, '0')}`, source_ip: `203.0.113.${step * 40 + i}` })),
       );
       await foldStep(h.services.database, 1000, cache);
       expect(cache.size).toBeLessThanOrEqual(100);

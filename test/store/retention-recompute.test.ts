@@ -1,24 +1,17 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
+import { AGGREGATES_FOLD, AGGREGATES_REBUILDS, foldStep } from '../../src/store/aggregate-fold.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { StoreMaintenance } from '../../src/store/maintenance.ts';
 import { ensurePartitions } from '../../src/store/partitions.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
-import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
 const DAY = 86_400_000;
 const RETENTION_DAYS = 30;
 
-function valid(overrides: Record<string, unknown>, now: Date): HoneypotEvent {
-  const result = validateHoneypotEvent(sampleEvent(overrides), now);
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  return result.event;
-}
 
 /**
  * Retention removes events and recomputes the aggregates of only the numbers and addresses they
@@ -49,6 +42,12 @@ describe('retention recomputes only the keys of the events it removes', () => {
     await h.close();
   });
 
+  /** The count of rebuilds of the aggregates, which every process watches to forget what it keeps. */
+  async function rebuilds(): Promise<number> {
+    const row = await h.services.database.db.selectFrom('fold_state').select('through').where('name', '=', AGGREGATES_REBUILDS).executeTakeFirst();
+    return Number(row?.through ?? 0);
+  }
+
   it('ends with the aggregates a rebuild makes, whatever was folded when a pass ran', async () => {
     const store = h.services.database;
     const next = seededRandom(2811);
@@ -61,14 +60,14 @@ describe('retention recomputes only the keys of the events it removes', () => {
     let passesWithBacklog = 0;
     const unfoldedEvents = async () => {
       const newest = await store.db.selectFrom('events').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst();
-      const folded = await store.db.selectFrom('fold_state').select('through').where('name', '=', 'aggregates').executeTakeFirst();
+      const folded = await store.db.selectFrom('fold_state').select('through').where('name', '=', AGGREGATES_FOLD).executeTakeFirst();
       return Number(newest?.id ?? 0) - Number(folded?.through ?? 0);
     };
     for (let turn = 0; turn < 40; turn++) {
       // The store's clock moves 2 days a turn; events arrive up to 50 days late.
       const now = new Date(start + (40 + turn * 2) * DAY);
       const events = Array.from({ length: 1 + next(5) }, () =>
-        valid(
+        validSampleEvent(
           {
             called_number: numbers[next(numbers.length)],
             source_ip: addresses[next(addresses.length)],
@@ -105,15 +104,15 @@ describe('retention recomputes only the keys of the events it removes', () => {
     if (store.caps.partitionedEvents) await ensurePartitions(store.db, old);
     const at = (days: number) => new Date(now.getTime() - days * DAY).toISOString();
     await repo.ingest(fleet!, [
-      valid({ called_number: '+441234400001', source_ip: '198.51.100.40', event_timestamp: old.toISOString() }, now),
-      valid({ called_number: '+441234400001', source_ip: '198.51.100.41', event_timestamp: at(1) }, now),
-      valid({ called_number: '+441234400002', source_ip: '198.51.100.42', event_timestamp: at(1) }, now),
+      validSampleEvent({ called_number: '+441234400001', source_ip: '198.51.100.40', event_timestamp: old.toISOString() }, now),
+      validSampleEvent({ called_number: '+441234400001', source_ip: '198.51.100.41', event_timestamp: at(1) }, now),
+      validSampleEvent({ called_number: '+441234400002', source_ip: '198.51.100.42', event_timestamp: at(1) }, now),
     ]);
     while ((await foldStep(store, 10)).more);
     const changedAt = async (key: string) =>
       (await store.db.selectFrom('number_aggregates').select(['changed_at', 'seen_count']).where('scope', '=', SHARED_SCOPE).where('number_key', '=', key).executeTakeFirst());
     const untouched = await changedAt('+441234400002');
-    const before = await sql<{ through: number }>`select through from fold_state where name = 'aggregates-rebuilt'`.execute(store.db);
+    const before = await rebuilds();
 
     const report = await new StoreMaintenance(store, RETENTION_DAYS).runOnce(now);
     // Every event older than the cutoff left: this test's one, and what the first left behind.
@@ -123,13 +122,12 @@ describe('retention recomputes only the keys of the events it removes', () => {
     expect(await store.db.selectFrom('number_sources').select('source_ip').where('number_key', '=', '+441234400001').execute()).toEqual([{ source_ip: '198.51.100.41' }]);
     expect(await store.db.selectFrom('ip_aggregates').select('source_ip').where('source_ip', '=', '198.51.100.40').execute()).toEqual([]);
     // Every process forgets what it keeps of the aggregates, as after a rebuild.
-    const after = await sql<{ through: number }>`select through from fold_state where name = 'aggregates-rebuilt'`.execute(store.db);
-    expect(Number(after.rows[0]?.through)).toBe(Number(before.rows[0]?.through ?? 0) + 1);
+    const after = await rebuilds();
+    expect(after).toBe(before + 1);
 
     // A pass with nothing to remove touches nothing and counts no rebuild.
     const quiet = await new StoreMaintenance(store, RETENTION_DAYS).runOnce(now);
     expect(quiet.keysRecomputed).toBeUndefined();
-    const still = await sql<{ through: number }>`select through from fold_state where name = 'aggregates-rebuilt'`.execute(store.db);
-    expect(Number(still.rows[0]?.through)).toBe(Number(after.rows[0]?.through));
+    expect(await rebuilds()).toBe(after);
   });
 });

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateHoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { StoreMaintenance } from '../../src/store/maintenance.ts';
-import { sampleEvent } from '../support/harness.ts';
+import { validSampleEvent } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
 
@@ -84,9 +83,8 @@ describe.skipIf(TEST_STORE !== 'postgres')('work that takes longer than a reques
   it('applies retention, and the rebuild after it, past the timeout', async () => {
     const accountId = randomUUID();
     await database.db.insertInto('accounts').values({ account_id: accountId, name: 'old events', plan: 'contributor', trusted: 0, disabled: 0, created_at: new Date().toISOString() }).execute();
-    const old = validateHoneypotEvent(sampleEvent({ event_timestamp: new Date(Date.now() - 400 * 86_400_000).toISOString() }), new Date());
-    if (!old.ok) throw new Error(JSON.stringify(old.errors));
-    await new SqlEventsRepository(database.db, database.ingestWrites).ingest({ accountId, scope: accountId }, [old.event]);
+    const old = validSampleEvent({ event_timestamp: new Date(Date.now() - 400 * 86_400_000).toISOString() });
+    await new SqlEventsRepository(database.db, database.ingestWrites).ingest({ accountId, scope: accountId }, [old]);
     const locked = await lock('number_aggregates');
     const pass = new StoreMaintenance(database, 90).runOnce(new Date());
     try {

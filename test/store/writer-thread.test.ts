@@ -2,19 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { isStoreUnavailable } from '../../src/store/store-errors.ts';
 import { WriterThread } from '../../src/store/writer-thread.ts';
-import { sampleEvent } from '../support/harness.ts';
+import { validSampleEvent } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
-function valid(overrides: Record<string, unknown> = {}): HoneypotEvent {
-  const result = validateHoneypotEvent(sampleEvent(overrides), new Date());
-  if (!result.ok) throw new Error(JSON.stringify(result.errors));
-  return result.event;
-}
 
 // The writer thread is how a SQLite file is written; PostgreSQL writes from the event loop.
 describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
@@ -38,9 +33,9 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   it('stores groups that this thread reads back as soon as the answer arrives', async () => {
     const writer = new WriterThread(url, 8);
     try {
-      const first = valid();
+      const first = validSampleEvent();
       const outcomes = await writer.ingestGroups([
-        { owner: { accountId: 'acct', scope: 'acct' }, events: [first, valid()] },
+        { owner: { accountId: 'acct', scope: 'acct' }, events: [first, validSampleEvent()] },
         { owner: { accountId: 'acct', scope: 'acct' }, events: [first] },
       ]);
       expect(outcomes).toEqual([['created', 'created'], ['replayed']]);
@@ -57,7 +52,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
     writeFileSync(join(dir, 'a-file'), '');
     const writer = new WriterThread(`sqlite:${join(dir, 'a-file', 'x.db')}`, 8);
     try {
-      const failure = await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [valid()] }]).catch((err: unknown) => err);
+      const failure = await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [validSampleEvent()] }]).catch((err: unknown) => err);
       expect(failure).toBeInstanceOf(Error);
       expect(isStoreUnavailable(failure)).toBe(true);
     } finally {
@@ -68,11 +63,11 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   it('passes the store’s error codes through, and keeps going after a refused group', async () => {
     const writer = new WriterThread(url, 8);
     try {
-      const broken = { ...valid(), event_time: null } as unknown as HoneypotEvent;
+      const broken = { ...validSampleEvent(), event_time: null } as unknown as HoneypotEvent;
       const failure = await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [broken] }]).catch((err: unknown) => err);
       expect(failure).toMatchObject({ code: 'SQLITE_CONSTRAINT_NOTNULL' });
       expect(isStoreUnavailable(failure)).toBe(false);
-      expect(await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [valid()] }])).toEqual([['created']]);
+      expect(await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [validSampleEvent()] }])).toEqual([['created']]);
     } finally {
       await writer.close();
     }
@@ -80,7 +75,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
 
   it('closes cleanly with nothing held, and again when never started', async () => {
     const writer = new WriterThread(url, 8);
-    await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [valid()] }]);
+    await writer.ingestGroups([{ owner: { accountId: 'acct', scope: 'acct' }, events: [validSampleEvent()] }]);
     await writer.close();
     await new WriterThread(url, 8).close();
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Account } from '../../src/domain/accounts.ts';
+import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import { AnswerConformance } from './openapi-conformance.ts';
 import { freshDatabase } from './test-database.ts';
@@ -178,6 +179,13 @@ export function sampleEvent(overrides: Record<string, unknown> = {}): Record<str
     sip_message: 'INVITE sip:0046812118532@198.51.100.2 SIP/2.0\r\nCSeq: 1 INVITE\r\n\r\n',
     ...overrides,
   };
+}
+
+/** A sample event as intake's validation leaves it, for tests that write through the store directly. */
+export function validSampleEvent(overrides: Record<string, unknown> = {}, now = new Date()): HoneypotEvent {
+  const result = validateHoneypotEvent(sampleEvent(overrides), now);
+  if (!result.ok) throw new Error(JSON.stringify(result.errors));
+  return result.event;
 }
 
 /** POSTs an event as JSON with an account's token. */
