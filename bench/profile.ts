@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { measuredStore } from './cached-stores.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
+import { knownNumbers, log, prepareStore, ROOT, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -14,10 +14,13 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   node bench/profile.ts --database sqlite:bench/.data/events-10000.db --load lookup
  *   node bench/profile.ts --load intake --connections 64 --seconds 10
  *   node bench/profile.ts --load batch --batch-size 1000
+ *   node bench/profile.ts --load intake --connections 64 --statements
  *
  * Only samples taken while the measured load runs count, after a warm-up (`--warmup`, 3 s), and
  * every thread is reported: intake's writer thread beside the main one. The raw `.cpuprofile`
- * files stay in a temporary folder (printed) for Chrome DevTools.
+ * files stay in a temporary folder (printed) for Chrome DevTools. With `--statements`, each
+ * thread's SQLite statements are timed too (bench/statement-times.ts): which ones the writer
+ * thread's time goes to, commits with and without their fsync apart.
  */
 const { values } = parseArgs({
   options: {
@@ -30,6 +33,8 @@ const { values } = parseArgs({
     top: { type: 'string', default: '30' },
     // Load before the measured window, so start-up and the JIT's first compiles stay out of it.
     warmup: { type: 'string', default: '3' },
+    // Also time each SQLite statement by its text (bench/statement-times.ts), in every thread.
+    statements: { type: 'boolean', default: false },
   },
 });
 const loads = ['lookup', 'lookup-missing', 'intake', 'batch'] as const;
@@ -43,7 +48,12 @@ const client = await prepareStore(database);
 const numbers = await knownNumbers(database);
 if (load === 'lookup' && numbers.length === 0) throw new Error(`${database} holds no numbers to find: give a store with events, or no --database for the generated one`);
 const profileDir = mkdtempSync(join(tmpdir(), 'tollwatch-profile-'));
-const server = await startProcess('src/server.ts', { DATABASE_URL: database, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir} ${process.env.NODE_OPTIONS ?? ""}` }, '/readyz');
+const statementTimes = values.statements ? `--import ${join(ROOT, 'bench/statement-times.ts')} ` : '';
+const server = await startProcess(
+  'src/server.ts',
+  { DATABASE_URL: database, TOLLWATCH_STATEMENT_TIMES_DIR: profileDir, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir} ${statementTimes}${process.env.NODE_OPTIONS ?? ''}` },
+  '/readyz',
+);
 const token = await tokenFor(server.url, client);
 const batchSize = Number(values['batch-size']);
 const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
@@ -191,4 +201,28 @@ for (const { callFrame, hitCount } of profile.nodes) {
 }
 console.log('\nself time by step, µs per request (wall-clock samples: see docs/testing.md)');
 for (const [step, hits] of [...bySteps].sort((a, b) => b[1] - a[1])) console.log(`${((hits * sampleMicros) / result.requests).toFixed(1).padStart(7)}  ${step}`);
+if (values.statements) printStatementTimes(result.requests);
 console.log(`\nprofiles: ${profileDir}`);
+
+/**
+ * Per thread that ran SQLite statements, each statement's time over the measured window: the
+ * difference between the totals bench/statement-times.ts wrote last before its start and its end.
+ */
+function printStatementTimes(requests: number): void {
+  type Totals = Record<string, { calls: number; nanos: number }>;
+  for (const file of readdirSync(profileDir).filter((f) => f.startsWith('statements.'))) {
+    const lines = readFileSync(join(profileDir, file), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { at: number; totals: Totals });
+    const before = lines.filter((l) => l.at <= measured.from).at(-1)?.totals ?? {};
+    const after = lines.filter((l) => l.at <= measured.to).at(-1)?.totals ?? {};
+    const rows = Object.entries(after)
+      .map(([text, { calls, nanos }]) => ({ text, calls: calls - (before[text]?.calls ?? 0), nanos: nanos - (before[text]?.nanos ?? 0) }))
+      .filter((row) => row.calls > 0)
+      .sort((a, b) => b.nanos - a.nanos);
+    const all = rows.reduce((sum, row) => sum + row.nanos, 0);
+    console.log(`\nthread ${file.split('.')[2]}, SQLite statements over the window: ${(all / 1e3 / requests).toFixed(1)} µs per request in all`);
+    console.log('  µs/req  calls/req  µs/call  statement');
+    for (const row of rows.slice(0, Number(values.top))) {
+      console.log(`${(row.nanos / 1e3 / requests).toFixed(1).padStart(8)}  ${(row.calls / requests).toFixed(3).padStart(9)}  ${(row.nanos / 1e3 / row.calls).toFixed(1).padStart(7)}  ${row.text}`);
+    }
+  }
+}
