@@ -39,8 +39,11 @@ function luaEventExpression(): string {
     .join(' .. ');
 }
 
-/** POST /api/events of one new event per request; `numbers` are written as the honeypot saw them. */
-export function singleEventLoad(token: string, numbers: readonly string[]): string {
+/**
+ * POST /api/events of one new event per request; `numbers` are written as the honeypot saw them.
+ * With `perSecond`, requests are paced to that rate instead of flat out (PACED_DELAY).
+ */
+export function singleEventLoad(token: string, numbers: readonly string[], perSecond?: number): string {
   return wrkScript(
     token,
     `
@@ -48,9 +51,34 @@ ${LUA_EVENT_HELPERS}
 local numbers = ${luaList(numbers)}
 wrk.headers["Content-Type"] = "application/json"
 function request() return wrk.format("POST", "/api/events", nil, ${luaEventExpression()}) end
+${perSecond === undefined ? '' : PACED_DELAY(perSecond)}
 `,
   );
 }
+
+/**
+ * wrk's `delay()` (how long a connection waits before its next request) pacing all of a
+ * thread's connections to `perSecond` together: each request takes the next free slot, one
+ * every 1000 / perSecond ms, read off the monotonic clock (LuaJIT's FFI; wrk's Lua has no clock
+ * of its own). After a stall (a slow fsync) the slots missed in its last CATCH_UP_MS are taken
+ * at once, and older ones are dropped: the mean stays near the rate without a burst of a whole
+ * stall's requests. It holds while the connections can carry the rate (connections × 1000 / latency).
+ */
+const PACED_DELAY = (perSecond: number) => `
+local ffi = require("ffi")
+ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } paced_timespec; int clock_gettime(int, paced_timespec *); ]]
+local clock = ffi.new("paced_timespec")
+local function now_ms() ffi.C.clock_gettime(1, clock); return tonumber(clock.tv_sec) * 1000 + tonumber(clock.tv_nsec) / 1e6 end
+local interval_ms = ${1000 / perSecond}
+local next_slot = 0
+function delay()
+  local now = now_ms()
+  local slot = math.max(next_slot, now - ${CATCH_UP_MS})
+  next_slot = slot + interval_ms
+  return math.max(0, math.floor(slot - now))
+end
+`;
+const CATCH_UP_MS = 250;
 
 /** POST /api/events/batch of `size` new events per request. */
 export function batchLoad(token: string, numbers: readonly string[], size: number): string {

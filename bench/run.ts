@@ -42,6 +42,8 @@ interface Row {
   ratioToFastify?: number;
   /** Against bench/minimal-lookup.ts: the same lookup's work with no framework around it. */
   ratioToSameWork?: number;
+  /** Lookups beside intake: against the same lookups alone, measured right before. */
+  ratioToAlone?: number;
   /** Server CPU (user + system) per answered request, from /proc across the run. */
   cpuMicrosPerRequest: number;
   /** Answers with another status than the phase expects. */
@@ -146,6 +148,9 @@ function workingCopy(url: string | undefined): string {
   return `sqlite:${path}`;
 }
 
+/** Single events a second in the steady phase: a busy hour, not flat out (the rate reached is printed). */
+const STEADY_INTAKE_PER_SECOND = 2000;
+
 /** Called numbers as honeypots write them (00…), spread over the generated stores' pool. */
 const intakeNumbers = Array.from({ length: 2000 }, () => `00${poolNumber(Math.floor(Math.random() * POOL_NUMBERS)).slice(1)}`);
 
@@ -197,6 +202,15 @@ async function main() {
       lookups.cpuMicrosPerRequest = intake.cpuMicrosPerRequest = perRequest;
       return lookups;
     });
+
+    // A busy hour rather than flat out: the same lookups beside intake paced to a steady rate,
+    // against their own rate alone, measured right before.
+    const alone = await measure('lookup found, alone', service, duringIntake, 16);
+    const [lookups] = await Promise.all([
+      measure('lookup found, beside steady intake', service, duringIntake, 16, { warm: false }),
+      measure('  steady intake beside those lookups', service, singleEventLoad(token, intakeNumbers, STEADY_INTAKE_PER_SECOND), 64, { expected: 201, eventsPerRequest: 1 }),
+    ]);
+    lookups.ratioToAlone = Number((lookups.requestsPerSecond / Math.max(1, alone.requestsPerSecond)).toFixed(2));
   }
 
   if (PHASES.has(3)) {
@@ -281,6 +295,7 @@ function print(growthRatio: number | undefined): void {
     ['× bare', 6, (r) => r.ratioToBare],
     ['× Fastify', 9, (r) => r.ratioToFastify],
     ['× same work', 11, (r) => r.ratioToSameWork],
+    ['× alone', 7, (r) => r.ratioToAlone],
     ['CPU µs/req', 10, (r) => r.cpuMicrosPerRequest],
     ['RSS MiB', 7, (r) => r.rssMiB],
     ['unexpected', 10, (r) => r.unexpected],
