@@ -287,7 +287,8 @@ describe('node ingest URLs (docs/api.md §11)', () => {
     // The refusal is audited without holding the answer.
     const about = await eventually(
       'the refusal audited',
-      async () => (await h.services.database.db.selectFrom('audit_log').selectAll().where('account_id', '=', owner.account.account_id).execute()).filter((r) => r.detail?.includes(issued.id)),
+      // In the order written: PostgreSQL returns rows without an `order by` in whatever order its heap holds them.
+      async () => (await h.services.database.db.selectFrom('audit_log').selectAll().where('account_id', '=', owner.account.account_id).orderBy('id').execute()).filter((r) => r.detail?.includes(issued.id)),
       (rows) => rows.length >= 3,
     );
     expect(about.map((r) => r.action)).toEqual(['ingest_url.created', 'ingest_url.revoked', 'api.auth_failed']);
