@@ -9,7 +9,6 @@ import { aggregateSnapshot } from '../support/aggregates.ts';
 import { LOOKUP_VISIBILITY_MS, sampleEvent, startHarness, validSampleEvent, within, type Harness } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
-
 const aggregates = (h: Harness) => aggregateSnapshot(h.services.database.db);
 
 async function seenCount(h: Harness, numberKey: string): Promise<number> {

@@ -8,7 +8,6 @@ import { aggregateSnapshot } from '../support/aggregates.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
-
 describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
   let h: Harness;
   let accountId: string;

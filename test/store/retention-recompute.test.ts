@@ -12,7 +12,6 @@ import { seededRandom } from '../support/seeded-random.ts';
 const DAY = 86_400_000;
 const RETENTION_DAYS = 30;
 
-
 /**
  * Retention removes events and recomputes the aggregates of only the numbers and addresses they
  * counted in (removeEventsAndRecompute), instead of rebuilding every aggregate at each pass that

@@ -10,7 +10,6 @@ import { WriterThread } from '../../src/store/writer-thread.ts';
 import { validSampleEvent } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
-
 // The writer thread is how a SQLite file is written; PostgreSQL writes from the event loop.
 describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
   let dir: string;
