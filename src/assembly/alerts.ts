@@ -6,6 +6,7 @@ import { LookupAlerts } from '../domain/lookup-alerts.ts';
 import { LookupService } from '../domain/lookup-service.ts';
 import type { DisabledIntegration } from '../domain/outbox.ts';
 import { SqlAlertOutbox } from '../store/alert-outbox.ts';
+import { AlertOutboxWritesOnWriter } from '../store/outbox-on-writer.ts';
 import { SqlIntegrationsRepository } from '../store/integrations-repository.ts';
 import { SqlLookupsRepository } from '../store/lookups-repository.ts';
 import type { AuthServices } from './auth.ts';
@@ -69,7 +70,8 @@ export function assembleAlerts(base: Foundation, auth: Pick<AuthServices, 'accou
     });
   };
   const alertSettings: AlertSettings = { ...ALERT_DEFAULTS, ...settings };
-  const outbox = new SqlAlertOutbox(database.db, database.caps, base.sealer);
+  // On a SQLite file its writes go through intake's writer thread, as the TAXII publisher's do.
+  const outbox = new SqlAlertOutbox(database.db, database.caps, base.sealer, base.writer && new AlertOutboxWritesOnWriter(base.writer));
   const guard = new TargetGuard(config.alerts.allowPrivateTargets);
   const lookupAlerts = new LookupAlerts(
     outbox,

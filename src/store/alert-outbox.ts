@@ -76,16 +76,32 @@ export async function enqueueFirstSeen(trx: Transaction<Schema> | Kysely<Schema>
 /** Rows per outbox insert: 9 columns each. */
 const ALERTS_PER_STATEMENT = 300;
 
-/** The outbox in the SQL store (migration 012): alerts, their deliveries, and every attempt. */
-export class SqlAlertOutbox implements OutboxStore {
+/** What recording an attempt needs of its delivery: no secret crosses to the writer thread. */
+export interface AttemptedDelivery {
+  id: string;
+  attempts: number;
+  /** Undefined when the integration was deleted since: the delivery is closed with no attempt row. */
+  integrationId: string | undefined;
+}
+
+/** The outbox's writes, each of which takes the store's write lock. */
+export type AlertWriteMethod = 'enqueueSubscribed' | 'claimAlerts' | 'fanOut' | 'leaseDeliveries' | 'recordAttempt' | 'disableFailing' | 'prune';
+export type AlertOutboxWrites = Pick<SqlAlertOutboxWrites, AlertWriteMethod>;
+
+/**
+ * The outbox's writes in the SQL store (migration 012). On a SQLite file they run on the writer
+ * thread (src/store/outbox-on-writer.ts): on the main thread's connection each would wait for
+ * SQLite's one write lock while intake or a fold step holds it, and better-sqlite3 waits by
+ * sleeping the thread, lookups with it. The delivery worker claims every second: measured under
+ * batch intake, 33 ms per claim on the main thread (docs/performance.md).
+ */
+export class SqlAlertOutboxWrites {
   private readonly db: Kysely<Schema>;
   private readonly caps: DialectCapabilities;
-  private readonly sealer: KeySealer;
 
-  constructor(db: Kysely<Schema>, caps: DialectCapabilities, sealer: KeySealer) {
+  constructor(db: Kysely<Schema>, caps: DialectCapabilities) {
     this.db = db;
     this.caps = caps;
-    this.sealer = sealer;
   }
 
   async enqueueSubscribed(alerts: NewAlert[]): Promise<ReadonlySet<string>> {
@@ -143,35 +159,6 @@ export class SqlAlertOutbox implements OutboxStore {
     }));
   }
 
-  async recipients(alert: ClaimedAlert, score?: number): Promise<string[]> {
-    // A disabled account's alerts stop with its access (they stay suppressed after an enable),
-    // and a disabled integration's (they are not held for it either).
-    let query = this.db
-      .selectFrom('integrations as i')
-      .innerJoin('accounts as a', 'a.account_id', 'i.account_id')
-      .select(['i.id', 'i.alert_types'])
-      .where('i.account_id', '=', alert.accountId)
-      .where('i.confirmed_at', 'is not', null)
-      .where('a.disabled', '=', 0);
-    if (alert.integrationId !== null) query = query.where('i.id', '=', alert.integrationId);
-    else query = query.where('i.disabled_at', 'is', null);
-    if (score !== undefined) query = query.where('i.min_score', '<=', score);
-    const rows = await query.orderBy('i.id').execute();
-    return rows.filter((r) => alert.type === TEST_ALERT || r.alert_types.split(' ').includes(alert.type)).map((r) => r.id);
-  }
-
-  async recentAlerts(accountId: string, subject: string | undefined, since: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('alerts')
-      .select((eb) => eb.fn.countAll().as('n'))
-      .where('account_id', '=', accountId)
-      .$if(subject !== undefined, (q) => q.where('subject', '=', subject!))
-      .where('created_at', '>=', since)
-      .where('state', '=', 'fanned_out')
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
   async fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string, data?: Record<string, unknown>): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const closed = await trx
@@ -202,7 +189,7 @@ export class SqlAlertOutbox implements OutboxStore {
     });
   }
 
-  async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
+  async leaseDeliveries(limit: number, now: string, leaseUntil: string): Promise<string[]> {
     // A disabled integration's deliveries wait, unattempted, until it is enabled again; an
     // unconfirmed one's (an email address changed since they were queued) until the new
     // address is confirmed, so nothing reaches an address its owner has not proved.
@@ -221,45 +208,18 @@ export class SqlAlertOutbox implements OutboxStore {
         ),
       );
     const claimed = await this.db.updateTable('alert_deliveries').set({ claimed_until: leaseUntil }).where('id', 'in', due).returning(['id']).execute();
-    if (claimed.length === 0) return [];
-    const rows = await this.db
-      .selectFrom('alert_deliveries as d')
-      .innerJoin('alerts as a', 'a.id', 'd.alert_id')
-      .leftJoin('integrations as i', 'i.id', 'd.integration_id')
-      .select(['d.id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
-      .select(['i.previous_secret', 'i.previous_secret_until'])
-      .where('d.id', 'in', claimed.map((c) => c.id))
-      .execute();
-    return rows.map((r) => ({
-      id: r.id,
-      attempts: Number(r.attempts),
-      createdAt: r.delivery_created_at,
-      alert: { id: r.alert_id, type: r.type as AnyAlertType, createdAt: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> },
-      integration:
-        r.integration_id === null || r.kind === null || r.target === null
-          ? undefined
-          : {
-              id: r.integration_id,
-              kind: r.kind as IntegrationKind,
-              target: r.target,
-              secret: r.secret === null ? null : this.sealer.open(r.secret, integrationSecretContext(r.integration_id)),
-              previousSecret:
-                r.previous_secret === null || r.previous_secret_until === null || r.previous_secret_until <= now
-                  ? null
-                  : this.sealer.open(r.previous_secret, integrationSecretContext(r.integration_id)),
-            },
-    }));
+    return claimed.map((c) => c.id);
   }
 
-  async recordAttempt(delivery: DueDelivery, attempt: AttemptRecord): Promise<void> {
+  async recordAttempt(delivery: AttemptedDelivery, attempt: AttemptRecord): Promise<void> {
     const status = attempt.outcome === 'retrying' ? 'pending' : attempt.outcome;
     await this.db.transaction().execute(async (trx) => {
-      if (delivery.integration) {
+      if (delivery.integrationId !== undefined) {
         await trx
           .insertInto('delivery_attempts')
           .values({
             delivery_id: delivery.id,
-            integration_id: delivery.integration.id,
+            integration_id: delivery.integrationId,
             attempt: delivery.attempts + 1,
             at: attempt.at,
             duration_ms: attempt.durationMs,
@@ -299,6 +259,16 @@ export class SqlAlertOutbox implements OutboxStore {
     });
   }
 
+  async prune(before: string): Promise<void> {
+    await this.db.deleteFrom('delivery_attempts').where('at', '<', before).execute();
+    await this.db.deleteFrom('alert_deliveries').where('status', '<>', 'pending').where('created_at', '<', before).execute();
+    await this.db
+      .deleteFrom('alerts')
+      .where('state', '<>', 'new')
+      .where('created_at', '<', before)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_deliveries as d').select('d.id').whereRef('d.alert_id', '=', 'alerts.id'))))
+      .execute();
+  }
   /**
    * The ids of up to `limit` rows no live lease holds, oldest first by `order`, for an UPDATE to
    * lease; the caller adds what makes a row ready. Rows another transaction is claiming are
@@ -312,6 +282,107 @@ export class SqlAlertOutbox implements OutboxStore {
       .orderBy(order)
       .limit(limit)
       .$if(this.caps.skipLockedClaims, (q) => q.forUpdate().skipLocked());
+  }
+}
+
+/**
+ * The outbox in the SQL store as the delivery worker sees it: its reads here, its writes through
+ * `writes` (on this connection unless given: the writer thread's, for a SQLite file).
+ */
+export class SqlAlertOutbox implements OutboxStore {
+  private readonly db: Kysely<Schema>;
+  private readonly sealer: KeySealer;
+  private readonly writes: AlertOutboxWrites;
+
+  constructor(db: Kysely<Schema>, caps: DialectCapabilities, sealer: KeySealer, writes: AlertOutboxWrites = new SqlAlertOutboxWrites(db, caps)) {
+    this.db = db;
+    this.sealer = sealer;
+    this.writes = writes;
+  }
+
+  enqueueSubscribed(alerts: NewAlert[]): Promise<ReadonlySet<string>> {
+    return this.writes.enqueueSubscribed(alerts);
+  }
+
+  claimAlerts(limit: number, now: string, leaseUntil: string): Promise<ClaimedAlert[]> {
+    return this.writes.claimAlerts(limit, now, leaseUntil);
+  }
+
+  fanOut(alertId: string, integrationIds: string[], suppressed: boolean, now: string, data?: Record<string, unknown>): Promise<void> {
+    return this.writes.fanOut(alertId, integrationIds, suppressed, now, data);
+  }
+
+  recordAttempt(delivery: DueDelivery, attempt: AttemptRecord): Promise<void> {
+    return this.writes.recordAttempt({ id: delivery.id, attempts: delivery.attempts, integrationId: delivery.integration?.id }, attempt);
+  }
+
+  disableFailing(integrationId: string, since: string, reason: string, at: string): Promise<DisabledIntegration | undefined> {
+    return this.writes.disableFailing(integrationId, since, reason, at);
+  }
+
+  prune(before: string): Promise<void> {
+    return this.writes.prune(before);
+  }
+
+  async recipients(alert: ClaimedAlert, score?: number): Promise<string[]> {
+    // A disabled account's alerts stop with its access (they stay suppressed after an enable),
+    // and a disabled integration's (they are not held for it either).
+    let query = this.db
+      .selectFrom('integrations as i')
+      .innerJoin('accounts as a', 'a.account_id', 'i.account_id')
+      .select(['i.id', 'i.alert_types'])
+      .where('i.account_id', '=', alert.accountId)
+      .where('i.confirmed_at', 'is not', null)
+      .where('a.disabled', '=', 0);
+    if (alert.integrationId !== null) query = query.where('i.id', '=', alert.integrationId);
+    else query = query.where('i.disabled_at', 'is', null);
+    if (score !== undefined) query = query.where('i.min_score', '<=', score);
+    const rows = await query.orderBy('i.id').execute();
+    return rows.filter((r) => alert.type === TEST_ALERT || r.alert_types.split(' ').includes(alert.type)).map((r) => r.id);
+  }
+
+  async recentAlerts(accountId: string, subject: string | undefined, since: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('alerts')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('account_id', '=', accountId)
+      .$if(subject !== undefined, (q) => q.where('subject', '=', subject!))
+      .where('created_at', '>=', since)
+      .where('state', '=', 'fanned_out')
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
+    const ids = await this.writes.leaseDeliveries(limit, now, leaseUntil);
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('alert_deliveries as d')
+      .innerJoin('alerts as a', 'a.id', 'd.alert_id')
+      .leftJoin('integrations as i', 'i.id', 'd.integration_id')
+      .select(['d.id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
+      .select(['i.previous_secret', 'i.previous_secret_until'])
+      .where('d.id', 'in', ids)
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      attempts: Number(r.attempts),
+      createdAt: r.delivery_created_at,
+      alert: { id: r.alert_id, type: r.type as AnyAlertType, createdAt: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> },
+      integration:
+        r.integration_id === null || r.kind === null || r.target === null
+          ? undefined
+          : {
+              id: r.integration_id,
+              kind: r.kind as IntegrationKind,
+              target: r.target,
+              secret: r.secret === null ? null : this.sealer.open(r.secret, integrationSecretContext(r.integration_id)),
+              previousSecret:
+                r.previous_secret === null || r.previous_secret_until === null || r.previous_secret_until <= now
+                  ? null
+                  : this.sealer.open(r.previous_secret, integrationSecretContext(r.integration_id)),
+            },
+    }));
   }
 
   async silentNodes(since: string, silentBefore: string): Promise<Array<{ accountId: string; nodeId: string; lastSeen: string }>> {
@@ -338,16 +409,5 @@ export class SqlAlertOutbox implements OutboxStore {
       for (const row of rows) silent.push({ accountId: account_id, nodeId: row.created_by_node_id, lastSeen: String(row.last_seen) });
     }
     return silent;
-  }
-
-  async prune(before: string): Promise<void> {
-    await this.db.deleteFrom('delivery_attempts').where('at', '<', before).execute();
-    await this.db.deleteFrom('alert_deliveries').where('status', '<>', 'pending').where('created_at', '<', before).execute();
-    await this.db
-      .deleteFrom('alerts')
-      .where('state', '<>', 'new')
-      .where('created_at', '<', before)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_deliveries as d').select('d.id').whereRef('d.alert_id', '=', 'alerts.id'))))
-      .execute();
   }
 }

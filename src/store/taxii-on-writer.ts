@@ -49,15 +49,15 @@ export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
   }
 
   async claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined> {
-    return (await this.writer.taxiiWrite({ method: 'claim', args: [kind, holder, now, until] })) as PublicationState | undefined;
+    return (await this.writer.write({ store: 'taxii', method: 'claim', args: [kind, holder, now, until] })) as PublicationState | undefined;
   }
 
   async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean> {
-    return (await this.writer.taxiiWrite({ method: 'publish', args: [kind, holder, versions, state, leaseUntil] })) as boolean;
+    return (await this.writer.write({ store: 'taxii', method: 'publish', args: [kind, holder, versions, state, leaseUntil] })) as boolean;
   }
 
   /** A batch per request, so that intake's groups take their turns between them. */
   prune(kind: IndicatorKind, cutoff: string): Promise<number> {
-    return pruneInBatches(async () => (await this.writer.taxiiWrite({ method: 'pruneBatch', args: [kind, cutoff] })) as number);
+    return pruneInBatches(async () => (await this.writer.write({ store: 'taxii', method: 'pruneBatch', args: [kind, cutoff] })) as number);
   }
 }

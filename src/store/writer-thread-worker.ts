@@ -5,6 +5,7 @@ import { openDatabase, type Database } from './database.ts';
 import { FoldRowCache } from './fold-row-cache.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 import { SqlTaxiiRepository } from './taxii-repository.ts';
+import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
@@ -12,18 +13,21 @@ import { SqlTaxiiRepository } from './taxii-repository.ts';
  * off the thread that answers HTTP; and folds stored events into the lookup aggregates
  * (src/store/aggregate-fold.ts) between ingests, as the store's one writer. One request at a
  * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
- * TAXII publisher's writes come here too (src/store/taxii-on-writer.ts), for the same reason.
+ * background writers of the main thread come here too, for the same reason: the TAXII
+ * publisher's (src/store/taxii-on-writer.ts) and the alert outbox's (src/store/outbox-on-writer.ts).
  */
-export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; taxii: TaxiiWrite };
+export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; write: StoreWrite };
 
-/** A write of the TAXII publisher: one of the store's writing methods and its arguments. */
-export type TaxiiWrite = { [M in TaxiiWriteMethod]: { method: M; args: Parameters<SqlTaxiiRepository[M]> } }[TaxiiWriteMethod];
-export type TaxiiWriteMethod = 'claim' | 'publish' | 'pruneBatch';
+/** One of a background writer's writing methods and its arguments, by the store it writes. */
+export type StoreWrite = Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'> | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>;
+type Write<S extends string, Store, M extends keyof Store> = {
+  [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
+}[M];
 
 export type WriterReply =
   | { id: number; outcomes: Awaited<ReturnType<SqlEventsRepository['ingestGroups']>> }
   | { id: number; folded: FoldResult }
-  | { id: number; taxii: unknown }
+  | { id: number; wrote: unknown }
   | { id: number; error: { message: string; code: string | undefined } };
 
 const { databaseUrl, sqliteCacheMiB } = workerData as { databaseUrl: string; sqliteCacheMiB: number };
@@ -34,7 +38,7 @@ try {
   // events' query indexes to the main thread, which may have dropped them for a bulk import.
   const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB, restoreEventIndexes: false });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
-  const taxii = new SqlTaxiiRepository(database.db, database.caps);
+  const stores = { taxii: new SqlTaxiiRepository(database.db, database.caps), alerts: new SqlAlertOutboxWrites(database.db, database.caps) };
   const foldRows = new FoldRowCache();
   let queue = Promise.resolve();
   port.on('message', (message: WriterRequest | 'close') => {
@@ -46,7 +50,7 @@ try {
       let reply: WriterReply;
       try {
         if ('fold' in message) reply = { id: message.id, folded: await relaxed(database, () => foldStep(database, message.fold, foldRows)) };
-        else if ('taxii' in message) reply = { id: message.id, taxii: await (taxii[message.taxii.method] as (...args: unknown[]) => Promise<unknown>).apply(taxii, message.taxii.args) };
+        else if ('write' in message) reply = { id: message.id, wrote: await write(stores, message.write) };
         else reply = { id: message.id, outcomes: await repo.ingestGroups(message.groups) };
       } catch (err) {
         reply = { id: message.id, error: describe(err) };
@@ -72,6 +76,12 @@ async function relaxed<T>(database: Database, fn: () => Promise<T>): Promise<T> 
   } finally {
     await sql`PRAGMA synchronous = FULL`.execute(database.db);
   }
+}
+
+/** Runs a background writer's write on this thread's connection. */
+function write(stores: Record<StoreWrite['store'], object>, { store, method, args }: StoreWrite): Promise<unknown> {
+  const target = stores[store] as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  return target[method]!.apply(target, args);
 }
 
 /** What crosses to the main thread of an error: structured cloning keeps no `code`. */

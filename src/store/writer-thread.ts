@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { IngestOutcome } from '../domain/events.ts';
 import type { IngestGroup } from './events-repository.ts';
 import type { GroupWriter } from './group-commit.ts';
-import type { TaxiiWrite, WriterReply, WriterRequest } from './writer-thread-worker.ts';
+import type { StoreWrite, WriterReply, WriterRequest } from './writer-thread-worker.ts';
 import type { FoldResult } from './aggregate-fold.ts';
 import { WRITER_DOWN } from './store-errors.ts';
 
@@ -49,11 +49,11 @@ export class WriterThread implements GroupWriter {
     return reply.folded;
   }
 
-  /** One of the TAXII publisher's writes, on the thread, in turn with intake and the fold. */
-  async taxiiWrite(write: TaxiiWrite): Promise<unknown> {
-    const reply = await this.request((id) => ({ id, taxii: write }));
-    if (!('taxii' in reply)) throw new Error('the writer thread answered a TAXII write with something else');
-    return reply.taxii;
+  /** One of a background writer's writes (TAXII publisher, alert outbox), on the thread, in turn with intake and the fold. */
+  async write(write: StoreWrite): Promise<unknown> {
+    const reply = await this.request((id) => ({ id, write }));
+    if (!('wrote' in reply)) throw new Error('the writer thread answered a write with something else');
+    return reply.wrote;
   }
 
   private async request(message: (id: number) => WriterRequest): Promise<WriterReply> {
