@@ -13,6 +13,7 @@ import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
 import { SqlAccountsRepository } from '../store/accounts-repository.ts';
 import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
+import { ClientActivityOnWriter } from '../store/client-activity-on-writer.ts';
 import { SqlUsersRepository } from '../store/users-repository.ts';
 import type { Foundation } from './foundation.ts';
 
@@ -73,7 +74,9 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     keys.markStale();
   };
   await base.onAccessChange(forget);
-  const clientActivity = new ClientActivity(new SqlClientActivityRepository(database.db), options.clientUseFlushMs ?? CLIENT_USE_FLUSH_MS, (err) =>
+  // On a SQLite file the flush goes through intake's writer thread, as the alert outbox's writes do.
+  const clientUses = base.writer ? new ClientActivityOnWriter(base.writer) : new SqlClientActivityRepository(database.db);
+  const clientActivity = new ClientActivity(clientUses, options.clientUseFlushMs ?? CLIENT_USE_FLUSH_MS, (err) =>
     base.log?.warn({ err }, "clients' last use not written; kept for the next flush"),
   );
   const accounts = new AccountsService(accountsRepo, plans, clientActivity, audit, () => {

@@ -6,6 +6,7 @@ import { FoldRowCache } from './fold-row-cache.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 import { SqlTaxiiRepository } from './taxii-repository.ts';
 import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
+import { SqlClientActivityRepository } from './client-activity-repository.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
@@ -14,12 +15,16 @@ import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
  * (src/store/aggregate-fold.ts) between ingests, as the store's one writer. One request at a
  * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
  * background writers of the main thread come here too, for the same reason: the TAXII
- * publisher's (src/store/taxii-on-writer.ts) and the alert outbox's (src/store/outbox-on-writer.ts).
+ * publisher's (src/store/taxii-on-writer.ts), the alert outbox's (src/store/outbox-on-writer.ts)
+ * and the clients' last uses (src/store/client-activity-on-writer.ts).
  */
 export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; write: StoreWrite };
 
 /** One of a background writer's writing methods and its arguments, by the store it writes. */
-export type StoreWrite = Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'> | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>;
+export type StoreWrite =
+  | Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'>
+  | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>
+  | Write<'clients', SqlClientActivityRepository, 'recordUses'>;
 type Write<S extends string, Store, M extends keyof Store> = {
   [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
 }[M];
@@ -38,7 +43,11 @@ try {
   // events' query indexes to the main thread, which may have dropped them for a bulk import.
   const database = await openDatabase(databaseUrl, { waitMs: 0, sqliteCacheMiB, restoreEventIndexes: false });
   const repo = new SqlEventsRepository(database.db, database.ingestWrites);
-  const stores = { taxii: new SqlTaxiiRepository(database.db, database.caps), alerts: new SqlAlertOutboxWrites(database.db, database.caps) };
+  const stores = {
+    taxii: new SqlTaxiiRepository(database.db, database.caps),
+    alerts: new SqlAlertOutboxWrites(database.db, database.caps),
+    clients: new SqlClientActivityRepository(database.db),
+  };
   const foldRows = new FoldRowCache();
   let queue = Promise.resolve();
   port.on('message', (message: WriterRequest | 'close') => {

@@ -6,13 +6,12 @@ import { TEST_STORE } from '../support/test-database.ts';
 /**
  * On a SQLite file, the main thread answers every request, and better-sqlite3 waits for the
  * store's one write lock by sleeping the thread: a background job writing there stops lookups
- * for as long as intake or a fold step holds the lock. The alert worker writes through the
- * writer thread instead (src/store/outbox-on-writer.ts; the TAXII publisher's writes too,
- * taxii-on-writer.ts). Here another connection holds the lock: the worker's pass, which claims
- * alerts and deliveries with an UPDATE even when none is due, must wait for it without stopping
- * the main thread, and finish once it is let go.
+ * for as long as intake or a fold step holds the lock. Background writers write through the
+ * writer thread instead (src/store/outbox-on-writer.ts, client-activity-on-writer.ts; the TAXII
+ * publisher's writes too, taxii-on-writer.ts). Here another connection holds the lock: their
+ * writes must wait for it without stopping the main thread, and finish once it is let go.
  */
-describe.runIf(TEST_STORE === 'sqlite')('the alert worker on a SQLite file', () => {
+describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', () => {
   let h: Harness;
   let holder: Database.Database;
 
@@ -26,19 +25,32 @@ describe.runIf(TEST_STORE === 'sqlite')('the alert worker on a SQLite file', () 
     await h.close();
   });
 
-  it('waits for the write lock off the main thread', async () => {
-    // Once first, so the writer thread is up and the pass below only waits for the lock.
-    await h.services.alertWorker.tick();
-
+  /** Runs `write` while another connection holds the write lock: what settled first. */
+  async function underHeldLock(write: () => Promise<unknown>): Promise<string[]> {
     holder.exec('begin immediate');
     const settled: string[] = [];
-    const pass = h.services.alertWorker.tick().finally(() => settled.push('alert worker'));
-    // On the main thread's connection, the pass would sleep this thread until SQLite's busy
-    // timeout gave up (5 s), and this timer would run only after the pass had failed.
+    const written = write().finally(() => settled.push('write'));
+    // On the main thread's connection, the write would sleep this thread until SQLite's busy
+    // timeout gave up (5 s), and this timer would run only after the write had failed.
     await new Promise((resolve) => setTimeout(resolve, 100));
     settled.push('main thread');
     holder.exec('commit');
-    await pass;
-    expect(settled).toEqual(['main thread', 'alert worker']);
+    await written;
+    return settled;
+  }
+
+  it("the alert worker's pass waits for the write lock off the main thread", async () => {
+    // Once first, so the writer thread is up and the pass below only waits for the lock.
+    await h.services.alertWorker.tick();
+    // It claims alerts and deliveries with an UPDATE even when none is due.
+    expect(await underHeldLock(() => h.services.alertWorker.tick())).toEqual(['main thread', 'write']);
+  });
+
+  it("the clients' last uses are written off the main thread", async () => {
+    const account = await h.account();
+    h.services.clientActivity.tokenIssued(account.clientId, '192.0.2.7');
+    expect(await underHeldLock(() => h.services.clientActivity.flush())).toEqual(['main thread', 'write']);
+    const [client] = await h.services.database.db.selectFrom('clients').select('last_token_address').where('client_id', '=', account.clientId).execute();
+    expect(client?.last_token_address).toBe('192.0.2.7');
   });
 });
