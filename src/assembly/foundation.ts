@@ -12,6 +12,7 @@ import { resolveKeySecret, sealKeysAtRest } from '../store/keys-at-rest.ts';
 import { SqlPlansRepository } from '../store/plans-repository.ts';
 import { SqlServerSecrets } from '../store/server-secrets-repository.ts';
 import { WriterThread } from '../store/writer-thread.ts';
+import { AuditRowsOnWriter } from '../store/audit-on-writer.ts';
 import type { KeySealer } from '../domain/key-sealing.ts';
 
 /** How long the plan table is kept before it is read again: the bound when no change notice arrives. */
@@ -71,15 +72,15 @@ export async function assembleFoundation(database: Database, config: Config, opt
   const announce = () => {
     for (const channel of notices) channel.announceAccessChange();
   };
+  const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
   const auditRetention = new AuditRetention(database, config.auditRetention, log);
-  const audit = new SqlAuditTrail(database.db, log, auditRetention);
+  const audit = new SqlAuditTrail(database.db, log, auditRetention, writer && new AuditRowsOnWriter(writer));
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), options.plansTtlMs ?? PLANS_TTL_MS, {
     externalChangeCounter: database.externalChangeCounter,
     onSaved: announce,
     audit,
   });
   const replica = config.databaseReadUrl ? openReadDatabase(config.databaseReadUrl, config.sqliteCacheMiB) : undefined;
-  const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
   const mailer = new SmtpMailer(config.alerts.smtpUrl, config.alerts.mailFrom);
   return {
     config,

@@ -6,6 +6,7 @@ import { FoldRowCache } from './fold-row-cache.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 import { SqlTaxiiRepository } from './taxii-repository.ts';
 import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
+import { SqlAuditRows } from './audit-trail.ts';
 import { SqlClientActivityRepository } from './client-activity-repository.ts';
 
 /**
@@ -15,8 +16,9 @@ import { SqlClientActivityRepository } from './client-activity-repository.ts';
  * (src/store/aggregate-fold.ts) between ingests, as the store's one writer. One request at a
  * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
  * background writers of the main thread come here too, for the same reason: the TAXII
- * publisher's (src/store/taxii-on-writer.ts), the alert outbox's (src/store/outbox-on-writer.ts)
- * and the clients' last uses (src/store/client-activity-on-writer.ts).
+ * publisher's (src/store/taxii-on-writer.ts), the alert outbox's (src/store/outbox-on-writer.ts),
+ * the clients' last uses (src/store/client-activity-on-writer.ts) and the audit trail's rows
+ * (src/store/audit-on-writer.ts).
  */
 export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; write: StoreWrite };
 
@@ -24,7 +26,8 @@ export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number
 export type StoreWrite =
   | Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'>
   | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>
-  | Write<'clients', SqlClientActivityRepository, 'recordUses'>;
+  | Write<'clients', SqlClientActivityRepository, 'recordUses'>
+  | Write<'audit', SqlAuditRows, 'insertRow'>;
 type Write<S extends string, Store, M extends keyof Store> = {
   [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
 }[M];
@@ -47,6 +50,7 @@ try {
     taxii: new SqlTaxiiRepository(database.db, database.caps),
     alerts: new SqlAlertOutboxWrites(database.db, database.caps),
     clients: new SqlClientActivityRepository(database.db),
+    audit: new SqlAuditRows(database.db),
   };
   const foldRows = new FoldRowCache();
   let queue = Promise.resolve();

@@ -7,8 +7,8 @@ import { TEST_STORE } from '../support/test-database.ts';
  * On a SQLite file, the main thread answers every request, and better-sqlite3 waits for the
  * store's one write lock by sleeping the thread: a background job writing there stops lookups
  * for as long as intake or a fold step holds the lock. Background writers write through the
- * writer thread instead (src/store/outbox-on-writer.ts, client-activity-on-writer.ts; the TAXII
- * publisher's writes too, taxii-on-writer.ts). Here another connection holds the lock: their
+ * writer thread instead (src/store/outbox-on-writer.ts, client-activity-on-writer.ts,
+ * audit-on-writer.ts; the TAXII publisher's writes too, taxii-on-writer.ts). Here another connection holds the lock: their
  * writes must wait for it without stopping the main thread, and finish once it is let go.
  */
 describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', () => {
@@ -52,5 +52,12 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
     expect(await underHeldLock(() => h.services.clientActivity.flush())).toEqual(['main thread', 'write']);
     const [client] = await h.services.database.db.selectFrom('clients').select('last_token_address').where('client_id', '=', account.clientId).execute();
     expect(client?.last_token_address).toBe('192.0.2.7');
+  });
+
+  it('audit rows, written without holding the answer, are written off the main thread', async () => {
+    const entry = { action: 'token.refused', actor: 'anonymous', ip: '198.51.100.9', detail: { reason: 'held lock' } } as const;
+    expect(await underHeldLock(() => h.services.audit.record(entry))).toEqual(['main thread', 'write']);
+    const rows = await h.services.audit.list({ limit: 1 });
+    expect(rows[0]).toMatchObject({ action: 'token.refused', ip: '198.51.100.9', detail: { reason: 'held lock' } });
   });
 });
