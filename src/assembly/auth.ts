@@ -13,7 +13,7 @@ import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
 import { SqlAccountsRepository } from '../store/accounts-repository.ts';
 import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
-import { ClientActivityOnWriter } from '../store/client-activity-on-writer.ts';
+import { ClientActivityOnWriter } from '../store/writes-on-writer.ts';
 import { SqlUsersRepository } from '../store/users-repository.ts';
 import type { Foundation } from './foundation.ts';
 

@@ -12,7 +12,7 @@ import { resolveKeySecret, sealKeysAtRest } from '../store/keys-at-rest.ts';
 import { SqlPlansRepository } from '../store/plans-repository.ts';
 import { SqlServerSecrets } from '../store/server-secrets-repository.ts';
 import { WriterThread } from '../store/writer-thread.ts';
-import { AuditRowsOnWriter } from '../store/audit-on-writer.ts';
+import { AuditRowsOnWriter } from '../store/writes-on-writer.ts';
 import type { KeySealer } from '../domain/key-sealing.ts';
 
 /** How long the plan table is kept before it is read again: the bound when no change notice arrives. */

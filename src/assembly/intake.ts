@@ -9,6 +9,7 @@ import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/event-i
 import { SqlEventsRepository } from '../store/events-repository.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import { SqlIngestUrlsRepository } from '../store/ingest-urls-repository.ts';
+import { IngestUrlsOnWriter } from '../store/writes-on-writer.ts';
 import type { AggregatePipeline } from './aggregates.ts';
 import type { AuthServices } from './auth.ts';
 import type { Foundation } from './foundation.ts';
@@ -44,7 +45,8 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   return {
     intake,
     ingestUrls: new IngestUrls({
-      repo: new SqlIngestUrlsRepository(database.db),
+      // On a SQLite file a use is written through the writer thread (store/writes-on-writer.ts).
+      repo: writer ? new IngestUrlsOnWriter(database.db, writer) : new SqlIngestUrlsRepository(database.db),
       getAccount: (accountId) => accounts.getAccount(accountId),
       assertMaySubmit: (account) => intake.assertMaySubmit(account),
       publicUrl: config.publicUrl,

@@ -4,7 +4,7 @@ import type { AuditAction, AuditEntry, AuditQuery, AuditRecord, AuditTrail } fro
 import type { AuditRetention } from './audit-retention.ts';
 import type { AuditLogTable, Schema } from './schema.ts';
 
-/** Writes audit rows: on a SQLite file through the writer thread (audit-on-writer.ts), as every background write. */
+/** Writes audit rows: on a SQLite file through the writer thread (writes-on-writer.ts), as every background write. */
 export interface AuditRowWriter {
   insertRow(row: Insertable<AuditLogTable>): Promise<void>;
 }

@@ -8,6 +8,7 @@ import { SqlTaxiiRepository } from './taxii-repository.ts';
 import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
 import { SqlAuditRows } from './audit-trail.ts';
 import { SqlClientActivityRepository } from './client-activity-repository.ts';
+import { SqlIngestUrlsRepository } from './ingest-urls-repository.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
@@ -17,8 +18,8 @@ import { SqlClientActivityRepository } from './client-activity-repository.ts';
  * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
  * background writers of the main thread come here too, for the same reason: the TAXII
  * publisher's (src/store/taxii-on-writer.ts), the alert outbox's (src/store/outbox-on-writer.ts),
- * the clients' last uses (src/store/client-activity-on-writer.ts) and the audit trail's rows
- * (src/store/audit-on-writer.ts).
+ * and the small ones: the clients' last uses, audit rows and ingest URLs' last uses
+ * (src/store/writes-on-writer.ts).
  */
 export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; write: StoreWrite };
 
@@ -27,7 +28,8 @@ export type StoreWrite =
   | Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'>
   | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>
   | Write<'clients', SqlClientActivityRepository, 'recordUses'>
-  | Write<'audit', SqlAuditRows, 'insertRow'>;
+  | Write<'audit', SqlAuditRows, 'insertRow'>
+  | Write<'ingestUrls', SqlIngestUrlsRepository, 'recordUse'>;
 type Write<S extends string, Store, M extends keyof Store> = {
   [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
 }[M];
@@ -51,6 +53,7 @@ try {
     alerts: new SqlAlertOutboxWrites(database.db, database.caps),
     clients: new SqlClientActivityRepository(database.db),
     audit: new SqlAuditRows(database.db),
+    ingestUrls: new SqlIngestUrlsRepository(database.db),
   };
   const foldRows = new FoldRowCache();
   let queue = Promise.resolve();

@@ -1,15 +1,16 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { eventually } from '../support/eventually.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
 /**
  * On a SQLite file, the main thread answers every request, and better-sqlite3 waits for the
  * store's one write lock by sleeping the thread: a background job writing there stops lookups
  * for as long as intake or a fold step holds the lock. Background writers write through the
- * writer thread instead (src/store/outbox-on-writer.ts, client-activity-on-writer.ts,
- * audit-on-writer.ts; the TAXII publisher's writes too, taxii-on-writer.ts). Here another connection holds the lock: their
- * writes must wait for it without stopping the main thread, and finish once it is let go.
+ * writer thread instead (src/store/outbox-on-writer.ts, writes-on-writer.ts; the TAXII
+ * publisher's too, taxii-on-writer.ts). Here another connection holds the lock: their writes
+ * must wait for it without stopping the main thread, and finish once it is let go.
  */
 describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', () => {
   let h: Harness;
@@ -59,5 +60,17 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
     expect(await underHeldLock(() => h.services.audit.record(entry))).toEqual(['main thread', 'write']);
     const rows = await h.services.audit.list({ limit: 1 });
     expect(rows[0]).toMatchObject({ action: 'token.refused', ip: '198.51.100.9', detail: { reason: 'held lock' } });
+  });
+
+  it("an ingest URL's use, noted without holding the ingest, is written off the main thread", async () => {
+    const who = await h.account();
+    const issued = await h.services.ingestUrls.create({ accountId: who.account.account_id, name: 'held lock' });
+    const secret = new URL(issued.ingest_url).pathname.slice('/ingest/'.length);
+    const lastUse = async () => (await h.services.ingestUrls.list(who.account.account_id))[0]?.last_used_at;
+    const settled = await underHeldLock(async () => {
+      expect((await h.services.ingestUrls.authenticate(secret)).ok).toBe(true);
+      await eventually('the use written', lastUse, (at) => typeof at === 'string');
+    });
+    expect(settled).toEqual(['main thread', 'write']);
   });
 });
