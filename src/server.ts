@@ -9,7 +9,6 @@ import { answerClusterScrapes } from './metrics/cluster-metrics.ts';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.ts';
 import { createServices } from './services.ts';
 import { openDatabase } from './store/database.ts';
-import { StoreMaintenance } from './store/maintenance.ts';
 
 /** From the primary to the one worker that runs store maintenance. */
 const MAINTAIN = 'tollwatch:maintain';
@@ -27,7 +26,7 @@ async function serve(config: Config, log: Logger) {
   const app = await buildApp(services, { loggerInstance: log });
   // One maintenance runner per deployment is enough (on PostgreSQL a lock also guards it): a
   // single process runs it; under WORKERS the primary names the one worker that does.
-  const maintenance = new StoreMaintenance(services.database, config.retentionDays, log, services.auditRetention);
+  const maintenance = services.storeMaintenance;
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');

@@ -13,6 +13,7 @@ import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
 import type { AuditRetention } from './store/audit-retention.ts';
 import { backupStore, type BackupReport } from './store/backup.ts';
 import { openDatabase, type Database } from './store/database.ts';
+import { StoreMaintenance } from './store/maintenance.ts';
 
 /** Why a store cannot be backed up by `backup`, asked before it is opened (the CLI, on PostgreSQL). */
 export { backupRefusal } from './store/backup.ts';
@@ -28,6 +29,8 @@ export interface Services extends AuthServices, IntakeServices, Pick<AggregatePi
   audit: AuditTrail;
   /** Keeps the audit log bounded; the store maintenance runs it hourly too. */
   auditRetention: AuditRetention;
+  /** Partitions, retention and the audit log's bounds, hourly in one serving process (src/server.ts). */
+  storeMaintenance: StoreMaintenance;
   /** What the HTTP layer and the token endpoint count; counts nothing unless the server asked for metrics. */
   metrics: Metrics;
   /** Copies a SQLite store into a new file while it is in use (docs/operations.md, Backups). */
@@ -78,6 +81,8 @@ async function servicesOver(database: Database, config: Config, options: Service
     plans: base.plans,
     audit: base.audit,
     auditRetention: base.auditRetention,
+    // On a SQLite file its passes run on the writer thread, as the main thread's other background writes do.
+    storeMaintenance: new StoreMaintenance(database, config.retentionDays, options.log, base.auditRetention, base.writer),
     metrics,
     ...auth,
     ...intake,

@@ -73,7 +73,7 @@ export async function assembleFoundation(database: Database, config: Config, opt
     for (const channel of notices) channel.announceAccessChange();
   };
   const writer = database.intakeOnWriterThread ? new WriterThread(config.databaseUrl, config.sqliteCacheMiB, log) : undefined;
-  const auditRetention = new AuditRetention(database, config.auditRetention, log);
+  const auditRetention = new AuditRetention(database, config.auditRetention, log, writer);
   const audit = new SqlAuditTrail(database.db, log, auditRetention, writer && new AuditRowsOnWriter(writer));
   const plans = new PlanCatalog(new SqlPlansRepository(database.db), options.plansTtlMs ?? PLANS_TTL_MS, {
     externalChangeCounter: database.externalChangeCounter,

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { FAILURE_ACTIONS, type AuditAction, type AuditRetentionPolicy } from '../domain/audit.ts';
 import type { Database } from './database.ts';
 import type { Schema } from './schema.ts';
+import type { WriterThread } from './writer-thread.ts';
 
 /** What one pruning removed. */
 export interface AuditPruneReport {
@@ -27,20 +28,24 @@ const LOCK_KEY = 727_273;
  * authentication writes (FAILURE_ACTIONS) only the newest `maxFailureRows` stay. The hourly
  * store maintenance prunes; so does this process whenever it has written a tenth of the cap in
  * failure rows since it last did, so a flood from rotating addresses is cut back within minutes
- * rather than within the hour.
+ * rather than within the hour. With `writer` (a SQLite file) the deletes run on the writer thread:
+ * on this thread's connection each batch would sleep the thread that answers requests until
+ * intake let go of the write lock, and a flood of failures is when they run most.
  */
 export class AuditRetention {
   private readonly database: Database;
-  private readonly policy: AuditRetentionPolicy;
+  readonly policy: AuditRetentionPolicy;
   private readonly log: Logger | undefined;
+  private readonly writer: WriterThread | undefined;
   private readonly failureActions = new Set<AuditAction>(FAILURE_ACTIONS);
   private failureRowsSincePrune = 0;
   private pruning: Promise<AuditPruneReport> | undefined;
 
-  constructor(database: Database, policy: AuditRetentionPolicy, log?: Logger) {
+  constructor(database: Database, policy: AuditRetentionPolicy, log?: Logger, writer?: WriterThread) {
     this.database = database;
     this.policy = policy;
     this.log = log;
+    this.writer = writer;
   }
 
   /** Counts a row written; past a tenth of the cap in failure rows, prunes in the background. */
@@ -54,7 +59,7 @@ export class AuditRetention {
   prune(now = new Date()): Promise<AuditPruneReport> {
     if (this.pruning) return this.pruning;
     this.failureRowsSincePrune = 0;
-    this.pruning = this.pruneOnce(now).finally(() => {
+    this.pruning = this.pruneLogged(now).finally(() => {
       this.pruning = undefined;
       // Rows written while it ran were counted: enough of them start the next pass at once, so
       // a steady flood leaves at most the cap and a tenth of it.
@@ -68,7 +73,18 @@ export class AuditRetention {
     this.prune().catch((err: unknown) => this.log?.warn({ err }, 'audit pruning failed; will retry'));
   }
 
-  private async pruneOnce(now: Date): Promise<AuditPruneReport> {
+  private async pruneLogged(now: Date): Promise<AuditPruneReport> {
+    const report = this.writer
+      ? ((await this.writer.write({ store: 'maintenance', method: 'pruneAudit', args: [this.policy, now.toISOString()] })) as AuditPruneReport)
+      : await this.pruneHere(now);
+    const { expired, capped } = report;
+    const cutoff = new Date(now.getTime() - this.policy.days * DAY_MS).toISOString();
+    if (expired + capped > 0) this.log?.info({ expired, capped, cutoff, max_failure_rows: this.policy.maxFailureRows }, 'audit log pruned');
+    return report;
+  }
+
+  /** One pruning on this thread's connection (the writer thread's, for a SQLite file). */
+  async pruneHere(now: Date): Promise<AuditPruneReport> {
     const { db } = this.database;
     const cutoff = new Date(now.getTime() - this.policy.days * DAY_MS).toISOString();
     const expired = await this.deleteInBatches((trx) =>
@@ -88,7 +104,6 @@ export class AuditRetention {
           trx.selectFrom('audit_log').select('id').where('action', 'in', FAILURE_ACTIONS).where('id', '<=', beyond.id).orderBy('id').limit(BATCH),
         )
       : 0;
-    if (expired + capped > 0) this.log?.info({ expired, capped, cutoff, max_failure_rows: this.policy.maxFailureRows }, 'audit log pruned');
     return { expired, capped };
   }
 

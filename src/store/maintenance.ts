@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { removeEventsAndRecompute, type KeysRecomputed } from './aggregates-rebuild.ts';
-import type { AuditRetention } from './audit-retention.ts';
+import type { AuditRetentionPolicy } from '../domain/audit.ts';
+import { AuditRetention, type AuditPruneReport } from './audit-retention.ts';
 import type { Database } from './database.ts';
 import { ensurePartitions, partitionsBefore } from './partitions.ts';
+import type { WriterThread } from './writer-thread.ts';
 
 /** What one maintenance pass did. */
 export interface MaintenanceReport {
@@ -31,13 +33,20 @@ export class StoreMaintenance {
   private readonly retentionDays: number | undefined;
   private readonly log: Logger | undefined;
   private readonly auditRetention: AuditRetention | undefined;
+  private readonly writer: WriterThread | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(database: Database, retentionDays: number | undefined, log?: Logger, auditRetention?: AuditRetention) {
+  /**
+   * With `writer` (a SQLite file) each pass runs on the writer thread, in turn with intake: on
+   * this thread's connection its deletes and recomputes would sleep the thread that answers
+   * requests, for the whole pass and for as long as intake held the write lock before it.
+   */
+  constructor(database: Database, retentionDays: number | undefined, log?: Logger, auditRetention?: AuditRetention, writer?: WriterThread) {
     this.database = database;
     this.retentionDays = retentionDays;
     this.log = log;
     this.auditRetention = auditRetention;
+    this.writer = writer;
   }
 
   /** Runs now and then every `everyMs`, in the background. */
@@ -55,6 +64,15 @@ export class StoreMaintenance {
 
   /** One pass; on PostgreSQL only one instance at a time does the work. */
   async runOnce(now = new Date()): Promise<MaintenanceReport> {
+    if (!this.writer) return this.runHere(now);
+    const report = (await this.writer.write({ store: 'maintenance', method: 'runOnce', args: [this.retentionDays, this.auditRetention?.policy, now.toISOString()] })) as MaintenanceReport;
+    if (report.keysRecomputed) this.log?.info({ ...report, cutoff: this.cutoff(now) }, 'retention applied');
+    if (report.auditRowsRemoved > 0) this.log?.info({ removed: report.auditRowsRemoved }, 'audit log pruned');
+    return report;
+  }
+
+  /** One pass on this thread's connection (the writer thread's, for a SQLite file). */
+  private async runHere(now: Date): Promise<MaintenanceReport> {
     // Retention deletes and recomputes in statements far longer than a request's (Database.unhurried).
     const { unhurried: db, caps } = this.database;
     const report: MaintenanceReport = { partitionsDropped: [], eventsRemoved: 0, auditRowsRemoved: 0 };
@@ -64,8 +82,8 @@ export class StoreMaintenance {
       const { expired, capped } = await this.auditRetention.prune(now);
       report.auditRowsRemoved = expired + capped;
     }
-    if (this.retentionDays === undefined) return report;
-    const cutoff = new Date(now.getTime() - this.retentionDays * DAY_MS).toISOString();
+    const cutoff = this.cutoff(now);
+    if (cutoff === undefined) return report;
 
     await db.transaction().execute(async (trx) => {
       if (caps.partitionedEvents) {
@@ -94,5 +112,27 @@ export class StoreMaintenance {
     });
     if (report.keysRecomputed) this.log?.info({ ...report, cutoff }, 'retention applied');
     return report;
+  }
+
+  private cutoff(now: Date): string | undefined {
+    return this.retentionDays === undefined ? undefined : new Date(now.getTime() - this.retentionDays * DAY_MS).toISOString();
+  }
+}
+
+/** The passes the writer thread runs for the main thread's StoreMaintenance and AuditRetention, from their settings. */
+export class MaintenanceOnThisThread {
+  private readonly database: Database;
+
+  constructor(database: Database) {
+    this.database = database;
+  }
+
+  runOnce(retentionDays: number | undefined, auditPolicy: AuditRetentionPolicy | undefined, now: string): Promise<MaintenanceReport> {
+    const audit = auditPolicy && new AuditRetention(this.database, auditPolicy);
+    return new StoreMaintenance(this.database, retentionDays, undefined, audit).runOnce(new Date(now));
+  }
+
+  pruneAudit(policy: AuditRetentionPolicy, now: string): Promise<AuditPruneReport> {
+    return new AuditRetention(this.database, policy).pruneHere(new Date(now));
   }
 }

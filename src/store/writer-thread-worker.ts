@@ -9,6 +9,7 @@ import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
 import { SqlAuditRows } from './audit-trail.ts';
 import { SqlClientActivityRepository } from './client-activity-repository.ts';
 import { SqlIngestUrlsRepository } from './ingest-urls-repository.ts';
+import { MaintenanceOnThisThread } from './maintenance.ts';
 
 /**
  * The SQLite writer thread (see writer-thread.ts): one connection of its own that stores
@@ -18,8 +19,8 @@ import { SqlIngestUrlsRepository } from './ingest-urls-repository.ts';
  * time, in arrival order: a fold asked for after an ingest was answered counts its events. The
  * background writers of the main thread come here too, for the same reason: the TAXII
  * publisher's (src/store/taxii-on-writer.ts), the alert outbox's (src/store/outbox-on-writer.ts),
- * and the small ones: the clients' last uses, audit rows and ingest URLs' last uses
- * (src/store/writes-on-writer.ts).
+ * the small ones: the clients' last uses, audit rows and ingest URLs' last uses
+ * (src/store/writes-on-writer.ts), and the hourly store maintenance (src/store/maintenance.ts).
  */
 export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number; fold: number } | { id: number; write: StoreWrite };
 
@@ -29,7 +30,8 @@ export type StoreWrite =
   | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>
   | Write<'clients', SqlClientActivityRepository, 'recordUses'>
   | Write<'audit', SqlAuditRows, 'insertRow'>
-  | Write<'ingestUrls', SqlIngestUrlsRepository, 'recordUse'>;
+  | Write<'ingestUrls', SqlIngestUrlsRepository, 'recordUse'>
+  | Write<'maintenance', MaintenanceOnThisThread, 'runOnce' | 'pruneAudit'>;
 type Write<S extends string, Store, M extends keyof Store> = {
   [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
 }[M];
@@ -54,6 +56,7 @@ try {
     clients: new SqlClientActivityRepository(database.db),
     audit: new SqlAuditRows(database.db),
     ingestUrls: new SqlIngestUrlsRepository(database.db),
+    maintenance: new MaintenanceOnThisThread(database),
   };
   const foldRows = new FoldRowCache();
   let queue = Promise.resolve();

@@ -73,4 +73,9 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
     });
     expect(settled).toEqual(['main thread', 'write']);
   });
+
+  it('the hourly store maintenance and the audit log pruning run off the main thread', async () => {
+    expect(await underHeldLock(() => h.services.auditRetention.prune())).toEqual(['main thread', 'write']);
+    expect(await underHeldLock(() => h.services.storeMaintenance.runOnce())).toEqual(['main thread', 'write']);
+  });
 });
