@@ -15,6 +15,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   node bench/profile.ts --load intake --connections 64 --seconds 10
  *   node bench/profile.ts --load batch --batch-size 1000
  *   node bench/profile.ts --load intake --connections 64 --statements
+ *   node bench/profile.ts --load lookup --beside-intake 2000
  *
  * Only samples taken while the measured load runs count, after a warm-up (`--warmup`, 3 s), and
  * every thread is reported: intake's writer thread beside the main one. The raw `.cpuprofile`
@@ -35,6 +36,9 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     // Also time each SQLite statement by its text (bench/statement-times.ts), in every thread.
     statements: { type: 'boolean', default: false },
+    // Single events at this steady rate a second beside the measured load (64 connections, paced
+    // as phase 2 of npm run bench paces them), through warm-up and measurement.
+    'beside-intake': { type: 'string', default: '0' },
   },
 });
 const loads = ['lookup', 'lookup-missing', 'intake', 'batch'] as const;
@@ -68,11 +72,15 @@ let result;
 // The measured window, on the monotonic clock V8 stamps its samples with (µs).
 let measured: { from: number; to: number };
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
+const besideIntake = Number(values['beside-intake']);
+const beside = besideIntake > 0 ? runWrk(server.url, singleEventLoad(token, intakeNumbers, besideIntake), 64, Number(values.warmup) + Number(values.seconds) + 1) : undefined;
 try {
   if (Number(values.warmup) > 0) await runWrk(server.url, script[load](), Number(values.connections), Number(values.warmup));
   const from = monotonicMicros();
   result = await runWrk(server.url, script[load](), Number(values.connections), Number(values.seconds));
   measured = { from, to: monotonicMicros() };
+  const intake = await beside;
+  if (intake) log(`beside it, intake: ${Math.round(intake.requests / intake.seconds)} events/s, p99 ${intake.p99} ms, statuses ${JSON.stringify(intake.statuses)}`);
 } finally {
   await server.stop();
 }
