@@ -269,6 +269,7 @@ export class SqlAlertOutboxWrites {
       .where(({ not, exists, selectFrom }) => not(exists(selectFrom('alert_deliveries as d').select('d.id').whereRef('d.alert_id', '=', 'alerts.id'))))
       .execute();
   }
+
   /**
    * The ids of up to `limit` rows no live lease holds, oldest first by `order`, for an UPDATE to
    * lease; the caller adds what makes a row ready. Rows another transaction is claiming are

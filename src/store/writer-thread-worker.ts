@@ -32,6 +32,7 @@ export type StoreWrite =
   | Write<'audit', SqlAuditRows, 'insertRow'>
   | Write<'ingestUrls', SqlIngestUrlsRepository, 'recordUse'>
   | Write<'maintenance', MaintenanceOnThisThread, 'runOnce' | 'pruneAudit'>;
+/** For each of `Store`'s methods named in `M`: its name and its arguments, under the store's name. */
 type Write<S extends string, Store, M extends keyof Store> = {
   [K in M]: { store: S; method: K; args: Store[K] extends (...args: infer A) => unknown ? A : never };
 }[M];
