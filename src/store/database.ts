@@ -29,15 +29,15 @@ export interface Database {
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   /**
-   * A number that changes whenever another process commits to the store (SQLite's
-   * `data_version`), so caches can notice changes made by the operator CLI. Undefined where
-   * the dialect has no such cheap signal.
+   * A number that changes whenever accounts, clients, plans or signing keys change in the store
+   * (SQLite: a counter kept by triggers, migration 021), so caches can notice changes made by
+   * the operator CLI. Undefined where the dialect has no such cheap signal.
    */
   externalChangeCounter: (() => number) | undefined;
   /**
    * Makes access-change notices between every process on this store (PostgreSQL's
    * LISTEN/NOTIFY); undefined where the store has none, and needs none (SQLite: one file, one
-   * machine, and `externalChangeCounter` tells the other processes' commits). The caller closes
+   * machine, and `externalChangeCounter` tells the other processes' changes). The caller closes
    * what it made.
    */
   changeNotices: ((log?: Logger) => AccessChangeNotices) | undefined;
@@ -155,7 +155,6 @@ function openSqlite(url: string, cacheMiB: number): Database {
   // touched, so resident memory grows with the store until the cap, then stays.
   native.pragma(`cache_size = -${cacheMiB * 1024}`);
   native.pragma('temp_store = MEMORY');
-  const dataVersion = native.prepare('PRAGMA data_version').pluck();
   const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
   const reads = path === ':memory:' ? undefined : new ReadConnection(path, cacheMiB);
   return {
@@ -165,7 +164,7 @@ function openSqlite(url: string, cacheMiB: number): Database {
     ping: async () => {
       native.prepare('SELECT 1').get();
     },
-    externalChangeCounter: sampled(() => dataVersion.get() as number, 50),
+    externalChangeCounter: sampled(accessChangeCounter(native), 50),
     changeNotices: undefined,
     ingestWrites: new SqliteRowIngestWrites(native, db),
     intakeOnWriterThread: path !== ':memory:',
@@ -179,6 +178,28 @@ function openSqlite(url: string, cacheMiB: number): Database {
       reads?.close();
       await db.destroy();
     },
+  };
+}
+
+/**
+ * What moves when access changes (accounts, clients, plans, signing keys), by this process or
+ * another: the counter migration 021's triggers keep. Not `PRAGMA data_version`, which moves with
+ * every other connection's commit, this process's writer thread's included, so that each intake
+ * commit dropped the credentials and plans kept in memory. That is the fallback for a store
+ * without the counter: before the migrations have run, or an older store read as a replica.
+ */
+function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
+  const dataVersion = native.prepare('PRAGMA data_version').pluck();
+  let version: SQLiteDatabase.Statement | undefined;
+  return () => {
+    if (!version) {
+      try {
+        version = native.prepare('select version from access_version where id = 1').pluck();
+      } catch {
+        return dataVersion.get() as number;
+      }
+    }
+    return version.get() as number;
   };
 }
 

@@ -45,6 +45,11 @@ export interface DialectCapabilities {
   scrubFreedSpace: 'secure_delete' | 'vacuum_full';
   /** The store is a file this process opens (SQLite), so `tollwatch backup` can copy it. */
   embedded: boolean;
+  /**
+   * Processes learn of each other's changes of access from a counter that triggers keep
+   * (SQLite, migration 021), read every 50 ms; PostgreSQL's servers hear of them by LISTEN/NOTIFY.
+   */
+  accessCounter: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -60,6 +65,7 @@ export const SQLITE: DialectCapabilities = {
   advisoryLocks: false,
   scrubFreedSpace: 'secure_delete',
   embedded: true,
+  accessCounter: true,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -75,4 +81,5 @@ export const POSTGRES: DialectCapabilities = {
   advisoryLocks: true,
   scrubFreedSpace: 'vacuum_full',
   embedded: false,
+  accessCounter: false,
 };

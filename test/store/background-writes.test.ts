@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../support/harness.ts';
+import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 
@@ -77,5 +77,24 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
   it('the hourly store maintenance and the audit log pruning run off the main thread', async () => {
     expect(await underHeldLock(() => h.services.auditRetention.prune())).toEqual(['main thread', 'write']);
     expect(await underHeldLock(() => h.services.storeMaintenance.runOnce())).toEqual(['main thread', 'write']);
+  });
+
+  it("the writer thread's commits leave the access kept in memory alone; another process's change of access does not", async () => {
+    // What tells the credentials and plans caches that access changed elsewhere: read every 50 ms.
+    const counter = h.services.database.externalChangeCounter!;
+    const pastSample = () => new Promise((resolve) => setTimeout(resolve, 60));
+    const who = await h.account();
+    await pastSample();
+    const before = counter();
+    // Events stored and folded, an alert pass, audit rows: all on the writer thread's connection.
+    expect((await postEvent(who, sampleEvent())).status).toBe(201);
+    await h.settled();
+    await h.services.alertWorker.tick();
+    await h.services.audit.record({ action: 'token.refused', actor: 'anonymous', ip: '198.51.100.10', detail: { reason: 'counter' } });
+    await pastSample();
+    expect(counter()).toBe(before);
+    // The operator CLI disabling the account, as another connection does it.
+    holder.prepare('update accounts set disabled = 1 where account_id = ?').run(who.account.account_id);
+    await eventually('the change seen', counter, (now) => now !== before);
   });
 });

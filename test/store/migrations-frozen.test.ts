@@ -25,7 +25,7 @@ describe('migrations are frozen once released (docs/architecture.md, "The store"
 
   it('are one file each, all of them registered, in order', () => {
     const files = FILES.filter((f) => /^\d{3}-/.test(f)).sort();
-    const names = Object.keys(migrations({ counterType: 'integer', serialType: 'integer', partitionedEvents: false, withoutRowid: true, jsonObjectAgg: 'json_group_object' }));
+    const names = Object.keys(migrations({ accessCounter: true, counterType: 'integer', serialType: 'integer', partitionedEvents: false, withoutRowid: true, jsonObjectAgg: 'json_group_object' }));
     expect(names).toEqual([...names].sort());
     expect(names.map((n) => `${n.replace(/_/g, '-')}.ts`)).toEqual(files);
   });

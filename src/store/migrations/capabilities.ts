@@ -4,6 +4,7 @@
  * migration names only these, so it cannot come to depend on a capability added later.
  */
 export interface MigrationCapabilities {
+  accessCounter: boolean;
   counterType: 'integer' | 'bigint';
   serialType: 'integer' | 'bigserial';
   partitionedEvents: boolean;

@@ -20,6 +20,7 @@ import { migration as m017 } from './017-client-last-use.ts';
 import { migration as m018 } from './018-aggregate-versions.ts';
 import { migration as m019 } from './019-taxii-publication.ts';
 import { migration as m020 } from './020-taxii-changes-in-key-order.ts';
+import { migration as m021 } from './021-access-version.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -48,5 +49,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '018_aggregate_versions': m018(),
     '019_taxii_publication': m019(caps),
     '020_taxii_changes_in_key_order': m020(),
+    '021_access_version': m021(caps),
   };
 }
