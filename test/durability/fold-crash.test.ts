@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
@@ -22,11 +22,13 @@ const CHILD = new URL('../support/fold-crash-child.ts', import.meta.url).pathnam
 describe('the fold through crashes', () => {
   let database: TestDatabase;
   let store: Database | undefined;
+  let child: ChildProcess | undefined;
 
   beforeAll(async () => {
     database = await freshDatabase();
   });
   afterAll(async () => {
+    child?.kill('SIGKILL');
     await store?.close();
     await database.drop();
   });
@@ -37,14 +39,15 @@ describe('the fold through crashes', () => {
     const owners = [`${shared.account_id}=${SHARED_SCOPE}`, `${own.account_id}=${own.account_id}`];
     const next = seededRandom(27);
     for (let round = 0; round < 8; round++) {
-      const child = spawn(process.execPath, [CHILD, database.url, String(round), ...owners], { stdio: ['ignore', 'pipe', 'inherit'] });
-      const exited = once(child, 'exit');
+      const running = spawn(process.execPath, [CHILD, database.url, String(round), ...owners], { stdio: ['ignore', 'pipe', 'inherit'] });
+      child = running;
+      const exited = once(running, 'exit');
       await new Promise<void>((resolve, reject) => {
-        child.stdout!.setEncoding('utf8').on('data', (text: string) => text.includes('ready') && resolve());
-        child.once('exit', (code) => reject(new Error(`the child ended before it was ready (${code})`)));
+        running.stdout!.setEncoding('utf8').on('data', (text: string) => text.includes('ready') && resolve());
+        running.once('exit', (code) => reject(new Error(`the child ended before it was ready (${code})`)));
       });
       await new Promise((resolve) => setTimeout(resolve, 50 + next(400)));
-      child.kill('SIGKILL');
+      running.kill('SIGKILL');
       await exited;
     }
 

@@ -20,6 +20,9 @@ const kept = new FoldRowCache();
 // Few keys, so that steps change rows that earlier steps wrote, in both scopes.
 const numbers = ['+441234300001', '+441234300002', '+441234300003', '+441234300004'];
 const addresses = ['198.51.100.30', '198.51.100.31', '198.51.100.32'];
+// Never outlives the test that started it (a test that failed or timed out before its kill).
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && process.exit(1), 500).unref();
 process.stdout.write('ready\n');
 for (;;) {
   const [accountId, scope] = owners[next(owners.length)]!.split('=') as [string, string];
@@ -33,4 +36,6 @@ for (;;) {
   );
   await repo.ingest({ accountId, scope }, events);
   if (next(2) === 0) await foldStep(database, 1 + next(120), kept);
+  // SQLite answers synchronously: without a turn of the event loop the check above never runs.
+  await new Promise((resolve) => setImmediate(resolve));
 }
