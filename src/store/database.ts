@@ -182,11 +182,13 @@ function openSqlite(url: string, cacheMiB: number): Database {
 }
 
 /**
- * What moves when access changes (accounts, clients, plans, signing keys), by this process or
- * another: the counter migration 021's triggers keep. Not `PRAGMA data_version`, which moves with
- * every other connection's commit, this process's writer thread's included, so that each intake
- * commit dropped the credentials and plans kept in memory. That is the fallback for a store
- * without the counter: before the migrations have run, or an older store read as a replica.
+ * What moves when another connection changes access (accounts, clients, plans, signing keys):
+ * the counter migration 021's triggers keep, less this connection's own changes, which
+ * temporary triggers count apart (this process drops its caches itself when it changes access,
+ * at once). Not `PRAGMA data_version`, which moves with every other connection's commit, this
+ * process's writer thread's included, so that each intake commit dropped the credentials and
+ * plans kept in memory. That is the fallback for a store without the counter: before the
+ * migrations have run, or an older store read as a replica.
  */
 function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
   const dataVersion = native.prepare('PRAGMA data_version').pluck();
@@ -194,22 +196,32 @@ function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
   return () => {
     if (!version) {
       try {
-        version = native.prepare('select version from access_version where id = 1').pluck();
+        version = native.prepare('select (select version from main.access_version where id = 1) - (select n from temp.own_access_changes)').pluck();
       } catch {
-        return dataVersion.get() as number;
+        if (!native.prepare("select 1 from main.sqlite_master where name = 'access_version'").get()) return dataVersion.get() as number;
+        native.exec('create temp table if not exists own_access_changes (n integer not null); insert into own_access_changes select 0 where not exists (select 1 from own_access_changes)');
+        for (const table of ['accounts', 'clients', 'plans', 'signing_keys']) {
+          for (const event of ['insert', 'update', 'delete']) {
+            native.exec(`create temp trigger if not exists own_${table}_${event} after ${event} on main.${table} begin update own_access_changes set n = n + 1; end`);
+          }
+        }
+        version = native.prepare('select (select version from main.access_version where id = 1) - (select n from temp.own_access_changes)').pluck();
       }
     }
     return version.get() as number;
   };
 }
 
-/** Reads `read` at most once per `everyMs`: the change signal is asked on every request. */
+/**
+ * Reads `read` at most once per `everyMs`: the change signal is asked on every request. The
+ * first read waits for the first ask, after the store is migrated.
+ */
 function sampled(read: () => number, everyMs: number): () => number {
-  let value = read();
-  let readAt = Date.now();
+  let value: number | undefined;
+  let readAt = 0;
   return () => {
     const now = Date.now();
-    if (now - readAt >= everyMs) {
+    if (value === undefined || now - readAt >= everyMs) {
       value = read();
       readAt = now;
     }
