@@ -29,9 +29,9 @@ export interface Database {
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   /**
-   * A number that changes whenever accounts, clients, plans or signing keys change in the store
-   * (SQLite: a counter kept by triggers, migration 021), so caches can notice changes made by
-   * the operator CLI. Undefined where the dialect has no such cheap signal.
+   * A number that changes whenever another connection changes accounts, clients, plans or
+   * signing keys in the store (SQLite: a counter kept by triggers, migration 021), so caches can
+   * notice changes made by the operator CLI. Undefined where the dialect has no such cheap signal.
    */
   externalChangeCounter: (() => number) | undefined;
   /**
