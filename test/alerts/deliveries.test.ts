@@ -157,7 +157,10 @@ describe('alert deliveries (docs/api.md §12)', () => {
 
   it('alerts node.silent once per silence', async () => {
     await webhook(owner, '/silent', ['node.silent']);
-    // The sample events are days old: their node has been silent for longer than a minute.
+    // An event two days old, inside the week the check looks back over (the samples' fixed
+    // date falls out of it as the calendar moves): its node has been silent for over a minute.
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString().replace('T', ' ').replace('Z', '000000');
+    expect((await postEvent(owner, sampleEvent({ event_timestamp: twoDaysAgo }))).status).toBe(201);
     const [first] = await receiver.waitFor(1, '/silent');
     expect(JSON.parse(first!.body)).toMatchObject({ type: 'node.silent', data: { node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92' } });
     await new Promise((r) => setTimeout(r, 1500));
