@@ -192,11 +192,12 @@ function openSqlite(url: string, cacheMiB: number): Database {
  */
 function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
   const dataVersion = native.prepare('PRAGMA data_version').pluck();
+  const othersChanges = 'select (select version from main.access_version where id = 1) - (select n from temp.own_access_changes)';
   let version: SQLiteDatabase.Statement | undefined;
   return () => {
     if (!version) {
       try {
-        version = native.prepare('select (select version from main.access_version where id = 1) - (select n from temp.own_access_changes)').pluck();
+        version = native.prepare(othersChanges).pluck();
       } catch {
         if (!native.prepare("select 1 from main.sqlite_master where name = 'access_version'").get()) return dataVersion.get() as number;
         native.exec('create temp table if not exists own_access_changes (n integer not null); insert into own_access_changes select 0 where not exists (select 1 from own_access_changes)');
@@ -205,7 +206,7 @@ function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
             native.exec(`create temp trigger if not exists own_${table}_${event} after ${event} on main.${table} begin update own_access_changes set n = n + 1; end`);
           }
         }
-        version = native.prepare('select (select version from main.access_version where id = 1) - (select n from temp.own_access_changes)').pluck();
+        version = native.prepare(othersChanges).pluck();
       }
     }
     return version.get() as number;

@@ -32,7 +32,9 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
     const settled: string[] = [];
     const written = write().finally(() => settled.push('write'));
     // On the main thread's connection, the write would sleep this thread until SQLite's busy
-    // timeout gave up (5 s), and this timer would run only after the write had failed.
+    // timeout gave up (5 s), and this timer would run only after the write had failed. A fixed
+    // wait that shows what does not happen: the lock is held throughout, so the write cannot end
+    // before the timer however slow the machine.
     await new Promise((resolve) => setTimeout(resolve, 100));
     settled.push('main thread');
     holder.exec('commit');
@@ -82,6 +84,7 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
   it("the writer thread's commits leave the access kept in memory alone; another process's change of access does not", async () => {
     // What tells the credentials and plans caches that access changed elsewhere: read every 50 ms.
     const counter = h.services.database.externalChangeCounter!;
+    // A fixed wait on that documented bound, not on a condition: past it the next read is fresh.
     const pastSample = () => new Promise((resolve) => setTimeout(resolve, 60));
     const who = await h.account();
     await pastSample();
