@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_FIELDS } from '../../src/domain/event-fields.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { postEvent, SAMPLE_DAY, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 async function expectProblem(res: Response, status: number, error: string) {
   expect(res.status).toBe(status);
@@ -33,7 +33,7 @@ describe('POST /api/events (docs/api.md §5)', () => {
     expect(await res.json()).toEqual({ message: expect.any(String) });
     const stored = await owner.api(`/api/events/${event.event_uuid}`);
     expect(stored.status).toBe(200);
-    expect(await stored.json()).toMatchObject({ ...event, event_time: '2026-11-21T10:00:' + String(event.event_timestamp).slice(17, 19) + '.123456789Z' });
+    expect(await stored.json()).toMatchObject({ ...event, event_time: `${SAMPLE_DAY}T10:00:` + String(event.event_timestamp).slice(17, 19) + '.123456789Z' });
   });
 
   it('accepts the JSON body with no content type, text/plain and form-urlencoded (curl -d)', async () => {

@@ -159,6 +159,13 @@ export async function saveUnlimitedPlan(h: Harness, name = 'unlimited'): Promise
 
 let counter = 0;
 
+/**
+ * The sample events' day: yesterday (UTC) when the suite started. Windows counted back from now
+ * (a node's week of silence, a feed's days, a score's decay) then hold the samples whatever day
+ * the suite runs; a fixed date left them one by one (the silent-node alert on 2026-11-28).
+ */
+export const SAMPLE_DAY = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+
 /** A valid 13-field event; every call gets a fresh event_uuid unless overridden. */
 export function sampleEvent(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   counter += 1;
@@ -166,7 +173,7 @@ export function sampleEvent(overrides: Record<string, unknown> = {}): Record<str
   return {
     app_name: 'sentrypeer',
     app_version: '4.0.6',
-    event_timestamp: `2026-11-21 10:00:${String(counter % 60).padStart(2, '0')}.123456789`,
+    event_timestamp: `${SAMPLE_DAY} 10:00:${String(counter % 60).padStart(2, '0')}.123456789`,
     event_uuid: uuid,
     created_by_node_id: '732e7f50-637d-4fde-81e0-5c32f1bb5a92',
     collected_method: 'responsive',
