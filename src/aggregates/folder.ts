@@ -304,7 +304,10 @@ export class AggregateFolder implements OwnWritesBarrier {
     }
     this.covered = Math.max(this.covered, upTo);
     // Another instance may have folded this process's events in (it held the turn): lookups here
-    // were not told by a step of their own, so the keys those events named are dropped now.
+    // were not told by a step of their own, so the keys those events named are dropped now. Not
+    // with `foldedElsewhere`: every such event was told by hearFoldsElsewhere already, and the
+    // rest by this process's own steps, with the rows that keep lookups' answers current, which
+    // a second telling, with keys only, would drop.
     const covered: FoldedKeys = { numbers: [], addresses: [] };
     const counted = new Set<string>();
     for (const [accountId, pending] of this.pending) {
@@ -321,7 +324,7 @@ export class AggregateFolder implements OwnWritesBarrier {
       }
     }
     if (counted.size > 0) for (const listener of this.countedListeners) listener([...counted]);
-    if (covered.numbers.length > 0 || covered.addresses.length > 0) for (const listener of this.listeners) listener(covered);
+    if (!this.foldedElsewhere && (covered.numbers.length > 0 || covered.addresses.length > 0)) for (const listener of this.listeners) listener(covered);
     this.waiters = this.waiters.filter((w) => {
       if (w.commit > this.covered) return true;
       w.resolve();

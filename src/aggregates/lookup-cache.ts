@@ -44,6 +44,11 @@ class Shelf {
     this.maxEntries = maxEntries;
   }
 
+  /** The entries of `id`, one per set of scopes read. */
+  entriesOf(id: string): readonly Entry[] {
+    return this.keys.get(id) ?? [];
+  }
+
   find(id: string, scopeId: string): Entry | undefined {
     return this.keys.get(id)?.find((entry) => entry.scopeId === scopeId);
   }
@@ -163,6 +168,36 @@ export class LookupCache implements AggregateMemo {
     }
   }
 
+  /**
+   * Like invalidate, but told what a fold step of this process wrote (`written`): an entry whose
+   * new value that alone gives takes it instead of going, and one the step did not touch stays.
+   * A key that intake keeps changing (a number under attack, asked about by every PBX) is then
+   * not read from the store again after each step. An entry is worked out again when the step
+   * wrote the key in exactly one of its scopes and the others held no row of it (one scope read,
+   * or a value from that scope's row alone, or "never seen"); otherwise it goes, as invalidate
+   * drops it: a union of several scopes' rows has distinct counts no single row holds. Nothing is
+   * kept that nobody asked for.
+   */
+  refresh(changes: readonly LookupChange[], written: FoldedValues): void {
+    this.generation++;
+    const at = this.now();
+    for (const { kind, key } of changes) {
+      const id = `${kind}:${key}`;
+      const writtenIn = written.scopes(kind, key);
+      for (const entry of [...this.found.entriesOf(id), ...this.missing.entriesOf(id)]) {
+        const scopes = entry.scopeId.split(SCOPE_SEPARATOR);
+        const touched = scopes.filter((scope) => writtenIn.includes(scope));
+        if (touched.length === 0) continue;
+        const shelf = entry.value === undefined ? this.missing : this.found;
+        shelf.dropEntry(id, entry.scopeId);
+        const [scope] = touched as [string];
+        if (touched.length === 1 && (scopes.length === 1 || entry.value === undefined || entry.value.soleScope === scope)) {
+          this.found.keep(id, { scopeId: entry.scopeId, value: written.value(kind, key, scope), expiresAt: at + this.found.ttlMs }, at);
+        }
+      }
+    }
+  }
+
   clear(): void {
     this.generation++;
     this.found.clear();
@@ -170,7 +205,17 @@ export class LookupCache implements AggregateMemo {
   }
 }
 
+/** What a fold step of this process wrote: per key, the scopes it wrote a row in and their values. */
+export interface FoldedValues {
+  scopes(kind: LookupKind, key: string): readonly string[];
+  /** What `key` holds in `scope` alone, one of `scopes(kind, key)`. */
+  value(kind: LookupKind, key: string, scope: string): NumberAggregate | IpAggregate;
+}
+
+/** Between the scopes of a read in several (scopes are `shared` and account ids: no spaces). */
+const SCOPE_SEPARATOR = ' ';
+
 /** The scopes a read was made in, as one key: most reads are of one scope, kept as it is. */
 function scopeIdOf(scopes: readonly string[]): string {
-  return scopes.length === 1 ? scopes[0]! : scopes.join(' ');
+  return scopes.length === 1 ? scopes[0]! : scopes.join(SCOPE_SEPARATOR);
 }

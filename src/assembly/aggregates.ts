@@ -1,7 +1,11 @@
 import { AggregateFolder, DEFAULT_FOLDER_SETTINGS, FOLDED_ELSEWHERE_READ } from '../aggregates/folder.ts';
 import { KnownKeys } from '../aggregates/known-keys.ts';
-import { LookupCache } from '../aggregates/lookup-cache.ts';
-import { foldStep, keysFoldedBetween } from '../store/aggregate-fold.ts';
+import { LookupCache, type FoldedValues } from '../aggregates/lookup-cache.ts';
+import { foldStep, keysFoldedBetween, type FoldedRows } from '../store/aggregate-fold.ts';
+import { aggregateOfRow } from '../store/lookups-repository.ts';
+import type { AggregateRow } from '../store/ingest-writes.ts';
+import type { LookupKind } from '../domain/lookup-aggregates.ts';
+import { TOP_USER_AGENTS } from '../domain/lookup-service.ts';
 import { SqlAggregateKeys } from '../store/aggregate-keys.ts';
 import { FoldRowCache } from '../store/fold-row-cache.ts';
 import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
@@ -40,6 +44,23 @@ export interface AggregatePipeline {
   stop(): Promise<void>;
 }
 
+/** What a fold step of this process wrote, from its rows; values worked out only for kept entries. */
+function valuesOfRows(rows: FoldedRows): FoldedValues {
+  const byKey = new Map<string, Map<string, AggregateRow>>();
+  const add = (kind: LookupKind, row: AggregateRow) => {
+    const id = `${kind}:${row.key}`;
+    let scopes = byKey.get(id);
+    if (!scopes) byKey.set(id, (scopes = new Map()));
+    scopes.set(row.scope, row);
+  };
+  for (const row of rows.numbers) add('number', row);
+  for (const row of rows.addresses) add('ip', row);
+  return {
+    scopes: (kind, key) => [...(byKey.get(`${kind}:${key}`)?.keys() ?? [])],
+    value: (kind, key, scope) => aggregateOfRow(kind, byKey.get(`${kind}:${key}`)!.get(scope)!, TOP_USER_AGENTS),
+  };
+}
+
 export function assembleAggregates(base: Foundation): AggregatePipeline {
   const { database, writer, log, config } = base;
   // Folded by the writer thread where there is one. It also reads what other processes folded
@@ -76,7 +97,8 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
     }
     const changed = changedKeys(changes);
     knownKeys.add(changed);
-    lookupCache.invalidate(changed);
+    if (changes.rows) lookupCache.refresh(changed, valuesOfRows(changes.rows));
+    else lookupCache.invalidate(changed);
   });
   if (replicaReads) aggregateFolder.onCounted((accountIds) => replicaReads.counted(accountIds));
   return {

@@ -23,6 +23,8 @@ export interface NumberAggregate {
   forms: string[];
   /** Distinct honeypot nodes that saw it (each scope keeps at most KEPT_NAMES). */
   nodeCount: number;
+  /** The scope whose row alone this is, when the others read held none (src/aggregates/lookup-cache.ts, `refresh`). */
+  soleScope?: string;
 }
 
 /** Kept aggregates of one source address across the scopes a caller may read. */
@@ -35,6 +37,8 @@ export interface IpAggregate {
   transports: Record<string, number>;
   /** Distinct honeypot nodes that saw it (each scope keeps at most KEPT_NAMES). */
   nodeCount: number;
+  /** The scope whose row alone this is, when the others read held none (src/aggregates/lookup-cache.ts, `refresh`). */
+  soleScope?: string;
 }
 
 /** A number whose key's hash begins with a range lookup's prefix (docs/api.md §13). */

@@ -10,7 +10,8 @@ import { normalisePhoneNumber, phoneNumberFacts } from './phone-number.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { readScopesOf } from './visibility.ts';
 
-const TOP_USER_AGENTS = 10;
+/** User agents an address's answer names, most seen first. */
+export const TOP_USER_AGENTS = 10;
 
 /** Most values one bulk lookup may carry. */
 export const MAX_BULK = 1000;

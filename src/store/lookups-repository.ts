@@ -1,7 +1,8 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { HashedNumber, IpAggregate, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import type { HashedNumber, IpAggregate, LookupKind, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import { isAbsentValue } from '../domain/event-fields.ts';
 import { countsOf } from '../domain/kept-counts.ts';
+import type { AggregateRow } from './ingest-writes.ts';
 import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 
@@ -37,7 +38,8 @@ export class SqlLookupsRepository implements LookupsRepository {
   async phoneNumber(scopes: string[], numberKey: string): Promise<NumberAggregate | undefined> {
     const rows = await this.query('number', scopes.length, numberStatement).execute(...scopes, numberKey);
     if (rows.length === 0) return undefined;
-    return numberAggregateOf(rows, rows.length === 1 ? Number(rows[0]!.distinct_count) : await this.distinctUnion('number_sources', scopes, numberKey, rows));
+    if (rows.length === 1) return { ...numberAggregateOf(rows, Number(rows[0]!.distinct_count)), soleScope: rows[0]!.scope };
+    return numberAggregateOf(rows, await this.distinctUnion('number_sources', scopes, numberKey, rows));
   }
 
   async numbersByHashPrefix(scopes: string[], prefix: string, limit: number): Promise<HashedNumber[]> {
@@ -63,7 +65,8 @@ export class SqlLookupsRepository implements LookupsRepository {
   async ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined> {
     const rows = await this.query('ip', scopes.length, ipStatement).execute(...scopes, sourceIp);
     if (rows.length === 0) return undefined;
-    return ipAggregateOf(rows, rows.length === 1 ? Number(rows[0]!.distinct_count) : await this.distinctUnion('ip_numbers', scopes, sourceIp, rows), topUserAgents);
+    if (rows.length === 1) return { ...ipAggregateOf(rows, Number(rows[0]!.distinct_count), topUserAgents), soleScope: rows[0]!.scope };
+    return ipAggregateOf(rows, await this.distinctUnion('ip_numbers', scopes, sourceIp, rows), topUserAgents);
   }
 
   /** The statement reading `what` over `scopeCount` scopes, prepared on first use. */
@@ -87,6 +90,25 @@ export class SqlLookupsRepository implements LookupsRepository {
     const [row] = await this.query(table, 2, (pair, k) => distinctStatement(table, pair, k)).execute(first, second, key);
     return firstCount + Number((row as unknown as { n: number | string } | undefined)?.n ?? 0);
   }
+}
+
+/**
+ * The aggregate a key holds in one scope, from the row a fold step wrote there (FoldedRows,
+ * aggregate-fold.ts): what a read of that scope alone would answer.
+ */
+export function aggregateOfRow(kind: LookupKind, row: AggregateRow, topUserAgents: number): NumberAggregate | IpAggregate {
+  const kept: LookupRow = {
+    scope: row.scope,
+    seen_count: row.seen_count,
+    first_seen: row.first_seen,
+    last_seen: row.last_seen,
+    distinct_count: row.distinct_count,
+    first_counts: row.counts[0],
+    second_counts: row.counts[1],
+    third_counts: row.counts[2],
+  };
+  const aggregate = kind === 'number' ? numberAggregateOf([kept], row.distinct_count) : ipAggregateOf([kept], row.distinct_count, topUserAgents);
+  return { ...aggregate, soleScope: row.scope };
 }
 
 /** A number's aggregate from its kept rows (one per scope) and its distinct sources across them. */

@@ -104,6 +104,67 @@ describe('LookupCache', () => {
     expect(t.reads()).toBe(5);
   });
 
+  it('works out again from a fold step’s rows what they alone give, keeps what the step did not touch, and drops the rest', async () => {
+    const t = setUp({ ttlMs: 500 });
+    const sole = (seenCount: number, scope: string) => ({ ...aggregate(seenCount), soleScope: scope });
+    t.store.set('4681', sole(1, '*shared*'));
+    await t.lookup('4681', ['*shared*']); // one scope read
+    await t.lookup('4681', ['*shared*', 'a1']); // two read, one held the key
+    await t.lookup('4682', ['*shared*', 'a1']); // never seen
+    await t.lookup('4683', ['a3']); // a scope the step does not write
+    t.store.set('4681', aggregate(5)); // a union of two scopes' rows:
+    await t.lookup('4681', ['*shared*', 'a2']); // both held the key
+    await t.lookup('4681', ['*shared*', 'a4']); // and the step writes both
+    expect(t.reads()).toBe(6);
+    t.advance(400);
+    // The step wrote 4681 and 4682 in the shared scope, 4681 in a4's, and 4684, never asked about.
+    const rows: Record<string, string[]> = { '4681': ['*shared*', 'a4'], '4682': ['*shared*'], '4683': ['a5'], '4684': ['*shared*'] };
+    const asked: string[] = [];
+    t.cache.refresh(
+      Object.keys(rows).map((key) => ({ kind: 'number' as const, key })),
+      {
+        scopes: (_kind, key) => rows[key] ?? [],
+        value: (kind, key, scope) => {
+          asked.push(`${kind} ${key} ${scope}`);
+          return sole(Number(key) - 4670, scope);
+        },
+      },
+    );
+    expect(asked.sort()).toEqual(['number 4681 *shared*', 'number 4681 *shared*', 'number 4682 *shared*']);
+    const kept = (key: string, scopes: string[]) => t.cache.fresh('number', key, scopes)?.value?.seenCount;
+    expect(kept('4681', ['*shared*'])).toBe(11);
+    expect(kept('4681', ['*shared*', 'a1'])).toBe(11);
+    expect(kept('4682', ['*shared*', 'a1'])).toBe(12);
+    // Untouched by the step: kept as it was, with its own lifetime.
+    expect(t.cache.fresh('number', '4683', ['a3'])).toEqual({ value: undefined });
+    // Two scopes that both held the key, or both written: read again.
+    expect(t.cache.fresh('number', '4681', ['*shared*', 'a2'])).toBeUndefined();
+    expect(t.cache.fresh('number', '4681', ['*shared*', 'a4'])).toBeUndefined();
+    // Nothing kept that nobody asked about.
+    expect(t.cache.fresh('number', '4684', ['*shared*'])).toBeUndefined();
+    // A refreshed value lives a whole lifetime from the refresh.
+    t.advance(499);
+    expect(kept('4681', ['*shared*'])).toBe(11);
+    expect(t.cache.fresh('number', '4683', ['a3'])).toBeUndefined();
+  });
+
+  it('does not keep a read that a refresh overtook', async () => {
+    const t = setUp();
+    t.store.set('4681', aggregate(1));
+    await t.lookup('4681', ['*shared*']);
+    t.advance(1000);
+    let release!: () => void;
+    const slow = t.cache.read('number', '4681', ['*shared*'], async () => {
+      const old = t.store.get('4681');
+      await new Promise<void>((resolve) => (release = resolve));
+      return old;
+    });
+    t.cache.refresh([{ kind: 'number', key: '4681' }], { scopes: () => ['*shared*'], value: () => aggregate(2) });
+    release();
+    expect((await slow)?.seenCount).toBe(1);
+    expect(t.cache.fresh('number', '4681', ['*shared*'])?.value?.seenCount).toBe(2);
+  });
+
   it('tells kinds apart: an address change leaves a number of the same text alone', async () => {
     const t = setUp();
     await t.lookup('1');
