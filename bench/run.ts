@@ -7,7 +7,7 @@ import { BENCH_DATA, cachedStore, POOL_NUMBERS } from './cached-stores.ts';
 import { callPathBench, printCallPath, type CallPathRow } from './call-path.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support.ts';
+import { benchClient, cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -211,6 +211,20 @@ async function main() {
       measure('  steady intake beside those lookups', service, singleEventLoad(token, intakeNumbers, STEADY_INTAKE_PER_SECOND), 64, { expected: 201, eventsPerRequest: 1 }),
     ]);
     lookups.ratioToAlone = Number((lookups.requestsPerSecond / Math.max(1, alone.requestsPerSecond)).toFixed(2));
+
+    // The busy hour as it comes: a trusted fleet's honeypots submit, and an account that submits
+    // nothing (a PBX operator) looks up. The one account above also submits what it looks up,
+    // so its answers are unions of two scopes, read again after every fold step; the reader's
+    // are the shared rows alone, which this process's fold keeps current (lookup-cache.ts).
+    const fleet = await tokenFor(service.url, await benchClient(smallUrl, undefined, { trusted: true, name: 'bench fleet' }));
+    const reader = await tokenFor(service.url, await benchClient(smallUrl, undefined, { name: 'bench reader' }));
+    const readerLookups = pathsLoad(reader, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
+    const readerAlone = await measure('lookup found by a reader, alone', service, readerLookups, 16);
+    const [byReader] = await Promise.all([
+      measure('lookup found by a reader, beside a fleet', service, readerLookups, 16, { warm: false }),
+      measure('  a fleet’s steady intake beside them', service, singleEventLoad(fleet, intakeNumbers, STEADY_INTAKE_PER_SECOND), 64, { expected: 201, eventsPerRequest: 1 }),
+    ]);
+    byReader.ratioToAlone = Number((byReader.requestsPerSecond / Math.max(1, readerAlone.requestsPerSecond)).toFixed(2));
   }
 
   if (PHASES.has(3)) {

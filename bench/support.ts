@@ -88,11 +88,19 @@ export const BENCH_PLAN = {
 };
 
 export async function prepareStore(databaseUrl: string, keySecret?: string) {
+  return benchClient(databaseUrl, keySecret);
+}
+
+/**
+ * A client of a new account on the bench plan (saved first): untrusted, as prepareStore's, or
+ * `trusted`, a fleet whose events everyone's lookups count.
+ */
+export async function benchClient(databaseUrl: string, keySecret?: string, options: { trusted?: boolean; name?: string } = {}) {
   const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...(keySecret ? { TOLLWATCH_KEY_SECRET: keySecret } : {}) };
   const services = await createServices(loadConfig(env, false));
   try {
     await services.plans.save(BENCH_PLAN);
-    const account = await services.accounts.createAccount({ name: `bench ${randomUUID().slice(0, 8)}`, plan: 'bench' });
+    const account = await services.accounts.createAccount({ name: `${options.name ?? 'bench'} ${randomUUID().slice(0, 8)}`, plan: 'bench', trusted: options.trusted ?? false });
     return await services.accounts.createClient({ accountId: account.account_id, name: 'bench' });
   } finally {
     await services.close();
