@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { measuredStore } from './cached-stores.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { knownNumbers, log, prepareStore, ROOT, startProcess, tokenFor } from './support.ts';
+import { benchClient, knownNumbers, log, prepareStore, ROOT, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -15,7 +15,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   node bench/profile.ts --load intake --connections 64 --seconds 10
  *   node bench/profile.ts --load batch --batch-size 1000
  *   node bench/profile.ts --load intake --connections 64 --statements
- *   node bench/profile.ts --load lookup --beside-intake 2000
+ *   node bench/profile.ts --load lookup --beside-intake 2000 [--fleet]
  *
  * Only samples taken while the measured load runs count, after a warm-up (`--warmup`, 3 s), and
  * every thread is reported: intake's writer thread beside the main one. The raw `.cpuprofile`
@@ -39,6 +39,9 @@ const { values } = parseArgs({
     // Single events at this steady rate a second beside the measured load (64 connections, paced
     // as phase 2 of npm run bench paces them), through warm-up and measurement.
     'beside-intake': { type: 'string', default: '0' },
+    // That intake from a trusted fleet's account, and the measured load from an account that
+    // submits nothing (a PBX operator's), as phase 2's last lines of npm run bench do.
+    fleet: { type: 'boolean', default: false },
   },
 });
 const loads = ['lookup', 'lookup-missing', 'intake', 'batch'] as const;
@@ -59,6 +62,7 @@ const server = await startProcess(
   '/readyz',
 );
 const token = await tokenFor(server.url, client);
+const intakeToken = values.fleet ? await tokenFor(server.url, await benchClient(database, undefined, { trusted: true, name: 'bench fleet' })) : token;
 const batchSize = Number(values['batch-size']);
 const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
 const script: Record<Load, () => string> = {
@@ -73,7 +77,7 @@ let result;
 let measured: { from: number; to: number };
 const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
 const besideIntake = Number(values['beside-intake']);
-const beside = besideIntake > 0 ? runWrk(server.url, singleEventLoad(token, intakeNumbers, besideIntake), 64, Number(values.warmup) + Number(values.seconds) + 1) : undefined;
+const beside = besideIntake > 0 ? runWrk(server.url, singleEventLoad(intakeToken, intakeNumbers, besideIntake), 64, Number(values.warmup) + Number(values.seconds) + 1) : undefined;
 try {
   if (Number(values.warmup) > 0) await runWrk(server.url, script[load](), Number(values.connections), Number(values.warmup));
   const from = monotonicMicros();

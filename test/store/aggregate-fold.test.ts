@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createServices } from '../../src/services.ts';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
+import { FOLDED_ROWS_TOLD, foldStep } from '../../src/store/aggregate-fold.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
@@ -62,6 +62,26 @@ describe('folding events into the lookup aggregates', () => {
       await other.close();
     }
     expect(await seenCount(h, '+441234000002')).toBe(7);
+    h.services.aggregateFolder.start();
+  });
+
+  it('passes on the rows a step wrote, as the store then holds them, up to FOLDED_ROWS_TOLD', async () => {
+    await h.services.aggregateFolder.stop();
+    const owner = { accountId, scope: accountId };
+    const store = h.services.database;
+    await repo.ingest(owner, [validSampleEvent({ called_number: '+441234000003', source_ip: '198.51.100.31' }), validSampleEvent({ called_number: '+441234000003', source_ip: '198.51.100.32' })]);
+    const small = await foldStep(store);
+    const stored = await store.db.selectFrom('number_aggregates').selectAll().where('number_key', '=', '+441234000003').executeTakeFirstOrThrow();
+    expect(small.changes.rows?.numbers).toEqual([
+      expect.objectContaining({ scope: accountId, key: '+441234000003', seen_count: Number(stored.seen_count), distinct_count: 2, last_seen: stored.last_seen, counts: [stored.sip_methods, stored.forms, stored.nodes] }),
+    ]);
+    expect(small.changes.rows?.addresses.map((r) => r.key).sort()).toEqual(['198.51.100.31', '198.51.100.32']);
+    // One more row than the bound (a number and an address per event): keys only.
+    const events = Array.from({ length: FOLDED_ROWS_TOLD / 2 + 1 }, (_, i) => validSampleEvent({ called_number: `+4412350${String(i).padStart(5, '0')}`, source_ip: `10.1.${i >> 8}.${i & 255}` }));
+    await repo.ingest(owner, events);
+    const large = await foldStep(store, events.length);
+    expect(large.changes.numbers).toHaveLength(events.length);
+    expect(large.changes.rows).toBeUndefined();
     h.services.aggregateFolder.start();
   });
 
