@@ -13,7 +13,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   node bench/cpu-per-request.ts --load found --connections 64 --seconds 5
  *   TOLLWATCH_LOOKUP_CACHE_MS=60000 node bench/cpu-per-request.ts   (every lookup answered from memory)
  *   node bench/cpu-per-request.ts --server bench/fastify-server.ts  (a baseline)
- *   node bench/cpu-per-request.ts --load intake --seconds 10
+ *   node bench/cpu-per-request.ts --load intake --seconds 10 [--rate 2000]
  */
 const { values } = parseArgs({
   options: {
@@ -23,6 +23,8 @@ const { values } = parseArgs({
     server: { type: 'string', default: 'src/server.ts' },
     connections: { type: 'string', default: '64' },
     seconds: { type: 'string', default: '5' },
+    // Single events paced to this many a second (as phase 2 of npm run bench paces them); 0: flat out.
+    rate: { type: 'string', default: '0' },
   },
 });
 /** Events per request of the batch load. */
@@ -40,7 +42,7 @@ try {
   const scripts: Record<string, () => string> = {
     found: () => pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
     missing: () => notFoundLoad(token),
-    intake: () => singleEventLoad(token, intakeNumbers),
+    intake: () => singleEventLoad(token, intakeNumbers, Number(values.rate) || undefined),
     batch: () => batchLoad(token, intakeNumbers, BATCH),
   };
   const build = scripts[values.load];

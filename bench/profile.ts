@@ -42,6 +42,8 @@ const { values } = parseArgs({
     // That intake from a trusted fleet's account, and the measured load from an account that
     // submits nothing (a PBX operator's), as phase 2's last lines of npm run bench do.
     fleet: { type: 'boolean', default: false },
+    // The intake load paced to this many events a second; 0: flat out.
+    rate: { type: 'string', default: '0' },
   },
 });
 const loads = ['lookup', 'lookup-missing', 'intake', 'batch'] as const;
@@ -68,7 +70,7 @@ const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
 const script: Record<Load, () => string> = {
   lookup: () => pathsLoad(token, intakeNumbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
   'lookup-missing': () => notFoundLoad(token),
-  intake: () => singleEventLoad(token, intakeNumbers),
+  intake: () => singleEventLoad(token, intakeNumbers, Number(values.rate) || undefined),
   batch: () => batchLoad(token, intakeNumbers, batchSize),
 };
 

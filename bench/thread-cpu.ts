@@ -1,0 +1,71 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { measuredStore } from './cached-stores.ts';
+import { singleEventLoad } from './loads.ts';
+import { knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
+import { requireWrk, runWrk } from './wrk.ts';
+
+/**
+ * Server CPU per single event by thread (main, SQLite writer, V8's and libuv's helpers), user and
+ * system time apart, from /proc/<pid>/task: where intake's CPU goes without a profiler's
+ * overhead, flat out or paced (`--rate`, as phase 2 of npm run bench paces it).
+ *
+ *   node bench/thread-cpu.ts --rate 2000 --seconds 10
+ */
+const { values } = parseArgs({
+  options: {
+    database: { type: 'string' },
+    connections: { type: 'string', default: '64' },
+    seconds: { type: 'string', default: '10' },
+    rate: { type: 'string', default: '0' },
+  },
+});
+requireWrk();
+const TICK_MICROS = 10_000; // USER_HZ 100
+
+/** CPU ticks per thread name: user and system. */
+function threadTicks(pid: number): Map<string, { user: number; system: number }> {
+  const ticks = new Map<string, { user: number; system: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = `${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}${tid === String(pid) ? ' (main)' : ''}`;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const kept = ticks.get(name) ?? { user: 0, system: 0 };
+    kept.user += Number(fields[11]);
+    kept.system += Number(fields[12]);
+    ticks.set(name, kept);
+  }
+  return ticks;
+}
+
+const database = await measuredStore(values.database);
+const client = await prepareStore(database);
+const numbers = await knownNumbers(database);
+const server = await startProcess('src/server.ts', { DATABASE_URL: database }, '/readyz');
+try {
+  const token = await tokenFor(server.url, client);
+  const script = singleEventLoad(token, numbers.length ? numbers : ['+441234567890'], Number(values.rate) || undefined);
+  await runWrk(server.url, script, Number(values.connections), 2);
+  const pid = server.child.pid!;
+  const before = threadTicks(pid);
+  const result = await runWrk(server.url, script, Number(values.connections), Number(values.seconds));
+  const after = threadTicks(pid);
+  log(`intake @${values.connections}${Number(values.rate) ? `, paced to ${values.rate}/s` : ''}: ${Math.round(result.requests / result.seconds)} events/s, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
+  log('  CPU µs per event   user  system  thread');
+  let total = 0;
+  for (const [name, end] of after) {
+    const start = before.get(name) ?? { user: 0, system: 0 };
+    const user = ((end.user - start.user) * TICK_MICROS) / result.requests;
+    const system = ((end.system - start.system) * TICK_MICROS) / result.requests;
+    total += user + system;
+    if (user + system >= 1) log(`  ${String(Math.round(user + system)).padStart(16)} ${String(Math.round(user)).padStart(6)} ${String(Math.round(system)).padStart(7)}  ${name}`);
+  }
+  log(`  ${String(Math.round(total)).padStart(16)}  in all`);
+} finally {
+  await server.stop();
+}
