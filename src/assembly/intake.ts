@@ -7,7 +7,7 @@ import { openImportSource, type DatabaseDefaults } from '../import/sentrypeer-fi
 import { SqlAccountActivityRepository } from '../store/account-activity-repository.ts';
 import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/event-indexes.ts';
 import { SqlEventsRepository } from '../store/events-repository.ts';
-import { GroupCommit, type Gathering } from '../store/group-commit.ts';
+import { GroupCommit } from '../store/group-commit.ts';
 import { SqlIngestUrlsRepository } from '../store/ingest-urls-repository.ts';
 import { IngestUrlsOnWriter } from '../store/writes-on-writer.ts';
 import type { AggregatePipeline } from './aggregates.ts';
@@ -28,9 +28,6 @@ export interface IntakeServices {
   activity: AccountActivity;
 }
 
-/** How the writer thread's commits gather a stream of single events (store/group-commit.ts). */
-const WRITER_GATHERING: Gathering = { ms: 2, events: 16, streamMs: 10 };
-
 export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeServices> {
   const { database, writer, config, audit, plans } = base;
   const { accounts } = auth;
@@ -44,12 +41,7 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   // larger group. Two in flight (the next group queued on the thread while one commits) made
   // smaller groups and fewer events a second: 5,459–5,779 against 6,049–6,303 single events a
   // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
-  // A steady stream (a busy hour's 2,000 events a second) made commits of about 9 events, each
-  // costing the writer thread nearly what one of 31 does. Gathering for 2 ms took the server's
-  // CPU per event from 457–503 to 399–464 µs paced, and flat out from 270–289 to 226–238 µs,
-  // 4,131–4,142 to 4,840–5,159 events a second (`npx node bench/thread-cpu.ts [--rate 2000]`,
-  // alternated, 2026-11-28). A lone event on a quiet server does not wait.
-  const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, gathering: WRITER_GATHERING, ...folding } : folding), plans);
+  const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding), plans);
   return {
     intake,
     ingestUrls: new IngestUrls({
