@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
-import { isPostgresUrl, sqlitePath } from '../src/store/store-files.ts';
+import { isPostgresUrl, keyFilePath, sqlitePath } from '../src/store/store-files.ts';
 import { generateEvents } from './generate-events.ts';
 import { log, ROOT } from './support.ts';
 
@@ -31,12 +31,22 @@ export async function cachedStore(size: number): Promise<string> {
 }
 
 /**
- * The store a lookup tool measures: the one named, which must exist (opening a missing SQLite
- * file would make an empty store there, which a later run would take for a built one), or the
- * cached 10,000-event store.
+ * The store a tool measures: the one named, which must exist (opening a missing SQLite file
+ * would make an empty store there, which a later run would take for a built one), or a fresh
+ * copy of the cached 10,000-event store. A copy, because these tools write (intake loads, and
+ * every server's own rows): on the cached store itself each run measured a larger store than
+ * the last (it had grown to 1.1 GB), and two sides of a comparison different stores.
  */
 export async function measuredStore(database: string | undefined): Promise<string> {
-  if (database === undefined) return cachedStore(10_000);
+  if (database === undefined) {
+    const source = sqlitePath(await cachedStore(10_000));
+    const copy = join(BENCH_DATA, 'measured.db');
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${copy}${suffix}`, { force: true });
+    rmSync(keyFilePath(copy), { force: true });
+    copyFileSync(source, copy);
+    if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(copy));
+    return `sqlite:${copy}`;
+  }
   if (!isPostgresUrl(database) && !existsSync(sqlitePath(database))) throw new Error(`${database}: no such store (leave out --database for the generated one)`);
   return database;
 }
