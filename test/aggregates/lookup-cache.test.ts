@@ -117,7 +117,8 @@ describe('LookupCache', () => {
     await t.lookup('4681', ['*shared*', 'a4']); // and the step writes both
     expect(t.reads()).toBe(6);
     t.advance(400);
-    // The step wrote 4681 and 4682 in the shared scope, 4681 in a4's, and 4684, never asked about.
+    // The step wrote 4681 and 4682 in the shared scope, 4681 in a4's, 4683 in a5's (no entry read
+    // a5), and 4684, never asked about.
     const rows: Record<string, string[]> = { '4681': ['*shared*', 'a4'], '4682': ['*shared*'], '4683': ['a5'], '4684': ['*shared*'] };
     const asked: string[] = [];
     t.cache.refresh(
