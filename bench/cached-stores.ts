@@ -38,15 +38,21 @@ export async function cachedStore(size: number): Promise<string> {
  * the last (it had grown to 1.1 GB), and two sides of a comparison different stores.
  */
 export async function measuredStore(database: string | undefined): Promise<string> {
-  if (database === undefined) {
-    const source = sqlitePath(await cachedStore(10_000));
-    const copy = join(BENCH_DATA, 'measured.db');
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`${copy}${suffix}`, { force: true });
-    rmSync(keyFilePath(copy), { force: true });
-    copyFileSync(source, copy);
-    if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(copy));
-    return `sqlite:${copy}`;
-  }
+  if (database === undefined) return storeCopy(await cachedStore(10_000), join(BENCH_DATA, 'measured.db'));
   if (!isPostgresUrl(database) && !existsSync(sqlitePath(database))) throw new Error(`${database}: no such store (leave out --database for the generated one)`);
   return database;
+}
+
+/**
+ * A fresh copy of the SQLite store `url` at `path`, with its key file, replacing whatever was
+ * there (its WAL too); without `url`, `path` emptied, for a new store.
+ */
+export function storeCopy(url: string | undefined, path: string): string {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+  rmSync(keyFilePath(path), { force: true });
+  if (!url) return `sqlite:${path}`;
+  const source = sqlitePath(url);
+  copyFileSync(source, path);
+  if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(path));
+  return `sqlite:${path}`;
 }

@@ -1,9 +1,8 @@
-import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
-import { keyFilePath } from '../src/store/store-files.ts';
-import { BENCH_DATA, cachedStore, POOL_NUMBERS } from './cached-stores.ts';
+import { BENCH_DATA, cachedStore, POOL_NUMBERS, storeCopy } from './cached-stores.ts';
 import { callPathBench, printCallPath, type CallPathRow } from './call-path.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
@@ -138,14 +137,7 @@ async function lookupPhases(label: string, service: Server, token: string, numbe
 
 /** A copy of a cached store in bench/.data/work.db (or an empty store), for phases that write, with its key file. */
 function workingCopy(url: string | undefined): string {
-  const path = join(BENCH_DATA, 'work.db');
-  for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
-  rmSync(keyFilePath(path), { force: true });
-  if (!url) return `sqlite:${path}`;
-  const source = url.slice('sqlite:'.length);
-  copyFileSync(source, path);
-  if (existsSync(keyFilePath(source))) copyFileSync(keyFilePath(source), keyFilePath(path));
-  return `sqlite:${path}`;
+  return storeCopy(url, join(BENCH_DATA, 'work.db'));
 }
 
 /** Single events a second in the steady phase: a busy hour, not flat out (the rate reached is printed). */
