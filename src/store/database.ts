@@ -291,6 +291,13 @@ function withStatementCache(native: SQLiteDatabase.Database) {
     close: () => native.close(),
     prepare(text: string) {
       if (text === 'rollback' && !native.inTransaction) return noRollback;
+      // Every transaction here writes, and most read first. Begun deferred, one holds a snapshot
+      // from its first read; if another connection (this process's writer thread, say) commits
+      // before its first write, SQLite cannot upgrade that snapshot and fails the write at once
+      // with SQLITE_BUSY, which no busy timeout waits out: a 503 for an owner rotating a secret
+      // while events streamed in. Begun immediate, it takes the write lock first, waiting its
+      // turn (the busy timeout) as any writer does, and what it reads cannot change under it.
+      if (text === 'begin') text = 'begin immediate';
       let statement = statements.get(text);
       if (!statement) {
         if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear();
