@@ -8,7 +8,9 @@ import { requireWrk, runWrk } from './wrk.ts';
 /**
  * Server CPU per single event by thread (main, SQLite writer, V8's and libuv's helpers), user and
  * system time apart, from /proc/<pid>/task: where intake's CPU goes without a profiler's
- * overhead, flat out or paced (`--rate`, as phase 2 of npm run bench paces it).
+ * overhead, flat out or paced (`--rate`, as phase 2 of npm run bench paces it). Then the bytes
+ * the process handed to write calls per event (/proc/<pid>/io, `wchar`: the WAL's frames, each a
+ * page), which a durable commit must get onto the disk before it answers.
  *
  *   node bench/thread-cpu.ts --rate 2000 --seconds 10
  */
@@ -43,6 +45,12 @@ function threadTicks(pid: number): Map<string, { user: number; system: number }>
   return ticks;
 }
 
+/** Bytes handed to write calls, and those calls, so far (/proc/<pid>/io). */
+function written(pid: number): { bytes: number; calls: number } {
+  const io = Object.fromEntries(readFileSync(`/proc/${pid}/io`, 'utf8').trim().split('\n').map((line) => line.split(': ')));
+  return { bytes: Number(io.wchar), calls: Number(io.syscw) };
+}
+
 const database = await measuredStore(values.database);
 const client = await prepareStore(database);
 const numbers = await knownNumbers(database);
@@ -53,8 +61,10 @@ try {
   await runWrk(server.url, script, Number(values.connections), 2);
   const pid = server.child.pid!;
   const before = threadTicks(pid);
+  const writesBefore = written(pid);
   const result = await runWrk(server.url, script, Number(values.connections), Number(values.seconds));
   const after = threadTicks(pid);
+  const writesAfter = written(pid);
   log(`intake @${values.connections}${Number(values.rate) ? `, paced to ${values.rate}/s` : ''}: ${Math.round(result.requests / result.seconds)} events/s, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
   log('  CPU µs per event   user  system  thread');
   let total = 0;
@@ -66,6 +76,9 @@ try {
     if (user + system >= 1) log(`  ${String(Math.round(user + system)).padStart(16)} ${String(Math.round(user)).padStart(6)} ${String(Math.round(system)).padStart(7)}  ${name}`);
   }
   log(`  ${String(Math.round(total)).padStart(16)}  in all`);
+  const bytes = writesAfter.bytes - writesBefore.bytes;
+  // The log's and the sockets' writes count too; the WAL's frames are nearly all of it.
+  log(`written: ${Math.round(bytes / result.requests).toLocaleString('en')} bytes per event, ${((bytes / result.seconds) / 1e6).toFixed(1)} MB/s, in ${Math.round((writesAfter.calls - writesBefore.calls) / result.requests)} write calls per event`);
 } finally {
   await server.stop();
 }
