@@ -73,7 +73,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
  * Basic is accepted wherever a token is, but only the document's own `security` names it, no
  * operation: @hey-api/openapi-ts (0.99) applies every scheme an operation lists, in order, each
  * overwriting the Authorization header, so with Basic listed last its clients sent the token as
- * Basic (issue 30); listed first, tools that take the first alternative (Scalar) would pick it.
+ * Basic; listed first, tools that take the first alternative (Scalar) would pick it.
  */
 const BASIC_DESCRIPTION =
   'The client id and secret themselves (docs/api.md §3), accepted by every operation that takes a bearer token while Basic is enabled. Operations list only the token, so that generated clients send it as Bearer';

@@ -34,6 +34,6 @@ export function isStoreUnavailable(error: unknown): boolean {
   // node-postgres's own words (pg/lib/client.js, pg-pool) for a connection that broke, one that
   // could not be made in time, a server that stopped answering mid-query (the pool's
   // query_timeout), and a client used after its connection failed: the last raised by a ROLLBACK
-  // on a client whose server went away mid-transaction (issue 31 saw it answer 500 once).
+  // on a client whose server went away mid-transaction (an outage test by a verifier saw it answer 500 once).
   return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|timeout expired|Query read timeout|not queryable/i.test(message);
 }

@@ -36,7 +36,7 @@ describe('the aggregate folder', () => {
   it('holds intake while the oldest event waiting for the fold is older than INTAKE_HOLD_LAG_MS, whatever their count', async () => {
     let now = 1_000_000;
     const since = (ms: number) => new Date(ms).toISOString();
-    // A few events waiting, but for long: the fold, not their count, sets the pace (issue 31).
+    // A few events waiting, but for long: the fold, not their count, sets the pace.
     const { step } = scripted([{ behind: 5, more: false, waitingSince: since(now - INTAKE_HOLD_LAG_MS - 1) }, { behind: 5, waitingSince: since(now - 10) }]);
     const folder = new AggregateFolder(step, settings, undefined, undefined, () => now);
     await folder.settle();

@@ -74,7 +74,7 @@ async function unacceptingReceiver(): Promise<{ url: string; close(): Promise<vo
 }
 
 /**
- * No receiver can stall anyone else's alerts (issue 28's first two findings): an attempt is
+ * No receiver can stall anyone else's alerts: an attempt is
  * bounded as a whole, not per silence, and attempts run side by side, so a slow receiver holds
  * only its own delivery. Before, a receiver that sent its headers and then a byte every 5 s held
  * its attempt for a minute (logged as delivered) and every other account's alerts behind it.

@@ -6,7 +6,7 @@ import { FAST_ALERTS, startAlertReceiver, type AlertReceiver } from '../support/
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
- * Alerts speak in scores (docs/api.md §12, issue 28's fifth finding): `lookup.matched` and
+ * Alerts speak in scores (docs/api.md §12): `lookup.matched` and
  * `number.first_seen` go only to integrations whose `min_score` they reach, and say the score
  * and its strongest reason instead of a verdict. Before, a score-0 number raised an alert that
  * called it "targeted by toll fraud".

@@ -6,7 +6,7 @@ import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } 
 import { runCommand, type CommandRun } from '../support/run-command.ts';
 
 /**
- * The Python client (clients/python/, issue 30 item 5) against a real server in this process: its
+ * The Python client (clients/python/) against a real server in this process: its
  * own unittest suite, with the server's address and two clients in the environment; its sdist and
  * wheel installed into a fresh venv, offline, and run from there; and its number key held to the
  * server's normaliser. Debian's /usr/bin/python3 runs it all. Skipped with a notice where it is

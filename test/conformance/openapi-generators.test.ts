@@ -126,7 +126,7 @@ export async function lookUp(_baseUrl: string, clientId: string, clientSecret: s
 const callsModule = (generator: Generator) => `${generator.name.split(' ')[0]!.replace(/\W/g, '')}-calls.ts`;
 
 /**
- * The generators developers point at the OpenAPI document (issue 30), run on the document this
+ * The generators developers point at the OpenAPI document, run on the document this
  * server publishes: what they generate must carry the schemas' names, compile under `strict`
  * with the project's TypeScript, and call the server, sending the token as Bearer.
  */

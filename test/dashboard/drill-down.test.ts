@@ -12,7 +12,7 @@ const AT = `${YESTERDAY.toISOString().slice(0, 10)} 14:30:00`;
 const WEEKDAY = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][YESTERDAY.getUTCDay()];
 
 /**
- * Drill-down (issue 25 item 2): a page for a number and for an address, linked from every
+ * Drill-down: a page for a number and for an address, linked from every
  * number and address the dashboard shows, with the lookup's answer, the account's own events of
  * it, its activity and what it is paired with; the lookup itself is a GET, so it has a URL.
  */

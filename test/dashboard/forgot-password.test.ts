@@ -8,7 +8,7 @@ import { makeUser, WebClient } from './web-client.ts';
 const bodyOf = (raw: string) => raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
 
 /**
- * Forgot your password (issue 25 item 5): a one-time link by email, working for an hour, asked
+ * Forgot your password: a one-time link by email, working for an hour, asked
  * for from the sign-in page; bounded per address asked for and per requester; the same answer
  * whether or not the address has an account.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { signedIn } from './web-client.ts';
 
-/** Unknown addresses (issue 25 item 6): a page in the dashboard's layout for a browser, JSON for a program, and the icon. */
+/** Unknown addresses: a page in the dashboard's layout for a browser, JSON for a program, and the icon. */
 describe('addresses nobody serves (docs/dashboard.md)', () => {
   let h: Harness;
 

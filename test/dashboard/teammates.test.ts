@@ -7,7 +7,7 @@ import { signedIn, WebClient, type WebClient as Client } from './web-client.ts';
 const bodyOf = (raw: string) => raw.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
 
 /**
- * Owners manage their account's users themselves (issue 25 item 5): invite a teammate as owner
+ * Owners manage their account's users themselves: invite a teammate as owner
  * or member (the link mailed, or shown once where no mail is sent), change a role, remove one;
  * the account always keeps an owner, and nobody reaches another account's users.
  */

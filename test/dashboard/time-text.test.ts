@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { durationText } from '../../src/web/time-text.ts';
 
-describe('durations as people read them (issue 25 item 6: "resets in 3600 s")', () => {
+describe('durations as people read them (not "resets in 3600 s")', () => {
   it('names the largest unit that fits, rounded up, singular for one', () => {
     expect(durationText(0)).toBe('0 seconds');
     expect(durationText(1)).toBe('1 second');

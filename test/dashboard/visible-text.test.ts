@@ -14,7 +14,7 @@ const SPOOFS = {
 const RAW = [RLO, '\u200b', '\u2066', '\u2069', '\u00ad', '\ufeff', '\u0007'];
 
 /**
- * Text that cannot lie (issue 25 item 4): bidirectional controls, zero-width and other
+ * Text that cannot lie: bidirectional controls, zero-width and other
  * invisible format characters, and controls in what an attacker sent are shown as visible
  * escapes on every page, chart and title; the raw value stays in the event's JSON.
  */

@@ -126,7 +126,7 @@ describe.skipIf(!canControl)('store and Redis outages under load, two instances'
   });
 
   it('answers only 503 (never a 500) across repeated PostgreSQL outages during batch intake, and loses nothing acknowledged', async () => {
-    // Issue 31 saw one 500 in two such runs: a ROLLBACK on a connection the outage broke raised
+    // A verifier saw one 500 in two such runs: a ROLLBACK on a connection the outage broke raised
     // an error store-errors.ts did not know. Three outages, batches from four loops on two instances.
     const acknowledged = new Set<string>();
     const statuses = new Map<number, number>();

@@ -93,7 +93,7 @@ describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and 
     expect(again.status).toBe(200);
   });
 
-  // What an attacker's probe tried on one instance (issue 23), across two.
+  // What an attacker's probe tried on one instance, across two.
   it('a sign-in lock holds on both: guesses at either count, and the right password is refused at either', async () => {
     const { email, password } = await makeUser(a, (await a.account()).account.account_id);
     expect((await new WebClient(a.url).signIn(email, 'guess 1')).status).toBe(401);

@@ -256,7 +256,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
       components: { schemas: Record<string, any> };
     };
     const token = doc.paths['/oauth/token']!.post;
-    // Every body is a named schema (issue 30): what it names is what a client reads.
+    // Every body is a named schema: what it names is what a client reads.
     const named = (schema: { $ref: string }) => doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')];
     // Client credentials are this endpoint's authentication: no token or /api Basic applies.
     expect(doc.paths['/api/events']!.post.security).toContainEqual({ oauth2: ['write:events'] });

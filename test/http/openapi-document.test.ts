@@ -60,7 +60,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
   });
 
-  it('names every request and answer body, so that generated clients use these names (issue 30)', () => {
+  it('names every request and answer body, so that generated clients use these names', () => {
     const named = /^#\/components\/schemas\/[A-Z][A-Za-z]+$/;
     for (const { path, method, operation } of operations()) {
       for (const [type, { schema }] of Object.entries<any>(operation.requestBody?.content ?? {})) {
