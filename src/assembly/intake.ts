@@ -7,7 +7,7 @@ import { openImportSource, type DatabaseDefaults } from '../import/sentrypeer-fi
 import { SqlAccountActivityRepository } from '../store/account-activity-repository.ts';
 import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/event-indexes.ts';
 import { SqlEventsRepository } from '../store/events-repository.ts';
-import { GroupCommit } from '../store/group-commit.ts';
+import { GroupCommit, type Gathering } from '../store/group-commit.ts';
 import { SqlIngestUrlsRepository } from '../store/ingest-urls-repository.ts';
 import { IngestUrlsOnWriter } from '../store/writes-on-writer.ts';
 import type { AggregatePipeline } from './aggregates.ts';
@@ -28,6 +28,9 @@ export interface IntakeServices {
   activity: AccountActivity;
 }
 
+/** How the writer thread's commits gather a stream of single events (store/group-commit.ts). */
+const WRITER_GATHERING: Gathering = { ms: 2, events: 16, streamMs: 10 };
+
 export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeServices> {
   const { database, writer, config, audit, plans } = base;
   const { accounts } = auth;
@@ -41,7 +44,13 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   // larger group. Two in flight (the next group queued on the thread while one commits) made
   // smaller groups and fewer events a second: 5,459–5,779 against 6,049–6,303 single events a
   // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
-  const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, ...folding } : folding), plans);
+  // A steady stream makes small commits when the disk syncs fast (2.3 events a commit at 2,000
+  // a second, with a 4 KiB synchronous write at 0.15 ms), and each commit costs the writer thread
+  // about 1 ms of CPU whatever it carries. Gathering for 2 ms took the server's CPU per paced
+  // event from 680–707 to 498–563 µs at 1,000 a second, 420–432 to 318–362 at 2,000, 305–318 to
+  // 294–296 at 3,500, and left flat-out intake as it was (docs/performance.md, "Commits gathered
+  // from a stream"). A lone event on a quiet server does not wait.
+  const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, gathering: WRITER_GATHERING, ...folding } : folding), plans);
   return {
     intake,
     ingestUrls: new IngestUrls({

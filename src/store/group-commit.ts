@@ -9,6 +9,16 @@ export interface GroupWriter {
   ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]>;
 }
 
+/**
+ * How a commit gathers a stream of submissions: while one flows (the last commit ended at most
+ * `streamMs` ago) and fewer than `events` wait, the next commit waits `ms` for more.
+ */
+export interface Gathering {
+  ms: number;
+  events: number;
+  streamMs: number;
+}
+
 interface Waiting extends IngestGroup {
   resolve(outcomes: IngestOutcome[]): void;
   reject(error: unknown): void;
@@ -28,19 +38,29 @@ export class GroupCommit implements EventsRepository {
   private readonly onCommitted: ((keysByAccount: Map<string, Set<string>>, events: number) => void) | undefined;
   /** Asked before each commit; a promise holds the commit back (the fold's backpressure). */
   private readonly beforeCommit: (() => Promise<void> | undefined) | undefined;
+  private readonly gathering: Gathering | undefined;
   private waiting: Waiting[] = [];
+  private waitingEvents = 0;
   private scheduled = false;
   private inFlight = 0;
+  /** When the last commit ended (performance.now()), or -Infinity. */
+  private lastCommitEnded = Number.NEGATIVE_INFINITY;
 
   /** `writer` stores the groups (by default `reader` itself); `reader` answers reads. */
   constructor(
     reader: SqlEventsRepository,
     writer: GroupWriter = reader,
-    { maxInFlight = Number.POSITIVE_INFINITY, onCommitted, beforeCommit }: { maxInFlight?: number; onCommitted?: (keysByAccount: Map<string, Set<string>>, events: number) => void; beforeCommit?: () => Promise<void> | undefined } = {},
+    {
+      maxInFlight = Number.POSITIVE_INFINITY,
+      onCommitted,
+      beforeCommit,
+      gathering,
+    }: { maxInFlight?: number; onCommitted?: (keysByAccount: Map<string, Set<string>>, events: number) => void; beforeCommit?: () => Promise<void> | undefined; gathering?: Gathering } = {},
   ) {
     this.reader = reader;
     this.writer = writer;
     this.maxInFlight = maxInFlight;
+    this.gathering = gathering;
     this.onCommitted = onCommitted;
     this.beforeCommit = beforeCommit;
   }
@@ -48,6 +68,7 @@ export class GroupCommit implements EventsRepository {
   ingest(owner: { accountId: string; scope: string }, events: HoneypotEvent[]): Promise<IngestOutcome[]> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ owner, events, resolve, reject });
+      this.waitingEvents += events.length;
       this.schedule();
     });
   }
@@ -79,13 +100,16 @@ export class GroupCommit implements EventsRepository {
   private schedule(): void {
     if (this.scheduled || this.waiting.length === 0 || this.inFlight >= this.maxInFlight) return;
     this.scheduled = true;
-    setImmediate(() => void this.flush());
+    const gathering = this.gathering;
+    if (gathering && this.waitingEvents < gathering.events && performance.now() - this.lastCommitEnded <= gathering.streamMs) setTimeout(() => void this.flush(), gathering.ms);
+    else setImmediate(() => void this.flush());
   }
 
   private async flush(): Promise<void> {
     this.scheduled = false;
     const batch = this.waiting;
     this.waiting = [];
+    this.waitingEvents = 0;
     this.inFlight += 1;
     try {
       await this.beforeCommit?.();
@@ -97,6 +121,7 @@ export class GroupCommit implements EventsRepository {
       else for (const w of batch) w.reject(error);
     } finally {
       this.inFlight -= 1;
+      this.lastCommitEnded = performance.now();
       this.schedule();
     }
   }

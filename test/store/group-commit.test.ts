@@ -67,4 +67,39 @@ describe('group commit', () => {
     expect(results.every((r) => r.status === 'rejected')).toBe(true);
     expect(writer.calls).toHaveLength(1);
   });
+
+  describe('gathering a stream', () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    /** Resolves 'late' if `p` takes more than `ms`: tells a commit that waited a minute from one that did not. */
+    const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, sleep(ms).then(() => 'late' as const)]);
+
+    it('makes the commit after another wait for more while few events wait', async () => {
+      const writer = new RecordingWriter();
+      const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 1000, events: 16, streamMs: 60_000 } });
+      await commit.ingest(owner('a'), [event('1')]);
+      const a = commit.ingest(owner('a'), [event('2')]);
+      await turn(); // past the moment an ungathered commit would have taken `a` alone
+      const b = commit.ingest(owner('b'), [event('3')]);
+      await Promise.all([a, b]);
+      expect(writer.calls.map((groups) => groups.length)).toEqual([1, 2]);
+      // Without gathering, the second submission goes alone.
+      const plain = new RecordingWriter();
+      const ungathered = new GroupCommit(unusedReader, plain, { maxInFlight: 1 });
+      await ungathered.ingest(owner('a'), [event('1')]);
+      const c = ungathered.ingest(owner('a'), [event('2')]);
+      await turn();
+      await Promise.all([c, ungathered.ingest(owner('b'), [event('3')])]);
+      expect(plain.calls.map((groups) => groups.length)).toEqual([1, 1, 1]);
+    });
+
+    it('does not make a lone submission wait: the first, one after a quiet spell, or enough events at once', async () => {
+      const writer = new RecordingWriter();
+      const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 60_000, events: 3, streamMs: 50 } });
+      expect(await within(commit.ingest(owner('a'), [event('1')]), 1000)).toEqual(['created']);
+      expect(await within(commit.ingest(owner('a'), [event('2'), event('3'), event('4')]), 1000)).toEqual(['created', 'created', 'created']);
+      await sleep(100); // past streamMs: the stream has stopped
+      expect(await within(commit.ingest(owner('a'), [event('5')]), 1000)).toEqual(['created']);
+    });
+  });
 });
