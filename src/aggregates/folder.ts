@@ -44,11 +44,12 @@ export const INTAKE_HOLD_BACKLOG = 10_000;
  * Age of the oldest event stored and not yet folded in beyond which intake waits for the fold:
  * the bound of docs/api.md §7 (every lookup counts an event within 1 s of its 201) in time, as
  * a count of events cannot keep it at every intake rate (an independent verification measured
- * 1.4–2.6 s at 5,000 events/s with only the count). The rest of the second is the fold step that takes the event,
- * another instance's turn to hear of it (FolderSettings.intervalMs) and its lookup. Measured
- * with two instances taking batches flat out (test/faults/freshness-under-load.test.ts, quiet
- * machine): at 300 ms the slowest lookup took 947 ms, at 150 ms 522–788, at 100 ms 456–470, with
- * no less intake (about 15,000 events/s; the bound's cost is within this machine's noise).
+ * 1.4–2.6 s at 5,000 events/s with only the count). The rest of the second is the fold step
+ * that takes the event, another instance's turn to hear of it (FolderSettings.intervalMs) and
+ * its lookup. Measured with two instances taking batches flat out
+ * (test/faults/freshness-under-load.test.ts, quiet machine): at 300 ms the slowest lookup took
+ * 947 ms, at 150 ms 522–788, at 100 ms 456–470, with no less intake (about 15,000 events/s; the
+ * bound's cost is within this machine's noise).
  */
 export const INTAKE_HOLD_LAG_MS = 100;
 
