@@ -97,7 +97,9 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
     }
     const changed = changedKeys(changes);
     knownKeys.add(changed);
-    if (changes.rows) lookupCache.refresh(changed, valuesOfRows(changes.rows));
+    // Not with a replica: answers there are what the replica holds, and one worked out from the
+    // primary's rows could be followed by an older one read from the replica before it replays.
+    if (changes.rows && !replicaReads) lookupCache.refresh(changed, valuesOfRows(changes.rows));
     else lookupCache.invalidate(changed);
   });
   if (replicaReads) aggregateFolder.onCounted((accountIds) => replicaReads.counted(accountIds));
