@@ -46,7 +46,7 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
   // A steady stream makes small commits when the disk syncs fast (2.3 events a commit at 2,000
   // a second, with a 4 KiB synchronous write at 0.15 ms), and each commit costs the writer thread
-  // about 1 ms of CPU whatever it carries. Gathering for 2 ms took the server's CPU per paced
+  // CPU of its own whatever it carries. Gathering for 2 ms took the server's CPU per paced
   // event from 680–707 to 498–563 µs at 1,000 a second, 420–432 to 318–362 at 2,000, 305–318 to
   // 294–296 at 3,500, and left flat-out intake as it was (docs/performance.md, "Commits gathered
   // from a stream"). A lone event on a quiet server does not wait.
