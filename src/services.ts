@@ -22,7 +22,7 @@ export { backupRefusal } from './store/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthServices, IntakeServices, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache'>, LookupServices, AlertServices, TaxiiServices {
+export interface Services extends AuthServices, IntakeServices, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupServices, AlertServices, TaxiiServices {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -89,6 +89,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     aggregateFolder: aggregates.aggregateFolder,
     rebuildAggregates: aggregates.rebuildAggregates,
     lookupCache: aggregates.lookupCache,
+    replicaReads: aggregates.replicaReads,
     ...lookups,
     integrations: alerts.integrations,
     lookupAlerts: alerts.lookupAlerts,

@@ -29,6 +29,7 @@ export class ReplicaReads<T> {
   private readonly onError: (err: unknown) => void;
   /** Accounts whose own events the fold counted and the replica may not have replayed yet: how many such folds wait. */
   private readonly fresh = new Map<string, number>();
+  private pending = 0;
 
   constructor(progress: ReplicaProgress, forget: Forget<T>, onError: (err: unknown) => void) {
     this.progress = progress;
@@ -64,12 +65,18 @@ export class ReplicaReads<T> {
     this.whenReplayed(() => this.forget(what));
   }
 
+  /** Folds whose forgetting (or whose accounts' reads of the primary) still wait for the replica. */
+  get waiting(): number {
+    return this.pending;
+  }
+
   /** Stops waiting on the replica (the process stops). */
   close(): void {
     this.progress.close();
   }
 
   private whenReplayed(then: () => void): void {
+    this.pending += 1;
     this.progress
       .primaryPosition()
       .then((position) => this.progress.replayed(position))
@@ -77,6 +84,7 @@ export class ReplicaReads<T> {
         // The primary could not be asked: act now rather than never, and say so.
         then();
         this.onError(err);
-      });
+      })
+      .finally(() => (this.pending -= 1));
   }
 }

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normalisePhoneNumber } from '../../src/domain/phone-number.ts';
+import { readScopesOf } from '../../src/domain/visibility.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { startPrivateCluster, type PrivateCluster } from '../support/private-postgres.ts';
 import { smallDiskUnavailable } from '../support/small-disk.ts';
@@ -74,11 +76,19 @@ describe.skipIf(unavailable)('lookups over a streaming replica', () => {
     expect((await postEvent(fleet, sampleEvent({ called_number: number, source_ip: '192.0.2.10' }))).status).toBe(201);
     await h.settled();
     await expect.poll(() => lookup(watcher, number)).toMatchObject({ found: true, seen_count: 1 });
+    // Past the first fold's forgetting, then read once more: that answer stays kept until the
+    // next fold, which must not replace it with the primary's new count.
+    await expect.poll(() => h.services.replicaReads?.waiting).toBe(0);
+    expect(await lookup(watcher, number)).toMatchObject({ seen_count: 1 });
+    const kept = () => h.services.lookupCache.fresh('number', normalisePhoneNumber(number)!.key, readScopesOf(watcher.account))?.value;
+    expect(kept()).toMatchObject({ seenCount: 1 });
 
     await replay('pause');
     try {
       expect((await postEvent(fleet, sampleEvent({ called_number: number, source_ip: '192.0.2.11' }))).status).toBe(201);
       await h.settled();
+      // The fold dropped the kept answer, rather than work it out from the primary's rows.
+      expect(kept()).toBeUndefined();
       // Read from the replica, which has not replayed the fold: the old count, now in memory.
       expect(await lookup(watcher, number)).toMatchObject({ seen_count: 1 });
       expect(await lookup(watcher, number)).toMatchObject({ seen_count: 1 });
