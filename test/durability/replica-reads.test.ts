@@ -16,9 +16,9 @@ if (TEST_STORE === 'postgres' && unavailable && process.env.TOLLWATCH_REQUIRE_DI
  * Lookups over a read replica (DATABASE_READ_URL, docs/api.md §7): the submitting account's
  * own lookups count its events at once, as without one, and another account's see a change
  * once the replica has replayed it, never later for the memory of lookups. The replica's replay
- * is paused (pg_wal_replay_pause) to make its lag as long as the test needs. A verification measured
- * 5 of 20 own lookups finding their event at once with a replica (20 of 20 without), and the
- * memory of lookups cut from 60 s to 500 ms to bound how long a stale read was kept.
+ * is paused (pg_wal_replay_pause) to make its lag as long as the test needs. A verification
+ * measured 5 of 20 own lookups finding their event at once with a replica (20 of 20 without),
+ * and the memory of lookups cut from 60 s to 500 ms to bound how long a stale read was kept.
  */
 describe.skipIf(unavailable)('lookups over a streaming replica', () => {
   let cluster: PrivateCluster;
