@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { IngestOutcome } from '../../src/domain/events.ts';
 import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
 import type { IngestGroup, SqlEventsRepository } from '../../src/store/events-repository.ts';
@@ -11,14 +11,17 @@ import { GroupCommit, type GroupWriter } from '../../src/store/group-commit.ts';
 class RecordingWriter implements GroupWriter {
   readonly calls: IngestGroup[][] = [];
   private readonly refuse: (group: IngestGroup) => Error | undefined;
+  private readonly commitMs: number;
 
-  constructor(refuse: (group: IngestGroup) => Error | undefined = () => undefined) {
+  /** `commitMs`: how long each store call takes (0: it ends without a timer). */
+  constructor(refuse: (group: IngestGroup) => Error | undefined = () => undefined, commitMs = 5) {
     this.refuse = refuse;
+    this.commitMs = commitMs;
   }
 
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
     this.calls.push(groups);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    if (this.commitMs > 0) await new Promise((resolve) => setTimeout(resolve, this.commitMs));
     for (const group of groups) {
       const error = this.refuse(group);
       if (error) throw error;
@@ -69,37 +72,56 @@ describe('group commit', () => {
   });
 
   describe('gathering a stream', () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // The clock and the gathering's timer are the test's: time passes only when it says so, and
+    // the store calls below end without a timer.
+    beforeEach(() => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
     const turn = () => new Promise((resolve) => setImmediate(resolve));
-    /** Resolves 'late' if `p` takes more than `ms`: tells a commit that waited a minute from one that did not. */
-    const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, sleep(ms).then(() => 'late' as const)]);
+    /** What `p` resolved to once the queued work has run with no time passing, or 'waiting'. */
+    async function withoutTimePassing<T>(p: Promise<T>): Promise<T | 'waiting'> {
+      let outcome: { value: T } | undefined;
+      void p.then((value) => (outcome = { value }));
+      for (let i = 0; i < 10 && !outcome; i++) await turn();
+      return outcome ? outcome.value : 'waiting';
+    }
 
     it('makes the commit after another wait for more while few events wait', async () => {
-      const writer = new RecordingWriter();
+      const writer = new RecordingWriter(undefined, 0);
       const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 1000, events: 16, streamMs: 60_000 } });
       await commit.ingest(owner('a'), [event('1')]);
       const a = commit.ingest(owner('a'), [event('2')]);
-      await turn(); // past the moment an ungathered commit would have taken `a` alone
+      // Past the moment an ungathered commit would have taken `a` alone.
+      expect(await withoutTimePassing(a)).toBe('waiting');
       const b = commit.ingest(owner('b'), [event('3')]);
+      await vi.advanceTimersByTimeAsync(1000);
       await Promise.all([a, b]);
       expect(writer.calls.map((groups) => groups.length)).toEqual([1, 2]);
       // Without gathering, the second submission goes alone.
-      const plain = new RecordingWriter();
+      const plain = new RecordingWriter(undefined, 0);
       const ungathered = new GroupCommit(unusedReader, plain, { maxInFlight: 1 });
       await ungathered.ingest(owner('a'), [event('1')]);
       const c = ungathered.ingest(owner('a'), [event('2')]);
-      await turn();
-      await Promise.all([c, ungathered.ingest(owner('b'), [event('3')])]);
+      expect(await withoutTimePassing(c)).toEqual(['created']);
+      await ungathered.ingest(owner('b'), [event('3')]);
       expect(plain.calls.map((groups) => groups.length)).toEqual([1, 1, 1]);
     });
 
     it('does not make a lone submission wait: the first, one after a quiet spell, or enough events at once', async () => {
-      const writer = new RecordingWriter();
+      const writer = new RecordingWriter(undefined, 0);
       const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 60_000, events: 3, streamMs: 50 } });
-      expect(await within(commit.ingest(owner('a'), [event('1')]), 1000)).toEqual(['created']);
-      expect(await within(commit.ingest(owner('a'), [event('2'), event('3'), event('4')]), 1000)).toEqual(['created', 'created', 'created']);
-      await sleep(100); // past streamMs: the stream has stopped
-      expect(await within(commit.ingest(owner('a'), [event('5')]), 1000)).toEqual(['created']);
+      expect(await withoutTimePassing(commit.ingest(owner('a'), [event('1')]))).toEqual(['created']);
+      expect(await withoutTimePassing(commit.ingest(owner('a'), [event('2'), event('3'), event('4')]))).toEqual(['created', 'created', 'created']);
+      // Within the stream, one event alone waits for the gathering.
+      const gathered = commit.ingest(owner('a'), [event('5')]);
+      expect(await withoutTimePassing(gathered)).toBe('waiting');
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(await gathered).toEqual(['created']);
+      vi.advanceTimersByTime(51); // past streamMs: the stream has stopped
+      expect(await withoutTimePassing(commit.ingest(owner('a'), [event('6')]))).toEqual(['created']);
     });
   });
 });
