@@ -3,7 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import SQLiteDatabase from 'better-sqlite3';
+import { SHARED_SCOPE } from '../src/domain/visibility.ts';
 import { openDatabase } from '../src/store/database.ts';
+import { keepsPairsByAddress } from '../src/store/distinct-sets.ts';
 import { ceilingRows } from './ceiling-rows.ts';
 import { ROOT } from './support.ts';
 
@@ -13,10 +15,12 @@ import { ROOT } from './support.ts';
  * validation: pre-built event rows of the benchmark's shape (random v4 uuids, 200,000 numbers,
  * 50,000 addresses as in bench/import.ts, a 60-byte SIP message) inserted with one prepared
  * statement into a fresh store made by Tollwatch's own migrations, in transactions of `--per-commit`
- * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run four ways:
+ * rows, each committed with an fsync (`synchronous=FULL`), as intake commits. Run five ways:
  * the events table with every index intake keeps, and in the same transactions the lookup
  * aggregates' writes for those rows (what an import must do in all, with less work than the
- * fold: each key's counts added in SQL, no JSON maps merged); the events table alone; with only
+ * fold: each key's counts added in SQL, no JSON maps merged), counted in an account's own scope
+ * (intake) and in the shared data set (an import), which keeps its pairs by number alone
+ * (src/store/distinct-sets.ts); the events table alone; with only
  * its unique (account, uuid) index, then with the other four built after the load (as a bulk
  * import does); and the same rows into a table with no index at all.
  * Prints rows/s for each. `--per-commit 10000` is an import's transaction.
@@ -54,12 +58,13 @@ try {
     );
   const upsertNumber = upsert('number_aggregates', 'number_key', 'source_ip_count', ['sip_methods', 'forms', 'nodes']);
   const upsertAddress = upsert('ip_aggregates', 'source_ip', 'called_number_count', ['user_agents', 'transports', 'nodes']);
-  const fold = (batch: typeof rows) => {
+  const fold = (batch: typeof rows, scope: string) => {
     const numbers = new Map<string, { count: number; fresh: number; last: string }>();
     const addresses = new Map<string, { count: number; fresh: number; last: string }>();
     for (const row of batch) {
-      const fresh = addSourceOfNumber.run(accountId, row.number_key, row.source_ip).changes;
-      addNumberOfSource.run(accountId, row.source_ip, row.number_key);
+      const fresh = addSourceOfNumber.run(scope, row.number_key, row.source_ip).changes;
+      // As the fold: only pairs new by number go by address, in the scopes that keep them so.
+      if (fresh && keepsPairsByAddress(scope)) addNumberOfSource.run(scope, row.source_ip, row.number_key);
       for (const [map, key] of [[numbers, row.number_key], [addresses, row.source_ip]] as const) {
         const delta = map.get(key) ?? { count: 0, fresh: 0, last: row.event_time };
         delta.count += 1;
@@ -69,16 +74,16 @@ try {
       }
     }
     for (const [key, d] of numbers) {
-      addHash.run(accountId, createHash('sha256').update(key).digest('hex'), key);
-      upsertNumber.run(accountId, key, d.count, d.last, d.last, d.fresh, '{"INVITE":1}', `{"${key}":1}`, '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
+      addHash.run(scope, createHash('sha256').update(key).digest('hex'), key);
+      upsertNumber.run(scope, key, d.count, d.last, d.last, d.fresh, '{"INVITE":1}', `{"${key}":1}`, '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
     }
-    for (const [key, d] of addresses) upsertAddress.run(accountId, key, d.count, d.last, d.last, d.fresh, '{"friendly-scanner":1}', '{"UDP":1}', '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
+    for (const [key, d] of addresses) upsertAddress.run(scope, key, d.count, d.last, d.last, d.fresh, '{"friendly-scanner":1}', '{"UDP":1}', '{"732e7f50-637d-4fde-81e0-5c32f1bb5a92":1}');
   };
-  const run = (label: string, table: string, withAggregates = false) => {
+  const run = (label: string, table: string, aggregatesScope?: string) => {
     const insert = native.prepare(`insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`);
     const commit = native.transaction((batch: typeof rows) => {
       for (const row of batch) insert.run(row);
-      if (withAggregates) fold(batch);
+      if (aggregatesScope) fold(batch, aggregatesScope);
     });
     const started = performance.now();
     for (let i = 0; i < rows.length; i += perCommit) commit(rows.slice(i, i + perCommit));
@@ -87,10 +92,15 @@ try {
     return seconds;
   };
   const report = (label: string, seconds: number) => console.log(`${label.padEnd(66)} ${Math.round(rows.length / seconds).toLocaleString('en').padStart(9)} rows/s`);
-  run('events with every index, and their aggregates (an import)', 'events', true);
-  native.exec('delete from events');
-  for (const table of ['number_sources', 'ip_numbers', 'number_hashes', 'number_aggregates', 'ip_aggregates']) native.exec(`delete from ${table}`);
-  for (const row of rows) row.event_uuid = randomUUID();
+  const reset = () => {
+    native.exec('delete from events');
+    for (const table of ['number_sources', 'ip_numbers', 'number_hashes', 'number_aggregates', 'ip_aggregates']) native.exec(`delete from ${table}`);
+    for (const row of rows) row.event_uuid = randomUUID();
+  };
+  run('events with every index, their aggregates in an own scope', 'events', accountId);
+  reset();
+  run('events with every index, their aggregates in the shared data set', 'events', SHARED_SCOPE);
+  reset();
   run('events, every index intake keeps', 'events');
   const secondary = native.prepare(`select name, sql from sqlite_master where type = 'index' and tbl_name = 'events' and sql is not null`).all() as Array<{ name: string; sql: string }>;
   for (const { name } of secondary) native.exec(`drop index ${name}`);

@@ -5,6 +5,7 @@ import { userAgentKey } from '../domain/lookup-aggregates.ts';
 import { numberHash } from '../domain/number-hash.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
+import { keepsPairsByAddress } from './distinct-sets.ts';
 import { enqueueFirstSeen } from './alert-outbox.ts';
 import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
 import { FOLD_BARRIER_LOCK, type AggregateRow, type AggregateTable, type IngestWrites, type SetTable } from './ingest-writes.ts';
@@ -319,14 +320,19 @@ export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWr
     if (!numberSources.has(member)) numberSources.set(member, [scope, event.number_key, event.source_ip]);
   }
   const newPairs = await addMembers(trx, writes, 'number_sources', numberSources, numbers);
-  // `ip_numbers` holds the same pairs as `number_sources`, keyed by address (every writer of
-  // either writes both, from the same events in the same scope): a pair already in one is in the
-  // other, so only the new ones go there. A busy (number, address) pair is in most steps, and
-  // this saves its second insert. After a trust change, until `aggregates rebuild`, a retention
-  // pass may recount a number's pairs in the account's new scope but not its addresses'; their
-  // distinct counts in that scope may then miss those pairs, as the rows of events counted in
-  // the old scope are off until that rebuild (docs/operations.md).
-  const ipNumbers = new Map(newPairs.map(([scope, number, address]): [string, [string, string, string]] => [`${scope}${SEP}${address}${SEP}${number}`, [scope, address, number]]));
+  // `ip_numbers` holds the same pairs as `number_sources`, keyed by address, in the scopes that
+  // keep them twice (distinct-sets.ts; every writer of either writes both, from the same events in
+  // the same scope): a pair already in one is in the other, so only the new ones go there. A busy
+  // (number, address) pair is in most steps, and this saves its second insert. In the shared data
+  // set a pair new by number is new to its address too. After a trust change, until `aggregates
+  // rebuild`, a retention pass may recount a number's pairs in the account's new scope but not its
+  // addresses'; their distinct counts in that scope may then miss those pairs, as the rows of
+  // events counted in the old scope are off until that rebuild (docs/operations.md).
+  const ipNumbers = new Map<string, [string, string, string]>();
+  for (const [scope, number, address] of newPairs) {
+    if (keepsPairsByAddress(scope)) ipNumbers.set(`${scope}${SEP}${address}${SEP}${number}`, [scope, address, number]);
+    else addresses.get(`${scope}${SEP}${address}`)!.fresh += 1;
+  }
   await addMembers(trx, writes, 'ip_numbers', ipNumbers, addresses);
   const numberDeltas = sortedValues(numbers);
   // Before the number rows are written: it alerts the numbers that have no row yet.

@@ -139,7 +139,8 @@ async function insertAggregates(trx: Transaction<Schema>, caps: DialectCapabilit
         left join ${namedCounts(caps, named, sql`source_ip`, agent)} u on u.scope = t.scope and u.k = t.k
         join ${namedCounts(caps, addressed, sql`source_ip`, sql`transport_type`)} r on r.scope = t.scope and r.k = t.k
         join ${namedCounts(caps, addressed, sql`source_ip`, sql`created_by_node_id`)} o on o.scope = t.scope and o.k = t.k`,
-    sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${byAddress} s where number_key is not null`,
+    // Only accounts' own scopes keep their pairs by address too (distinct-sets.ts).
+    sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${byAddress} s where number_key is not null and scope <> ${SHARED_SCOPE}`,
   ];
   for (const statement of statements) await statement.execute(trx);
 }

@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { HashedNumber, IpAggregate, LookupKind, LookupsRepository, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import { isAbsentValue } from '../domain/event-fields.ts';
 import { countsOf } from '../domain/kept-counts.ts';
+import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { AggregateRow } from './ingest-writes.ts';
 import { PreparedQuery, type StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
@@ -81,11 +82,12 @@ export class SqlLookupsRepository implements LookupsRepository {
   }
 
   /**
-   * Distinct members across two scopes: the first scope's kept count plus the second scope's
-   * members the first lacks. Only the second (the caller's own, small) set is walked.
+   * Distinct members across two scopes: the shared scope's kept count plus the members of the
+   * other (the caller's own, small) set that the shared one lacks. Only the own set is walked:
+   * the shared scope keeps its pairs by number alone (distinct-sets.ts).
    */
   private async distinctUnion(table: 'number_sources' | 'ip_numbers', scopes: string[], key: string, rows: LookupRow[]): Promise<number> {
-    const [first, second] = scopes as [string, string];
+    const [first, second] = (scopes[1] === SHARED_SCOPE ? [scopes[1], scopes[0]] : scopes) as [string, string];
     const firstCount = Number(rows.find((r) => r.scope === first)?.distinct_count ?? 0);
     const [row] = await this.query(table, 2, (pair, k) => distinctStatement(table, pair, k)).execute(first, second, key);
     return firstCount + Number((row as unknown as { n: number | string } | undefined)?.n ?? 0);
@@ -152,14 +154,18 @@ function ipStatement(scopes: unknown[], sourceIp: unknown) {
       from ip_aggregates where scope in (${sql.join(scopes)}) and source_ip = ${sourceIp}`;
 }
 
-/** How many members the second scope's set of `key` has that the first scope's set lacks. */
+/**
+ * How many members the second scope's set of `key` has that the first scope's set lacks. The
+ * second is walked in `table`; a member is looked for in the first by number (`number_sources`),
+ * where every scope keeps its pairs, whichever kind of key is asked.
+ */
 function distinctStatement(table: 'number_sources' | 'ip_numbers', [first, second]: unknown[], key: unknown) {
   const [keyColumn, memberColumn] = table === 'number_sources' ? ['number_key', 'source_ip'] : ['source_ip', 'number_key'];
   return sql<LookupRow>`
     select count(*) as n from ${sql.table(table)} o
     where o.scope = ${second} and o.${sql.ref(keyColumn!)} = ${key}
       and not exists (
-        select 1 from ${sql.table(table)} s
+        select 1 from number_sources s
         where s.scope = ${first} and s.${sql.ref(keyColumn!)} = ${key} and s.${sql.ref(memberColumn!)} = o.${sql.ref(memberColumn!)}
       )`;
 }

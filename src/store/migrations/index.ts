@@ -21,6 +21,7 @@ import { migration as m018 } from './018-aggregate-versions.ts';
 import { migration as m019 } from './019-taxii-publication.ts';
 import { migration as m020 } from './020-taxii-changes-in-key-order.ts';
 import { migration as m021 } from './021-access-version.ts';
+import { migration as m022 } from './022-shared-pairs-by-number.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -50,5 +51,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '019_taxii_publication': m019(caps),
     '020_taxii_changes_in_key_order': m020(),
     '021_access_version': m021(caps),
+    '022_shared_pairs_by_number': m022(),
   };
 }
