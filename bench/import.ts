@@ -6,11 +6,13 @@ import { log, ROOT } from './support.ts';
 import { writeSentryPeerLog } from './sentrypeer-log.ts';
 
 /**
- * `npx node bench/import.ts [--events 200000] [--batch-size N] [--bulk] [--database URL]`: the throughput
- * of `tollwatch import` (docs/operations.md) on a generated SentryPeer JSON log, run as an
- * operator runs it: the real executable, on a fresh SQLite store unless `--database` names an
- * empty one. Imports the log, then imports it again (every event a replay, as when an
- * interrupted import is resumed), and prints both results. The log is kept in bench/.data/.
+ * `npx node bench/import.ts [--events 200000] [--batch-size N] [--bulk] [--trusted] [--database URL]`:
+ * the throughput of `tollwatch import` (docs/operations.md) on a generated SentryPeer JSON log,
+ * run as an operator runs it: the real executable, on a fresh SQLite store unless `--database`
+ * names an empty one. Into a new account's own scope, or with `--trusted` into the shared data
+ * set (an operator loading a fleet's history). Imports the log, then imports it again (every
+ * event a replay, as when an interrupted import is resumed), and prints both results. The log
+ * is kept in bench/.data/.
  */
 const { values } = parseArgs({
   options: {
@@ -18,6 +20,7 @@ const { values } = parseArgs({
     'batch-size': { type: 'string' },
     database: { type: 'string' },
     bulk: { type: 'boolean', default: false },
+    trusted: { type: 'boolean', default: false },
   },
 });
 const events = Number(values.events);
@@ -44,7 +47,7 @@ function tollwatch(...args: string[]): Record<string, unknown> {
 }
 
 try {
-  const account = tollwatch('accounts', 'create', '--name', 'import bench', '--plan', 'contributor');
+  const account = tollwatch('accounts', 'create', '--name', 'import bench', '--plan', 'contributor', ...(values.trusted ? ['--trusted'] : []));
   const batch = [...(values['batch-size'] ? ['--batch-size', values['batch-size']] : []), ...(values.bulk ? ['--bulk'] : [])];
   for (const pass of ['first import', 'again (all replays)']) {
     const result = tollwatch('import', '--account', String(account.account_id), ...batch, logPath);

@@ -10,8 +10,8 @@ import { SHARED_SCOPE } from '../domain/visibility.ts';
  * of either kind, checking needs them either way, and a pair is in a scope by address exactly
  * when it is by number. The shared scope is never walked, so its pairs, most of a store's (an
  * operator's imports and trusted fleets count there), are written once: each new pair is a
- * random-order B-tree insert, and the second one cost an import a quarter of its pace
- * (docs/performance.md, "One distinct set for the shared data set").
+ * random-order B-tree insert, and the second one took a quarter of the store's pace under an
+ * import (docs/performance.md, "One distinct set for the shared data set").
  */
 export function keepsPairsByAddress(scope: string): boolean {
   return scope !== SHARED_SCOPE;
