@@ -3,6 +3,7 @@ import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { openReadDatabase, type Database } from '../../src/store/database.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { SqlLookupsRepository } from '../../src/store/lookups-repository.ts';
 import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
@@ -11,7 +12,7 @@ import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 /**
  * The shared data set keeps its (number, address) pairs by number alone; accounts' own scopes
  * keep them by address too (src/store/distinct-sets.ts). Lookups across both scopes count each
- * member once either way: test/http/lookups.test.ts, "merges with the caller's own events".
+ * member once (also through HTTP: test/http/lookups.test.ts, "merges with the caller's own events").
  */
 describe('distinct sets', () => {
   let h: Harness;
@@ -41,16 +42,28 @@ describe('distinct sets', () => {
     // In two steps: the second's pairs are partly new, partly known, in each scope.
     await h.services.aggregateFolder.settle();
     await repo.ingest({ accountId: fleet, scope: SHARED_SCOPE }, [validSampleEvent({ called_number: '+441234500004', source_ip: '198.51.100.201' }), validSampleEvent({ called_number: '+441234500001', source_ip: '198.51.100.201' })]);
+    await repo.ingest({ accountId: own, scope: own }, [validSampleEvent({ called_number: '+441234500005', source_ip: '198.51.100.201' }), validSampleEvent({ called_number: '+441234500001', source_ip: '198.51.100.203' })]);
     await h.services.aggregateFolder.settle();
 
     const db = h.services.database.db;
     const byAddress = await db.selectFrom('ip_numbers').select(['scope', 'number_key']).where('source_ip', '=', '198.51.100.201').execute();
     expect(byAddress.filter((row) => row.scope === SHARED_SCOPE)).toEqual([]);
-    expect(byAddress.filter((row) => row.scope === own).map((row) => row.number_key).sort()).toEqual(['+441234500001', '+441234500002', '+441234500003']);
+    expect(byAddress.filter((row) => row.scope === own).map((row) => row.number_key).sort()).toEqual(['+441234500001', '+441234500002', '+441234500003', '+441234500005']);
     const byNumber = await db.selectFrom('number_sources').select('number_key').where('scope', '=', SHARED_SCOPE).where('source_ip', '=', '198.51.100.201').execute();
     expect(byNumber.map((row) => row.number_key).sort()).toEqual(['+441234500001', '+441234500002', '+441234500003', '+441234500004']);
     const counts = await db.selectFrom('ip_aggregates').select(['scope', 'called_number_count']).where('source_ip', '=', '198.51.100.201').where('scope', 'in', [SHARED_SCOPE, own]).execute();
-    expect(Object.fromEntries(counts.map((row) => [row.scope, Number(row.called_number_count)]))).toEqual({ [SHARED_SCOPE]: 4, [own]: 3 });
+    expect(Object.fromEntries(counts.map((row) => [row.scope, Number(row.called_number_count)]))).toEqual({ [SHARED_SCOPE]: 4, [own]: 4 });
+
+    // Across both scopes each member counts once, whichever order the scopes come in: members
+    // are looked up in the shared set, never walked there.
+    const lookups = new SqlLookupsRepository(db, h.services.database.statements);
+    for (const scopes of [
+      [SHARED_SCOPE, own],
+      [own, SHARED_SCOPE],
+    ]) {
+      expect((await lookups.ipAddress(scopes, '198.51.100.201', 5))?.calledNumberCount, scopes.join()).toBe(5);
+      expect((await lookups.phoneNumber(scopes, '+441234500001'))?.sourceIpCount, scopes.join()).toBe(3);
+    }
 
     const folded = await aggregateSnapshot(db);
     await rebuildAggregates(db, h.services.database.caps);
