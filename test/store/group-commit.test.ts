@@ -11,17 +11,17 @@ import { GroupCommit, type GroupWriter } from '../../src/store/group-commit.ts';
 class RecordingWriter implements GroupWriter {
   readonly calls: IngestGroup[][] = [];
   private readonly refuse: (group: IngestGroup) => Error | undefined;
-  private readonly commitMs: number;
+  private readonly until: Promise<unknown> | undefined;
 
-  /** `commitMs`: how long each store call takes (0: it ends without a timer). */
-  constructor(refuse: (group: IngestGroup) => Error | undefined = () => undefined, commitMs = 5) {
+  /** `until`: each store call ends once it settles (a commit in flight for as long as the test says); without it, at once. */
+  constructor(refuse: (group: IngestGroup) => Error | undefined = () => undefined, until?: Promise<unknown>) {
     this.refuse = refuse;
-    this.commitMs = commitMs;
+    this.until = until;
   }
 
   async ingestGroups(groups: IngestGroup[]): Promise<IngestOutcome[][]> {
     this.calls.push(groups);
-    if (this.commitMs > 0) await new Promise((resolve) => setTimeout(resolve, this.commitMs));
+    await this.until;
     for (const group of groups) {
       const error = this.refuse(group);
       if (error) throw error;
@@ -44,11 +44,13 @@ describe('group commit', () => {
   });
 
   it('with one commit in flight, gathers what arrives meanwhile into the next group', async () => {
-    const writer = new RecordingWriter();
+    let endFirstCommit!: () => void;
+    const writer = new RecordingWriter(undefined, new Promise<void>((resolve) => (endFirstCommit = resolve)));
     const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1 });
     const first = commit.ingest(owner('a'), [event('1')]);
-    await new Promise((resolve) => setImmediate(resolve));
+    await expect.poll(() => writer.calls.length).toBe(1);
     const later = [2, 3, 4].map((n) => commit.ingest(owner('a'), [event(String(n))]));
+    endFirstCommit();
     await Promise.all([first, ...later]);
     expect(writer.calls.map((groups) => groups.length)).toEqual([1, 3]);
   });
@@ -73,7 +75,7 @@ describe('group commit', () => {
 
   describe('gathering a stream', () => {
     // The clock and the gathering's timer are the test's: time passes only when it says so, and
-    // the store calls below end without a timer.
+    // the store calls below end at once.
     beforeEach(() => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     });
@@ -90,7 +92,7 @@ describe('group commit', () => {
     }
 
     it('makes the commit after another wait for more while few events wait', async () => {
-      const writer = new RecordingWriter(undefined, 0);
+      const writer = new RecordingWriter();
       const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 1000, events: 16, streamMs: 60_000 } });
       await commit.ingest(owner('a'), [event('1')]);
       const a = commit.ingest(owner('a'), [event('2')]);
@@ -101,7 +103,7 @@ describe('group commit', () => {
       await Promise.all([a, b]);
       expect(writer.calls.map((groups) => groups.length)).toEqual([1, 2]);
       // Without gathering, the second submission goes alone.
-      const plain = new RecordingWriter(undefined, 0);
+      const plain = new RecordingWriter();
       const ungathered = new GroupCommit(unusedReader, plain, { maxInFlight: 1 });
       await ungathered.ingest(owner('a'), [event('1')]);
       const c = ungathered.ingest(owner('a'), [event('2')]);
@@ -111,7 +113,7 @@ describe('group commit', () => {
     });
 
     it('does not make a lone submission wait: the first, one after a quiet spell, or enough events at once', async () => {
-      const writer = new RecordingWriter(undefined, 0);
+      const writer = new RecordingWriter();
       const commit = new GroupCommit(unusedReader, writer, { maxInFlight: 1, gathering: { ms: 60_000, events: 3, streamMs: 50 } });
       expect(await withoutTimePassing(commit.ingest(owner('a'), [event('1')]))).toEqual(['created']);
       expect(await withoutTimePassing(commit.ingest(owner('a'), [event('2'), event('3'), event('4')]))).toEqual(['created', 'created', 'created']);
