@@ -74,7 +74,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   );
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
-  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
+  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps.name), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
   const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>) => [
     ...changes.numbers.map((key) => ({ kind: 'number' as const, key })),
     ...changes.addresses.map((key) => ({ kind: 'ip' as const, key })),

@@ -97,10 +97,10 @@ export interface KeyFilter {
 
 /** Every key the lookup aggregates hold, by kind, in any scope: what a filter is loaded from. */
 export interface KeySource {
-  /** How many (scope, key) rows there are of a kind: what the filter is sized for. */
+  /** How many (scope, key) rows there are of a kind, or more (an estimate no lower): what the filter is sized for. */
   count(kind: LookupKind): Promise<number>;
-  /** Every key of a kind (a key kept in several scopes may come more than once). */
-  keys(kind: LookupKind): AsyncIterable<string>;
+  /** Every key of a kind, a page at a time (a key kept in several scopes may come more than once). */
+  keys(kind: LookupKind): AsyncIterable<readonly string[]>;
 }
 
 /** No filter: every key may exist. */

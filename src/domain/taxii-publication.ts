@@ -203,6 +203,8 @@ export class TaxiiPublisher {
   private readonly quiet = new Map<IndicatorKind, string>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
+  /** Set by stop(): a pass under way ends after the page it is publishing. */
+  private closing = false;
 
   constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
     this.store = store;
@@ -217,6 +219,7 @@ export class TaxiiPublisher {
   start(intervalMs: number, onError: (err: unknown) => void): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.closing = false;
     const turn = () => {
       this.timer = setTimeout(() => {
         this.publish()
@@ -230,9 +233,17 @@ export class TaxiiPublisher {
     turn();
   }
 
-  /** Stops the turns, after the pass under way (if any) ends. */
+  /**
+   * Stops the turns, and a pass under way after the page it is publishing: a first pass over
+   * millions of shared rows takes minutes, and a process told to stop had to wait for it all
+   * (docs/performance.md, "A store of 10 million events"). Every page is published whole, so the
+   * next pass, here or on another instance, takes up where this one stopped: a first pass is
+   * run again from its start, and objects already published get no new version (their
+   * fingerprint is unchanged).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.closing = true;
     clearTimeout(this.timer);
     await this.running?.catch(() => undefined);
   }
@@ -248,6 +259,7 @@ export class TaxiiPublisher {
   private async passOverAll(): Promise<PublicationReport> {
     const total: PublicationReport = { versions: 0, revoked: 0, ran: false };
     for (const kind of TAXII_KINDS) {
+      if (this.closing) break;
       const report = await this.pass(kind);
       total.versions += report.versions;
       total.revoked += report.revoked;
@@ -295,6 +307,7 @@ export class TaxiiPublisher {
         // a turn of the event loop: requests would wait for all of it (3.9 s for a first pass
         // over 100,000 numbers, docs/performance.md). Between pages they wait for one page only.
         await new Promise((resolve) => setImmediate(resolve));
+        if (this.closing) throw new PassStopped();
       } while (page !== undefined);
     };
 
@@ -329,7 +342,7 @@ export class TaxiiPublisher {
         await this.store.prune(kind, new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
       }
     } catch (err) {
-      if (err instanceof LeaseLost) return report;
+      if (err instanceof LeaseLost || err instanceof PassStopped) return report;
       throw err;
     }
     return report;
@@ -354,3 +367,4 @@ export class TaxiiPublisher {
 }
 
 class LeaseLost extends Error {}
+class PassStopped extends Error {}

@@ -2,12 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { KnownKeys } from '../../src/aggregates/known-keys.ts';
 import type { KeySource, LookupKind } from '../../src/domain/lookup-aggregates.ts';
 
-/** A store of keys by kind; each load can be held until released, or made to fail. */
-function source(initial: Record<LookupKind, string[]>) {
+/**
+ * A store of keys by kind, read in pages of `pageSize`; each load can be held until released, or
+ * made to fail. Counts the pages read.
+ */
+function source(initial: Record<LookupKind, string[]>, pageSize = 100_000) {
   const kept = { number: [...initial.number], ip: [...initial.ip] };
   let loads = 0;
   let gate: Promise<void> | undefined;
   let fail = false;
+  let pagesRead = 0;
   const keySource: KeySource = {
     async count(kind) {
       loads += kind === 'number' ? 1 : 0;
@@ -16,13 +20,18 @@ function source(initial: Record<LookupKind, string[]>) {
     },
     async *keys(kind) {
       await gate;
-      yield* [...kept[kind]];
+      const keys = [...kept[kind]];
+      for (let i = 0; i < keys.length; i += pageSize) {
+        pagesRead += 1;
+        yield keys.slice(i, i + pageSize);
+      }
     },
   };
   return {
     keySource,
     kept,
     loads: () => loads,
+    pagesRead: () => pagesRead,
     hold() {
       let release!: () => void;
       gate = new Promise((resolve) => (release = resolve));
@@ -67,6 +76,18 @@ describe('KnownKeys', () => {
     const added = Array.from({ length: 100_000 }, (_, i) => `+47${i}`);
     known.add(added.map((key) => ({ kind: 'number', key })));
     expect([...numbers, ...added].every((key) => known.mayExist('number', key))).toBe(true);
+  });
+
+  it('lets other work run between pages of a load, which on a large store lasts seconds', async () => {
+    const store = source({ number: Array.from({ length: 30 }, (_, i) => `+46${i}`), ip: [] }, 10);
+    const known = new KnownKeys(store.keySource);
+    // A request arriving as the load starts is a task of the event loop, as this one is.
+    const pagesWhenServed = new Promise<number>((resolve) => setImmediate(() => resolve(store.pagesRead())));
+    known.mayExist('number', 'asked');
+    expect(await pagesWhenServed).toBeLessThan(3);
+    await loaded(known);
+    expect(store.pagesRead()).toBe(3);
+    expect(known.mayExist('number', '+4629')).toBe(true);
   });
 
   it('keeps the keys a fold adds while it loads', async () => {
