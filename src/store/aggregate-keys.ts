@@ -25,8 +25,8 @@ export class SqlAggregateKeys implements KeySource {
 
   /**
    * On SQLite the largest rowid, which no row is above: what a filter is sized by need not be
-   * exact, and counting a table of 5 million rows held the process's only thread for half a
-   * second (SQLite runs in it); rows deleted since make it larger than the count. On PostgreSQL,
+   * exact, and counting a table of 5 million rows held the thread that answers requests for half
+   * a second (SQLite runs in it); rows deleted since make it larger than the count. On PostgreSQL,
    * where the count is worked out by the server, the count.
    */
   async count(kind: LookupKind): Promise<number> {
