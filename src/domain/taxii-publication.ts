@@ -180,7 +180,19 @@ export interface PublisherOptions extends PublicationSettings {
   /** How long superseded versions and revocations are served (TOLLWATCH_TAXII_RETENTION_DAYS). */
   retentionDays: number;
   now?: () => Date;
+  /** How a pass measures its pages and rests between them (tests); a monotonic clock in ms and a timer by default. */
+  pacing?: Pacing;
 }
+
+export interface Pacing {
+  clock(): number;
+  rest(ms: number): Promise<void>;
+}
+
+const PACING: Pacing = {
+  clock: () => performance.now(),
+  rest: (ms) => new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve))),
+};
 
 /** What one publication pass did, for logs and tests. */
 export interface PublicationReport {
@@ -293,9 +305,11 @@ export class TaxiiPublisher {
     report.ran = true;
     const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 
+    const pacing = this.options.pacing ?? PACING;
     const publishPages = async (read: (page: string | undefined) => Promise<CandidatePage>, done: (last: CandidatePage) => Partial<PublicationState>) => {
       let page: string | undefined;
       do {
+        const began = pacing.clock();
         const got = await read(page);
         const versions = await this.versionsOf(kind, got.candidates, hour, now);
         const moved = got.next === undefined ? done(got) : got.changedThrough ? { changedThrough: got.changedThrough } : {};
@@ -306,7 +320,10 @@ export class TaxiiPublisher {
         // A store that answers synchronously (SQLite on this thread) resolves a whole pass without
         // a turn of the event loop: requests would wait for all of it (3.9 s for a first pass
         // over 100,000 numbers, docs/performance.md). Between pages they wait for one page only.
-        await new Promise((resolve) => setImmediate(resolve));
+        // And the pass rests as long as its page took: a first pass over millions of rows runs
+        // for minutes, and with a turn alone it took most of the thread that answers lookups
+        // (docs/performance.md, "A store of 10 million events"); so it takes half at most.
+        await pacing.rest(pacing.clock() - began);
         if (this.closing) throw new PassStopped();
       } while (page !== undefined);
     };

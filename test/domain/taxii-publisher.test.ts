@@ -7,7 +7,7 @@ import { TaxiiPublisher, type TaxiiPublicationStore } from '../../src/domain/tax
  * published), counting what the publisher asks of it. The read of page `heldAt` (if given)
  * answers when `release` is called.
  */
-function storeOf(pages: number, heldAt?: number) {
+function storeOf(pages: number, heldAt?: number, onRead: () => void = () => {}) {
   const asked = { pagesRead: 0, claims: [] as string[] };
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -22,6 +22,7 @@ function storeOf(pages: number, heldAt?: number) {
     changedAfter: async () => ({ candidates: [], next: undefined }),
     seenSince: async (_kind, _since, page) => {
       asked.pagesRead += 1;
+      onRead();
       const at = Number(page ?? 0);
       if (at === heldAt) await held;
       return { candidates: [{ value: `+46${at}`, kept: undefined, object: undefined }], next: at + 1 < pages ? String(at + 1) : undefined };
@@ -36,7 +37,7 @@ function storeOf(pages: number, heldAt?: number) {
 
 const settings = { minScore: 50, scoring: DEFAULT_SCORING, retentionDays: 30 };
 
-describe('TAXII publisher, stopping', () => {
+describe('TAXII publisher', () => {
   it('reads every page of a first pass when left to run', async () => {
     const { store, asked } = storeOf(40);
     await new TaxiiPublisher(store, settings).publish();
@@ -56,5 +57,16 @@ describe('TAXII publisher, stopping', () => {
     await pass;
     expect(asked.pagesRead).toBe(3);
     expect(asked.claims).toEqual(['ip-addresses']);
+  });
+
+  it('rests between pages as long as each took, so a long pass takes at most half of the thread that answers requests', async () => {
+    let now = 0;
+    const rests: number[] = [];
+    // Each page takes 30 ms to read, on the pass's clock.
+    const { store } = storeOf(4, undefined, () => (now += 30));
+    const pacing = { clock: () => now, rest: async (ms: number) => void rests.push(ms) };
+    await new TaxiiPublisher(store, { ...settings, pacing }).publish();
+    // Four pages in each collection.
+    expect(rests).toEqual(Array(8).fill(30));
   });
 });
