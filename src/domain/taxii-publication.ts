@@ -249,9 +249,9 @@ export class TaxiiPublisher {
    * Stops the turns, and a pass under way after the page it is publishing: a first pass over
    * millions of shared rows takes minutes, and a process told to stop had to wait for it all
    * (docs/performance.md, "A store of 10 million events"). Every page is published whole, so the
-   * next pass, here or on another instance, takes up where this one stopped: a first pass is
-   * run again from its start, and objects already published get no new version (their
-   * fingerprint is unchanged).
+   * next pass, here or on another instance, loses nothing: it reads changes from the position
+   * the last page stored, or runs a first pass again from its start, where objects already
+   * published get no new version (their fingerprint is unchanged).
    */
   async stop(): Promise<void> {
     this.stopped = true;
