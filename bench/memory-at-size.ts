@@ -5,7 +5,7 @@ import { openDatabase } from '../src/store/database.ts';
 import { BENCH_DATA, cachedStore, storeCopy } from './cached-stores.ts';
 import { poolNumber } from './generate-events.ts';
 import { batchLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { log, prepareStore, printTable, rssMiB, startProcess, tokenFor } from './support.ts';
+import { heapOf, log, prepareStore, printTable, rssMiB, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -49,11 +49,6 @@ async function sampledNumbers(url: string, limit: number): Promise<string[]> {
   }
 }
 
-async function heapMiB(url: string): Promise<number> {
-  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
-  return Math.round(Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? 0) / 2 ** 20);
-}
-
 async function measureStore(label: string, url: string): Promise<void> {
   const numbers = await sampledNumbers(url, Number(values.sample));
   log(`${label}: ${numbers.length.toLocaleString('en')} numbers sampled for lookups`);
@@ -75,7 +70,7 @@ async function measureStore(label: string, url: string): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 2000));
       }
       clearInterval(sampler);
-      rows.push({ store: label, phase: name, perSecond, peakMiB: peak, heapMiB: await heapMiB(server.url) });
+      rows.push({ store: label, phase: name, perSecond, peakMiB: peak, heapMiB: (await heapOf(server.url)).heap });
       log(`  ${name}: ${perSecond}/s, peak ${peak} MiB`);
     };
     const lookups = pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));

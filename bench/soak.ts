@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
 import { generateEvents } from './generate-events.ts';
 import { mixedLoad } from './loads.ts';
-import { benchEvent, log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
+import { benchEvent, heapOf, log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -29,16 +29,6 @@ import { requireWrk, runWrk } from './wrk.ts';
  * against 3,236) the first came early, at a lower heap, and the next cycle's higher peak in the
  * measured minute read as 17% growth, though the heap fell back to 53 MiB at its collection.
  */
-/** V8's heap in use and its major collections so far, read from the server's own /metrics. */
-async function heapOf(url: string): Promise<{ heap: number; majorCollections: number }> {
-  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
-  const value = (series: string) => Number(new RegExp(`^${series} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
-  return {
-    heap: Math.round(value('nodejs_heap_size_used_bytes') / 2 ** 20),
-    majorCollections: value('nodejs_gc_duration_seconds_count\\{kind="major"\\}'),
-  };
-}
-
 requireWrk();
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 /** A warm-up that has not seen its collections by then ends anyway: a server that never needs one does not leak either. */

@@ -28,6 +28,16 @@ export function rssMiB(pid: number | undefined): number | undefined {
   return match ? Math.round(Number(match[1]) / 1024) : undefined;
 }
 
+/** V8's heap in use and its major collections so far, read from the server's own /metrics. */
+export async function heapOf(url: string): Promise<{ heap: number; majorCollections: number }> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
+  const value = (series: string) => Number(new RegExp(`^${series} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+  return {
+    heap: Math.round(value('nodejs_heap_size_used_bytes') / 2 ** 20),
+    majorCollections: value('nodejs_gc_duration_seconds_count\\{kind="major"\\}'),
+  };
+}
+
 /** CPU time (user + system) a process has used so far, in microseconds. */
 export function cpuMicros(pid: number | undefined): number {
   if (!pid) return 0;
