@@ -119,7 +119,26 @@ export interface PublicationState {
   changedThrough: string | undefined;
   /** The last hour (ISO) at whose turn it re-scored every live object. */
   sweptHour: string | undefined;
+  /** A first pass stopped part-way: where it resumes (migration 023). */
+  firstPass?: FirstPassPosition;
 }
+
+/**
+ * Where a first pass stands between its pages. A first pass over millions of shared rows runs
+ * for tens of minutes, longer than a process may live between deploys: each page stores this,
+ * and the next pass, here or on another instance, takes up from it instead of from the start.
+ */
+export interface FirstPassPosition {
+  /** The page to read next. */
+  next: string;
+  /** The latest change when the pass began: the passes after it read changes from there. */
+  through: string;
+  /** The hour (ISO) it began scoring at: if it ends in a later one, every live object is swept again. */
+  hour: string;
+}
+
+/** What a publishing transaction moves: undefined leaves a field as it is; a null firstPass ends one. */
+export type StateChange = Partial<Omit<PublicationState, 'firstPass'>> & { firstPass?: FirstPassPosition | null };
 
 /** Values read a page at a time, each with what the fold keeps of it and its object. */
 export interface CandidatePage {
@@ -157,7 +176,7 @@ export interface TaxiiPublicationStore {
    * and nothing is written), each with a date_added later than every one before it, and moves
    * the state.
    */
-  publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean>;
+  publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean>;
   /** Drops versions superseded, and revocations made, before `cutoff` (ISO): the retention. */
   prune(kind: IndicatorKind, cutoff: string): Promise<number>;
 }
@@ -248,10 +267,9 @@ export class TaxiiPublisher {
   /**
    * Stops the turns, and a pass under way after the page it is publishing: a first pass over
    * millions of shared rows takes minutes, and a process told to stop had to wait for it all
-   * (docs/performance.md, "A store of 10 million events"). Every page is published whole, so the
-   * next pass, here or on another instance, loses nothing: it reads changes from the position
-   * the last page stored, or runs a first pass again from its start, where objects already
-   * published get no new version (their fingerprint is unchanged).
+   * (docs/performance.md, "A store of 10 million events"). Every page is published whole with
+   * the position past it, so the next pass, here or on another instance, loses nothing and
+   * repeats nothing: it reads on from where the last page left off, a first pass included.
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -306,13 +324,22 @@ export class TaxiiPublisher {
     const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 
     const pacing = this.options.pacing ?? PACING;
-    const publishPages = async (read: (page: string | undefined) => Promise<CandidatePage>, done: (last: CandidatePage) => Partial<PublicationState>) => {
-      let page: string | undefined;
+    /**
+     * Publishes page after page from `from`, each in its transaction with the state `along` gives
+     * for where the pass then stands, the last one with `done`'s.
+     */
+    const publishPages = async (
+      read: (page: string | undefined) => Promise<CandidatePage>,
+      done: (last: CandidatePage) => StateChange,
+      along: (got: CandidatePage & { next: string }) => StateChange = (got) => (got.changedThrough ? { changedThrough: got.changedThrough } : {}),
+      from: string | undefined = undefined,
+    ) => {
+      let page = from;
       do {
         const began = pacing.clock();
         const got = await read(page);
         const versions = await this.versionsOf(kind, got.candidates, hour, now);
-        const moved = got.next === undefined ? done(got) : got.changedThrough ? { changedThrough: got.changedThrough } : {};
+        const moved = got.next === undefined ? done(got) : along({ ...got, next: got.next });
         if (!(await this.store.publish(kind, this.holder, versions, moved, this.leaseEnd()))) throw new LeaseLost();
         report.versions += versions.length;
         report.revoked += versions.filter((v) => v.object.revoked).length;
@@ -333,11 +360,21 @@ export class TaxiiPublisher {
       if (state.changedThrough === undefined) {
         // The first pass: every shared row that can reach the threshold, through the feeds' index,
         // scored at this hour (so no sweep of this hour follows). Changes from the latest one
-        // before it on are read again by the next pass.
-        const latest = (await this.store.latestChange(kind)) ?? EPOCH;
+        // before it on are read again by the next pass. One stopped part-way takes up at the page
+        // it had reached, with the latest change and the hour of its start: rows it had read and
+        // the fold changed since are read again by the next pass, and pages scored in an earlier
+        // hour by the sweep that follows it.
+        const resumed = state.firstPass;
+        const through = resumed?.through ?? (await this.store.latestChange(kind)) ?? EPOCH;
+        const began = resumed?.hour ?? hourIso;
         const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
-        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({ foldSeen: signature, changedThrough: latest, sweptHour: hourIso }));
-        sweptHour = hourIso;
+        await publishPages(
+          (page) => this.store.seenSince(kind, since, page, PAGE),
+          () => ({ foldSeen: signature, changedThrough: through, sweptHour: began, firstPass: null }),
+          (got) => ({ firstPass: { next: got.next, through, hour: began } }),
+          resumed?.next,
+        );
+        sweptHour = began;
       } else if (!unchanged) {
         // The rows the fold changed since the last pass, by the instant it stamped on them; read
         // from a little before, in case another instance's clock is behind.

@@ -375,4 +375,8 @@ export interface TaxiiPublicationTable {
   swept_hour: string | null;
   holder: string | null;
   lease_until: string | null;
+  /** A first pass under way (migration 023): the page to read next, the latest change as it began, its hour. */
+  first_pass_next: string | null;
+  first_pass_through: string | null;
+  first_pass_hour: string | null;
 }

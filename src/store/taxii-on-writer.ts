@@ -1,5 +1,5 @@
 import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
-import type { CandidatePage, NewVersion, PublicationState, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import type { CandidatePage, NewVersion, PublicationState, StateChange, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import { pruneInBatches, type SqlTaxiiRepository } from './taxii-repository.ts';
 import type { WriterThread } from './writer-thread.ts';
 
@@ -52,7 +52,7 @@ export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
     return (await this.writer.write({ store: 'taxii', method: 'claim', args: [kind, holder, now, until] })) as PublicationState | undefined;
   }
 
-  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean> {
+  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean> {
     return (await this.writer.write({ store: 'taxii', method: 'publish', args: [kind, holder, versions, state, leaseUntil] })) as boolean;
   }
 

@@ -4,7 +4,7 @@ import type { KeptAggregate } from '../domain/feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
 import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-collections.ts';
-import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, StateChange, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from './aggregate-fold.ts';
 import type { DialectCapabilities } from './dialect.ts';
@@ -36,8 +36,19 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   async stateOf(kind: IndicatorKind): Promise<PublicationState | undefined> {
-    const row = await this.db.selectFrom('taxii_publication').select(['fold_seen', 'changed_through', 'swept_hour']).where('collection', '=', kind).executeTakeFirst();
-    return row && { foldSeen: row.fold_seen ?? undefined, changedThrough: row.changed_through ?? undefined, sweptHour: row.swept_hour ?? undefined };
+    const row = await this.db
+      .selectFrom('taxii_publication')
+      .select(['fold_seen', 'changed_through', 'swept_hour', 'first_pass_next', 'first_pass_through', 'first_pass_hour'])
+      .where('collection', '=', kind)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const { first_pass_next: next, first_pass_through: through, first_pass_hour: hour } = row;
+    return {
+      foldSeen: row.fold_seen ?? undefined,
+      changedThrough: row.changed_through ?? undefined,
+      sweptHour: row.swept_hour ?? undefined,
+      ...(next !== null && through !== null && hour !== null ? { firstPass: { next, through, hour } } : {}),
+    };
   }
 
   async foldSignature(): Promise<string> {
@@ -121,7 +132,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     return bodies;
   }
 
-  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: Partial<PublicationState>, leaseUntil: string): Promise<boolean> {
+  async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       // A write first: it takes SQLite's one write lock, and on PostgreSQL the row's lock, so a
       // process that claims the lease meanwhile waits for this commit and then finds it renewed.
@@ -132,6 +143,9 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
           ...(state.foldSeen !== undefined ? { fold_seen: state.foldSeen } : {}),
           ...(state.changedThrough !== undefined ? { changed_through: state.changedThrough } : {}),
           ...(state.sweptHour !== undefined ? { swept_hour: state.sweptHour } : {}),
+          ...(state.firstPass !== undefined
+            ? { first_pass_next: state.firstPass?.next ?? null, first_pass_through: state.firstPass?.through ?? null, first_pass_hour: state.firstPass?.hour ?? null }
+            : {}),
         })
         .where('collection', '=', kind)
         .where('holder', '=', holder)
@@ -295,12 +309,15 @@ function objectOf(row: { value: string; generation: number; object_id: string; c
   };
 }
 
-/** A page position of (instant, key): NUL separates them, which neither holds. */
+/**
+ * A page position of (instant, key), split at the first `|`, which an ISO instant never holds.
+ * Not NUL: a first pass stores its position (migration 023), and PostgreSQL's text takes no NUL.
+ */
 function joinPage(instant: string, key: string): string {
-  return `${instant}\u0000${key}`;
+  return `${instant}|${key}`;
 }
 
 function splitPage(page: string): [string, string] {
-  const at = page.indexOf('\u0000');
+  const at = page.indexOf('|');
   return [page.slice(0, at), page.slice(at + 1)];
 }

@@ -1,38 +1,51 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
-import { TaxiiPublisher, type TaxiiPublicationStore } from '../../src/domain/taxii-publication.ts';
+import { TaxiiPublisher, type PublicationState, type TaxiiPublicationStore } from '../../src/domain/taxii-publication.ts';
+import type { IndicatorKind } from '../../src/domain/stix-indicators.ts';
 
 /**
  * A store whose shared data set is `pages` pages of values none of which scores (so nothing is
- * published), counting what the publisher asks of it. The read of page `heldAt` (if given)
- * answers when `release` is called.
+ * published), counting what the publisher asks of it and keeping the state it is told to. The
+ * read of page `heldAt` (if given) answers when `release` is called.
  */
 function storeOf(pages: number, heldAt?: number, onRead: () => void = () => {}) {
-  const asked = { pagesRead: 0, claims: [] as string[] };
+  const asked = { pagesRead: [] as string[], claims: [] as string[], sweeps: [] as string[], latest: '2026-11-01T10:00:00.000Z' };
+  const states = new Map<IndicatorKind, PublicationState>();
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   const store: TaxiiPublicationStore = {
-    stateOf: async () => undefined,
+    stateOf: async (kind) => states.get(kind),
     claim: async (kind) => {
       asked.claims.push(kind);
-      return { foldSeen: undefined, changedThrough: undefined, sweptHour: undefined };
+      return states.get(kind) ?? { foldSeen: undefined, changedThrough: undefined, sweptHour: undefined };
     },
     foldSignature: async () => 'fold 1',
-    latestChange: async () => undefined,
+    latestChange: async () => asked.latest,
     changedAfter: async () => ({ candidates: [], next: undefined }),
-    seenSince: async (_kind, _since, page) => {
-      asked.pagesRead += 1;
+    seenSince: async (kind, _since, page) => {
+      asked.pagesRead.push(`${kind} ${page ?? 0}`);
       onRead();
       const at = Number(page ?? 0);
       if (at === heldAt) await held;
       return { candidates: [{ value: `+46${at}`, kept: undefined, object: undefined }], next: at + 1 < pages ? String(at + 1) : undefined };
     },
-    liveObjects: async () => ({ candidates: [], next: undefined }),
+    liveObjects: async (kind) => {
+      asked.sweeps.push(kind);
+      return { candidates: [], next: undefined };
+    },
     latestBodies: async () => new Map(),
-    publish: async () => true,
+    publish: async (kind, _holder, _versions, change) => {
+      const { firstPass, ...rest } = change;
+      const state: PublicationState = { ...(states.get(kind) ?? { foldSeen: undefined, changedThrough: undefined, sweptHour: undefined }) };
+      for (const [field, value] of Object.entries(rest)) if (value !== undefined) Object.assign(state, { [field]: value });
+      if (firstPass === null) delete state.firstPass;
+      else if (firstPass) state.firstPass = firstPass;
+      states.set(kind, state);
+      return true;
+    },
     prune: async () => 0,
   };
-  return { store, asked, release };
+  return { store, asked, states, release };
 }
 
 const settings = { minScore: 50, scoring: DEFAULT_SCORING, retentionDays: 30 };
@@ -41,7 +54,7 @@ describe('TAXII publisher', () => {
   it('reads every page of a first pass when left to run', async () => {
     const { store, asked } = storeOf(40);
     await new TaxiiPublisher(store, settings).publish();
-    expect(asked.pagesRead).toBe(80);
+    expect(asked.pagesRead).toHaveLength(80);
     expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers']);
   });
 
@@ -50,13 +63,41 @@ describe('TAXII publisher', () => {
     const publisher = new TaxiiPublisher(store, settings);
     const pass = publisher.publish();
     // The third page is being read when the process is told to stop.
-    await expect.poll(() => asked.pagesRead).toBe(3);
+    await expect.poll(() => asked.pagesRead.length).toBe(3);
     const stopped = publisher.stop();
     release();
     await stopped;
     await pass;
-    expect(asked.pagesRead).toBe(3);
+    expect(asked.pagesRead).toHaveLength(3);
     expect(asked.claims).toEqual(['ip-addresses']);
+  });
+
+  it('takes up a first pass stopped part-way at the page it had reached, with the position and hour of its start', async () => {
+    const { store, asked, states, release } = storeOf(40, 2);
+    let clock = Date.parse('2026-11-01T10:59:00.000Z');
+    const options = { ...settings, now: () => new Date(clock) };
+    const first = new TaxiiPublisher(store, options);
+    const pass = first.publish();
+    await expect.poll(() => asked.pagesRead.length).toBe(3);
+    const stopped = first.stop();
+    release();
+    await stopped;
+    await pass;
+    // The page in flight was published whole, with where the pass stands past it.
+    expect(states.get('ip-addresses')).toMatchObject({ changedThrough: undefined, firstPass: { next: '3', through: '2026-11-01T10:00:00.000Z', hour: '2026-11-01T10:00:00.000Z' } });
+
+    // Restarted in the next hour, after the fold changed more rows.
+    clock = Date.parse('2026-11-01T11:05:00.000Z');
+    asked.latest = '2026-11-01T11:04:00.000Z';
+    asked.pagesRead.length = 0;
+    await new TaxiiPublisher(store, options).publish();
+    expect(asked.pagesRead.filter((p) => p.startsWith('ip-addresses'))).toEqual(Array.from({ length: 37 }, (_, k) => `ip-addresses ${k + 3}`));
+    expect(asked.pagesRead.filter((p) => p.startsWith('phone-numbers'))).toHaveLength(40);
+    // The passes after it read changes from before it began; the pages it scored in the hour
+    // before were swept again at its end. The other collection's first pass began this hour.
+    expect(states.get('ip-addresses')).toEqual({ foldSeen: 'fold 1', changedThrough: '2026-11-01T10:00:00.000Z', sweptHour: '2026-11-01T11:00:00.000Z' });
+    expect(states.get('phone-numbers')).toEqual({ foldSeen: 'fold 1', changedThrough: '2026-11-01T11:04:00.000Z', sweptHour: '2026-11-01T11:00:00.000Z' });
+    expect(asked.sweeps).toEqual(['ip-addresses']);
   });
 
   it('rests between pages as long as each took, so a long pass takes at most half of the thread that answers requests', async () => {

@@ -1,6 +1,8 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
+import { TaxiiPublisher, type TaxiiPublicationStore } from '../../src/domain/taxii-publication.ts';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import type { Schema } from '../../src/store/schema.ts';
@@ -109,5 +111,46 @@ describe('the publisher reads changed rows', () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe('a first pass stopped part-way', () => {
+  it('is taken up by the next process at the page it had reached, and publishes every value once', async () => {
+    const repo = new SqlTaxiiRepository(database.db, database.caps);
+    // Every row in the collection (threshold 0), scored an hour after the rows were stamped.
+    const start = Date.parse(STAMP) + 3_600_000;
+    const settings = { minScore: 0, scoring: DEFAULT_SCORING, retentionDays: 30 };
+    let first: TaxiiPublisher | undefined;
+    let pages = 0;
+    // The first process is told to stop while it reads its second page of numbers.
+    const stopping: TaxiiPublicationStore = Object.create(repo);
+    stopping.seenSince = (kind, since, page, limit) => {
+      if (kind === 'phone-numbers' && ++pages === 2) void first!.stop();
+      return repo.seenSince(kind, since, page, limit);
+    };
+    first = new TaxiiPublisher(stopping, { ...settings, now: () => new Date(start) });
+    await first.publish();
+    const objects = () => database.db.selectFrom('taxii_objects').select((eb) => eb.fn.countAll<number>().as('n')).where('collection', '=', 'phone-numbers').executeTakeFirstOrThrow();
+    expect(Number((await objects()).n)).toBe(1000);
+    const stopped = await repo.stateOf('phone-numbers');
+    expect(stopped?.changedThrough).toBeUndefined();
+    expect(stopped?.firstPass).toMatchObject({ through: new Date(Date.parse(STAMP) + 1000 + REBUILT + LATER - 1).toISOString() });
+
+    // Another process, once the first one's lease has run out: it reads on from the third page.
+    const read: string[] = [];
+    const counting: TaxiiPublicationStore = Object.create(repo);
+    counting.seenSince = async (kind, since, page, limit) => {
+      const got = await repo.seenSince(kind, since, page, limit);
+      if (kind === 'phone-numbers') read.push(...got.candidates.map((c) => c.value));
+      return got;
+    };
+    await new TaxiiPublisher(counting, { ...settings, now: () => new Date(start + 120_000) }).publish();
+    expect(read).toHaveLength(REBUILT + LATER - 1000);
+    expect(Number((await objects()).n)).toBe(REBUILT + LATER);
+    const versions = await database.db.selectFrom('taxii_versions').select('object_id').where('collection', '=', 'phone-numbers').execute();
+    expect(new Set(versions.map((v) => v.object_id)).size).toBe(REBUILT + LATER);
+    expect(versions).toHaveLength(REBUILT + LATER);
+    const done = await repo.stateOf('phone-numbers');
+    expect(done).toEqual({ foldSeen: expect.any(String), changedThrough: stopped!.firstPass!.through, sweptHour: new Date(start).toISOString() });
   });
 });

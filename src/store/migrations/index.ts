@@ -22,6 +22,7 @@ import { migration as m019 } from './019-taxii-publication.ts';
 import { migration as m020 } from './020-taxii-changes-in-key-order.ts';
 import { migration as m021 } from './021-access-version.ts';
 import { migration as m022 } from './022-shared-pairs-by-number.ts';
+import { migration as m023 } from './023-taxii-first-pass-position.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -52,5 +53,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '020_taxii_changes_in_key_order': m020(),
     '021_access_version': m021(caps),
     '022_shared_pairs_by_number': m022(),
+    '023_taxii_first_pass_position': m023(),
   };
 }
