@@ -159,6 +159,8 @@ export interface TaxiiPublicationStore {
    * one of them at a time.
    */
   claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined>;
+  /** Gives up `holder`'s lease on the collection, if it still holds it: another process may claim it at once. */
+  release(kind: IndicatorKind, holder: string): Promise<void>;
   /** The fold's position and rebuild count, as one text: it moves whenever any aggregate may have changed. */
   foldSignature(): Promise<string>;
   /** The latest `changed_at` of the shared data set's rows (where a first pass starts reading changes from). */
@@ -236,6 +238,8 @@ export class TaxiiPublisher {
   private stopped = true;
   /** Set by stop(): a pass under way ends after the page it is publishing. */
   private closing = false;
+  /** The collections whose lease this process has claimed: given up by stop(). */
+  private readonly claimed = new Set<IndicatorKind>();
 
   constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
     this.store = store;
@@ -270,12 +274,18 @@ export class TaxiiPublisher {
    * (docs/performance.md, "A store of 10 million events"). Every page is published whole with
    * the position past it, so the next pass, here or on another instance, loses nothing and
    * repeats nothing: it reads on from where the last page left off, a first pass included.
+   * The leases are given up, so that the process replacing this one in a deploy publishes at
+   * its first turn rather than once they run out (a minute without TAXII versions).
    */
   async stop(): Promise<void> {
     this.stopped = true;
     this.closing = true;
     clearTimeout(this.timer);
     await this.running?.catch(() => undefined);
+    const held = [...this.claimed];
+    this.claimed.clear();
+    // A store that fails here leaves the leases to run out, as a process that died would.
+    await Promise.all(held.map((kind) => this.store.release(kind, this.holder).catch(() => undefined)));
   }
 
   /** One pass over both collections; a pass already under way is joined, not doubled. */
@@ -320,6 +330,7 @@ export class TaxiiPublisher {
     }
     const state = await this.store.claim(kind, this.holder, now.toISOString(), this.leaseEnd());
     if (!state) return report;
+    this.claimed.add(kind);
     report.ran = true;
     const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 

@@ -52,6 +52,10 @@ export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
     return (await this.writer.write({ store: 'taxii', method: 'claim', args: [kind, holder, now, until] })) as PublicationState | undefined;
   }
 
+  async release(kind: IndicatorKind, holder: string): Promise<void> {
+    await this.writer.write({ store: 'taxii', method: 'release', args: [kind, holder] });
+  }
+
   async publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean> {
     return (await this.writer.write({ store: 'taxii', method: 'publish', args: [kind, holder, versions, state, leaseUntil] })) as boolean;
   }

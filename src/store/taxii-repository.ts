@@ -68,6 +68,10 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     return Number(claimed.numUpdatedRows) === 1 ? this.stateOf(kind) : undefined;
   }
 
+  async release(kind: IndicatorKind, holder: string): Promise<void> {
+    await this.db.updateTable('taxii_publication').set({ holder: null, lease_until: null }).where('collection', '=', kind).where('holder', '=', holder).execute();
+  }
+
   async latestChange(kind: IndicatorKind): Promise<string | undefined> {
     const { table } = SHAPES[kind];
     // Through the partial index of migration 019: its WHERE must appear as written, not as a parameter.

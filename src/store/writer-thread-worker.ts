@@ -26,7 +26,7 @@ export type WriterRequest = { id: number; groups: IngestGroup[] } | { id: number
 
 /** One of a background writer's writing methods and its arguments, by the store it writes. */
 export type StoreWrite =
-  | Write<'taxii', SqlTaxiiRepository, 'claim' | 'publish' | 'pruneBatch'>
+  | Write<'taxii', SqlTaxiiRepository, 'claim' | 'release' | 'publish' | 'pruneBatch'>
   | Write<'alerts', SqlAlertOutboxWrites, AlertWriteMethod>
   | Write<'clients', SqlClientActivityRepository, 'recordUses'>
   | Write<'audit', SqlAuditRows, 'insertRow'>

@@ -19,6 +19,7 @@ function storeOf(pages: number, heldAt?: number, onRead: () => void = () => {}) 
       asked.claims.push(kind);
       return states.get(kind) ?? { foldSeen: undefined, changedThrough: undefined, sweptHour: undefined };
     },
+    release: async () => {},
     foldSignature: async () => 'fold 1',
     latestChange: async () => asked.latest,
     changedAfter: async () => ({ candidates: [], next: undefined }),
