@@ -241,16 +241,26 @@ export class AggregateFolder implements OwnWritesBarrier {
    * larger ones, which read and write each busy aggregate row once for more events.
    */
   async settle(chunk = SETTLE_CHUNK): Promise<void> {
-    for (;;) {
-      await this.running;
-      const run = this.runSteps(chunk, chunk);
-      this.running = run;
-      const complete = await run.finally(() => {
-        if (this.running === run) this.running = undefined;
-      });
-      if (complete) return;
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-    }
+    while (!(await this.stepsInTurn(chunk))) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+  }
+
+  /**
+   * Folds in what is stored so far, in steps of `chunk`, once: where another instance holds the
+   * turn it is folding them, and this returns rather than trying again until it gets the turn,
+   * as settle does. For folding beside a load (fold-along.ts), which calls again after each batch.
+   */
+  async foldOnce(chunk = SETTLE_CHUNK): Promise<void> {
+    await this.stepsInTurn(chunk);
+  }
+
+  /** Steps in `chunk`s after any run under way; whether they folded everything there was. */
+  private async stepsInTurn(chunk: number): Promise<boolean> {
+    await this.running;
+    const run = this.runSteps(chunk, chunk);
+    this.running = run;
+    return run.finally(() => {
+      if (this.running === run) this.running = undefined;
+    });
   }
 
   private kick(): void {

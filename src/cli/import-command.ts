@@ -50,7 +50,7 @@ export function importCommand(program: Command, run: Run, _runRemote: RunRemote,
         let result;
         const foldChunk = opts.bulk ? BULK_FOLD_CHUNK : undefined;
         // Where the fold has a connection of its own, the batches committed are folded while the next ones are stored.
-        const folding = s.database.caps.concurrentWriters ? new FoldAlong(() => s.aggregateFolder.settle(foldChunk)) : undefined;
+        const folding = s.database.caps.concurrentWriters ? new FoldAlong(() => s.aggregateFolder.foldOnce(foldChunk)) : undefined;
         try {
           result = await s.importer.run(opts.account, source, {
             ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),

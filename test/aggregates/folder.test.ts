@@ -21,6 +21,16 @@ const settled = (p: Promise<void> | undefined) =>
   p === undefined ? Promise.resolve('at once') : Promise.race([p.then(() => 'resolved'), new Promise((r) => setTimeout(() => r('pending'), 500))]);
 
 describe('the aggregate folder', () => {
+  it('settles until it has had the turn, but folds once and leaves the events to the instance that holds it when asked to fold once', async () => {
+    // Another instance holds the turn for two steps, then lets go.
+    const settling = scripted([{ skipped: true }, { skipped: true }, { folded: 3 }]);
+    await new AggregateFolder(settling.step, settings).settle(500);
+    expect(settling.calls).toEqual([500, 500, 500]);
+    const once = scripted([{ skipped: true }, { folded: 3 }]);
+    await new AggregateFolder(once.step, settings).foldOnce(500);
+    expect(once.calls).toEqual([500]);
+  });
+
   it('holds intake while the fold is more than INTAKE_HOLD_BACKLOG events behind, and lets it go once under', async () => {
     const { step } = scripted([{ behind: INTAKE_HOLD_BACKLOG + 1, more: false }, { behind: INTAKE_HOLD_BACKLOG + 1 }, { behind: 10 }]);
     const folder = new AggregateFolder(step, settings);
