@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
-import { FoldAlong } from '../aggregates/fold-along.ts';
 // Types only: the validation behind the import loads with the services, not with every command.
 import type { ImportProblem, ImportTotals } from '../import/event-import.ts';
 import { wholeNumberOption } from './arguments.ts';
@@ -49,27 +48,21 @@ export function importCommand(program: Command, run: Run, _runRemote: RunRemote,
         };
         let result;
         const foldChunk = opts.bulk ? BULK_FOLD_CHUNK : undefined;
-        // Where the fold has a connection of its own, the batches committed are folded while the next ones are stored.
-        const folding = s.database.caps.concurrentWriters ? new FoldAlong(() => s.aggregateFolder.foldOnce(foldChunk)) : undefined;
         try {
           result = await s.importer.run(opts.account, source, {
             ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
             bulk: opts.bulk === true,
             onStage: (stage) => progress.update(`import: ${stage}`),
             onProblem: report,
-            onProgress: (totals, done, size) => {
-              progress.update(progressText(totals, done, size, started));
-              folding?.kick();
-            },
+            onProgress: (totals, done, size) => progress.update(progressText(totals, done, size, started)),
+            // Where the fold has a connection of its own, the batches committed are folded while the next ones are stored.
+            ...(s.database.caps.concurrentWriters ? { foldAlong: () => s.aggregateFolder.foldOnce(foldChunk) } : {}),
           });
-          await folding?.done();
           // The lookup aggregates count the events once folded in: here, rather than by the next
           // server to start, so lookups find them when the command returns.
           progress.update('import: folding the events into the lookup aggregates');
           await s.aggregateFolder.settle(foldChunk);
         } finally {
-          // An import that failed leaves no fold step running on a store about to close.
-          await folding?.done();
           progress.clear();
           await source.close();
         }

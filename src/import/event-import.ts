@@ -4,6 +4,7 @@ import { UnreadableItem, uuidOf } from '../domain/event-intake.ts';
 import type { EventsRepository, IngestOutcome } from '../domain/events.ts';
 import type { FieldError } from '../domain/field-error.ts';
 import { validateHoneypotEvent, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import { FoldAlong } from './fold-along.ts';
 import { writeScopeOf } from '../domain/visibility.ts';
 
 /** One record of an import source: where it is (a line number, a row id) and what it holds. */
@@ -62,6 +63,12 @@ export interface ImportOptions {
   bulk?: boolean;
   /** When the import moves to a stage of its own (building the indexes again), what it is. */
   onStage?(stage: string): void;
+  /**
+   * Folds the events stored so far into the lookup aggregates, once: given where the fold runs
+   * beside the import's writes (PostgreSQL), it is called after each batch commits, one call at
+   * a time (fold-along.ts), and the import ends once the last call has.
+   */
+  foldAlong?(): Promise<void>;
 }
 
 /**
@@ -134,6 +141,7 @@ export class EventImport {
     // Problems are told in the source's order: an invalid record read while an earlier one's
     // outcome is still unknown (in a batch not yet written) waits here for it.
     const problems = new ProblemsInOrder((p) => options.onProblem?.(p));
+    const folding = options.foldAlong && new FoldAlong(options.foldAlong);
 
     const count = (sent: typeof batch, outcomes: IngestOutcome[]) => {
       const conflicts: ImportProblem[] = [];
@@ -146,6 +154,7 @@ export class EventImport {
         }
       });
       inFlight = false;
+      folding?.kick();
       // Every record before the next unwritten one now has its outcome.
       problems.settled(conflicts, batch[0]?.position ?? Infinity);
       options.onProgress?.({ ...totals }, source.done(), source.size);
@@ -197,11 +206,17 @@ export class EventImport {
       problems.settled([], Infinity);
       options.onProgress?.({ ...totals }, source.done(), source.size);
     } finally {
-      // Built again whether the load finished or not: a store is not left without them.
-      if (options.bulk) {
-        await writing.catch(() => {});
-        options.onStage?.('building the event indexes again');
-        await this.indexes.build();
+      try {
+        // Built again whether the load finished or not: a store is not left without them. A fold
+        // along goes on meanwhile: it reads the events by id, which no query index serves.
+        if (options.bulk) {
+          await writing.catch(() => {});
+          options.onStage?.('building the event indexes again');
+          await this.indexes.build();
+        }
+      } finally {
+        // Even an import that failed leaves no fold running on a store about to close.
+        await folding?.done();
       }
     }
     await this.audit.record({

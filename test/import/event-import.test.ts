@@ -34,7 +34,7 @@ function source(count: number, log: string[]): ImportSource & { read: number } {
  * SQL: what is under test is the import's pipeline (the next batch read while the last one is
  * written, a failure stopping it), which test/cli/import.test.ts drives against real stores.
  */
-function recordingImport(failOnBatch?: number) {
+function recordingImport(failOnBatch?: number, foldAlong = false) {
   const log: string[] = [];
   let batches = 0;
   let src: ReturnType<typeof source>;
@@ -57,7 +57,13 @@ function recordingImport(failOnBatch?: number) {
     log,
     run: (count: number, bulk: boolean) => {
       src = source(count, log);
-      return importer.run(ACCOUNT.account_id, src, { batchSize: 10, bulk });
+      // A fold along that takes as long as a write, logging which batches had committed when it began and ended.
+      const fold = async () => {
+        log.push(`fold from ${batches}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        log.push('folded');
+      };
+      return importer.run(ACCOUNT.account_id, src, { batchSize: 10, bulk, ...(foldAlong ? { foldAlong: fold } : {}) });
     },
   };
 }
@@ -87,6 +93,19 @@ describe('EventImport: the next batch is read while the last one is written', ()
     const { log, run } = recordingImport(2);
     await expect(run(60, false)).rejects.toThrow('the store failed');
     expect(log).toEqual(['read from 1', 'write 1 (10) with 10 read', 'read from 11', 'written 1', 'write 2 (10) with 20 read', 'read from 21']);
+  });
+
+  it('folds along: after each batch commits, one fold at a time, and it ends once the last fold has', async () => {
+    const { log, run } = recordingImport(undefined, true);
+    await run(25, false);
+    const folds = log.filter((line) => /^fold/.test(line));
+    // Never two at once, whatever the timing of writes and folds.
+    folds.forEach((line, i) => expect(line.startsWith(i % 2 === 0 ? 'fold from' : 'folded')).toBe(true));
+    // Each began once a batch had been written, the last after the last batch.
+    for (const line of folds.filter((f) => f.startsWith('fold from'))) expect(log.indexOf(line)).toBeGreaterThan(log.indexOf(`written ${line.slice('fold from '.length)}`));
+    expect(folds.at(-2)).toBe('fold from 3');
+    // And the import ended after the last one.
+    expect(log.at(-1)).toBe('folded');
   });
 
   it('a bulk import drops the query indexes first and builds them again at the end, also when it fails', async () => {

@@ -3,10 +3,11 @@
  * so far unless one runs, and then one more once it ends, so at most one runs and none is
  * missed; `done()` waits until none runs. Where another instance holds the fold's turn, a kick
  * leaves the events to it rather than waiting for the turn (the load's own settle, at its end,
- * waits). For `tollwatch import` on PostgreSQL, where the fold's statements run on a connection
- * and a server process of their own: a fold step and the next batch's ingest proceed side by
- * side instead of one after the other (docs/performance.md, "Import"). On a SQLite file both
- * are the writer thread's, one at a time, so it would buy nothing there.
+ * waits). For an import on PostgreSQL (event-import.ts, `foldAlong`), where the fold's
+ * statements run on a connection and a server process of their own: a fold step and the next
+ * batch's ingest proceed side by side instead of one after the other (docs/performance.md,
+ * "Import"). On a SQLite file both are the writer thread's, one at a time, so it would buy
+ * nothing there.
  */
 export class FoldAlong {
   private readonly fold: () => Promise<void>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FoldAlong } from '../../src/aggregates/fold-along.ts';
+import { FoldAlong } from '../../src/import/fold-along.ts';
 
 /** A settle the test ends by hand, counting how many were started. */
 function settles() {
