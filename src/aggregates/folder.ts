@@ -247,7 +247,7 @@ export class AggregateFolder implements OwnWritesBarrier {
   /**
    * Folds in what is stored so far, in steps of `chunk`, once: where another instance holds the
    * turn it is folding them, and this returns rather than trying again until it gets the turn,
-   * as settle does. For folding beside a load (fold-along.ts), which calls again after each batch.
+   * as settle does. For folding beside a load (import/fold-along.ts), which calls again after each batch.
    */
   async foldOnce(chunk = SETTLE_CHUNK): Promise<void> {
     await this.stepsInTurn(chunk);

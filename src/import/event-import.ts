@@ -4,8 +4,8 @@ import { UnreadableItem, uuidOf } from '../domain/event-intake.ts';
 import type { EventsRepository, IngestOutcome } from '../domain/events.ts';
 import type { FieldError } from '../domain/field-error.ts';
 import { validateHoneypotEvent, type HoneypotEvent } from '../domain/honeypot-event.ts';
-import { FoldAlong } from './fold-along.ts';
 import { writeScopeOf } from '../domain/visibility.ts';
+import { FoldAlong } from './fold-along.ts';
 
 /** One record of an import source: where it is (a line number, a row id) and what it holds. */
 export interface ImportRecord {
