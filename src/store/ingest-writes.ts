@@ -166,7 +166,7 @@ export class ArrayIngestWrites implements IngestWrites {
 
   /**
    * One probe of the primary key per uuid, whatever the statistics say. An import grows
-   * `event_ids` faster than autovacuum analyses it, and on the statistics of a smaller table the
+   * `event_ids` faster than it is analysed, and on the statistics of a smaller table the
    * planner read every row of the account for each IN list or join (112 ms a call at 200,000
    * events: a re-run of a 200,000-event import spent 45 s here). A lateral subquery with a LIMIT
    * is not flattened into a join, so it stays a lookup per uuid.

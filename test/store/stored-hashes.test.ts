@@ -9,7 +9,7 @@ import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-da
 
 /**
  * How PostgreSQL tells a replay from a new event: the stored content hashes of a batch's uuids.
- * An import grows `event_ids` by hundreds of thousands of rows before autovacuum analyses it,
+ * An import grows `event_ids` by hundreds of thousands of rows before it is analysed again,
  * and the read must probe the primary key per uuid all the same: with an IN list the planner,
  * going by the empty table's statistics, read every row of the account for each list (a re-run
  * of a 200,000-event import took 45 s in that statement, docs/performance.md "Import").
