@@ -51,6 +51,16 @@ function storeOf(pages: number, heldAt?: number, onRead: () => void = () => {}) 
 
 const settings = { minScore: 50, scoring: DEFAULT_SCORING, retentionDays: 30 };
 
+/** Starts a pass and stops the publisher while the store holds the third page's read; resolves once both ended. */
+async function stopDuringThirdPage(publisher: TaxiiPublisher, { asked, release }: Pick<ReturnType<typeof storeOf>, 'asked' | 'release'>) {
+  const pass = publisher.publish();
+  await expect.poll(() => asked.pagesRead.length).toBe(3);
+  const stopped = publisher.stop();
+  release();
+  await stopped;
+  await pass;
+}
+
 describe('TAXII publisher', () => {
   it('reads every page of a first pass when left to run', async () => {
     const { store, asked } = storeOf(40);
@@ -60,30 +70,20 @@ describe('TAXII publisher', () => {
   });
 
   it('ends a pass under way after the page it is on, and starts no other collection', async () => {
-    const { store, asked, release } = storeOf(40, 2);
-    const publisher = new TaxiiPublisher(store, settings);
-    const pass = publisher.publish();
+    const held = storeOf(40, 2);
+    const { store, asked } = held;
     // The third page is being read when the process is told to stop.
-    await expect.poll(() => asked.pagesRead.length).toBe(3);
-    const stopped = publisher.stop();
-    release();
-    await stopped;
-    await pass;
+    await stopDuringThirdPage(new TaxiiPublisher(store, settings), held);
     expect(asked.pagesRead).toHaveLength(3);
     expect(asked.claims).toEqual(['ip-addresses']);
   });
 
   it('takes up a first pass stopped part-way at the page it had reached, with the position and hour of its start', async () => {
-    const { store, asked, states, release } = storeOf(40, 2);
+    const held = storeOf(40, 2);
+    const { store, asked, states } = held;
     let clock = Date.parse('2026-11-01T10:59:00.000Z');
     const options = { ...settings, now: () => new Date(clock) };
-    const first = new TaxiiPublisher(store, options);
-    const pass = first.publish();
-    await expect.poll(() => asked.pagesRead.length).toBe(3);
-    const stopped = first.stop();
-    release();
-    await stopped;
-    await pass;
+    await stopDuringThirdPage(new TaxiiPublisher(store, options), held);
     // The page in flight was published whole, with where the pass stands past it.
     expect(states.get('ip-addresses')).toMatchObject({ changedThrough: undefined, firstPass: { next: '3', through: '2026-11-01T10:00:00.000Z', hour: '2026-11-01T10:00:00.000Z' } });
 

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Account } from '../../src/domain/accounts.ts';
 import type { AuditTrail } from '../../src/domain/audit.ts';
@@ -57,10 +58,11 @@ function recordingImport(failOnBatch?: number, foldAlong = false) {
     log,
     run: (count: number, bulk: boolean) => {
       src = source(count, log);
-      // A fold along that takes as long as a write, logging which batches had committed when it began and ended.
+      // A fold along that ends a turn of the event loop after it began (so writes may come
+      // between), logging which batches had committed when it began, and when it ended.
       const fold = async () => {
         log.push(`fold from ${batches}`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await nextTurn();
         log.push('folded');
       };
       return importer.run(ACCOUNT.account_id, src, { batchSize: 10, bulk, ...(foldAlong ? { foldAlong: fold } : {}) });
