@@ -165,7 +165,11 @@ export interface TaxiiPublicationStore {
   foldSignature(): Promise<string>;
   /** The latest `changed_at` of the shared data set's rows (where a first pass starts reading changes from). */
   latestChange(kind: IndicatorKind): Promise<string | undefined>;
-  /** Shared rows the fold changed after `since`, oldest change first. */
+  /**
+   * Shared rows the fold changed after `since`, oldest change first, each at its latest change.
+   * Moving `changedThrough` by publish() lets the store forget changes before
+   * changesReadFrom(changedThrough).
+   */
   changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
   /** Shared rows last seen at or after `since` (the first pass over a store published before). */
   seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
@@ -196,6 +200,15 @@ const LEASE_MS = 60_000;
  * published only when the content differs.
  */
 const CLOCK_MARGIN_MS = 2000;
+
+/**
+ * Where an incremental pass reads changes from, after a pass that read through `changedThrough`:
+ * a little before it. A store may forget changes before this instant once the collection's state
+ * has moved to `changedThrough`: no pass reads them again.
+ */
+export function changesReadFrom(changedThrough: string): string {
+  return new Date(Date.parse(changedThrough) - CLOCK_MARGIN_MS).toISOString();
+}
 
 export interface PublisherOptions extends PublicationSettings {
   /** How long superseded versions and revocations are served (TOLLWATCH_TAXII_RETENTION_DAYS). */
@@ -322,7 +335,7 @@ export class TaxiiPublisher {
     // holding this thread meanwhile). The position is kept in memory only; another process
     // finds the same nothing.
     if (seen?.changedThrough !== undefined && swept) {
-      const since = new Date(Date.parse(seen.changedThrough) - CLOCK_MARGIN_MS).toISOString();
+      const since = changesReadFrom(seen.changedThrough);
       if ((await this.store.changedAfter(kind, since, undefined, 1)).candidates.length === 0) {
         this.quiet.set(kind, signature);
         return report;
@@ -389,7 +402,7 @@ export class TaxiiPublisher {
       } else if (!unchanged) {
         // The rows the fold changed since the last pass, by the instant it stamped on them; read
         // from a little before, in case another instance's clock is behind.
-        const since = new Date(Date.parse(state.changedThrough) - CLOCK_MARGIN_MS).toISOString();
+        const since = changesReadFrom(state.changedThrough);
         let through = state.changedThrough;
         await publishPages(
           async (page) => {

@@ -178,6 +178,11 @@ async function restorePublished(trx: Kysely<Schema>, now: string, only?: OnlyKey
     await sql`update ${sql.table(table)} set changed_at = ${now}, published_at = coalesce(
         (select p.published_at from ${sql.table(kept)} p where p.scope = ${sql.table(table)}.scope and p.k = ${sql.table(table)}.${sql.ref(key)}), ${now}) ${where}`.execute(trx);
     await sql`drop table ${sql.table(kept)}`.execute(trx);
+    // The shared rows' changes, for the TAXII publisher (migration 024), as the fold logs its own.
+    const shared = only ? sql`and ${sql.ref(key)} in ${only[kind]}` : sql``;
+    await sql`insert into shared_changes (aggregates, changed, key)
+        select cast(${table} as text), cast(${now} as text), ${sql.ref(key)} from ${sql.table(table)} where scope = ${SHARED_SCOPE} ${shared}
+        on conflict do nothing`.execute(trx);
   }
 }
 

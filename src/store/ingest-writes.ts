@@ -1,5 +1,6 @@
 import type SQLiteDatabase from 'better-sqlite3';
 import { sql, type Compilable, type Kysely, type Transaction } from 'kysely';
+import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { Schema } from './schema.ts';
 
 /**
@@ -50,7 +51,10 @@ export interface IngestWrites {
   addMembers(trx: Transaction<Schema>, table: SetTable, rows: Array<[string, string, string]>): Promise<boolean[]>;
   /** The kept rows of these (scope, key) pairs; pairs without a row are absent. */
   readAggregates(trx: Transaction<Schema>, table: AggregateTable, keys: Array<[string, string]>): Promise<AggregateRow[]>;
-  /** Writes whole rows, replacing those kept. */
+  /**
+   * Writes whole rows, replacing those kept, and logs each shared row's change in
+   * `shared_changes` (migration 024: what the TAXII publisher reads).
+   */
   writeAggregates(trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void>;
 }
 
@@ -122,6 +126,7 @@ const statements = {
         oc.columns(['scope', key]).doUpdateSet((eb) => Object.fromEntries(['seen_count', 'first_seen', 'last_seen', distinct, ...counts, 'published_at', 'changed_at'].map((c) => [c, eb.ref(`excluded.${c}`)]))),
       );
   },
+  logSharedChanges: (db: Db, rows: Values[]) => db.insertInto('shared_changes').values(rows as never).onConflict((oc) => oc.doNothing()),
   readAggregate: (table: AggregateTable) => (db: Db, [row]: Values[]) =>
     (db as Kysely<any>)
       .selectFrom(table)
@@ -214,6 +219,8 @@ export class ArrayIngestWrites implements IngestWrites {
     await sql`
       ${insertArrays(table, columns, values)}
       on conflict (scope, ${sql.ref(key)}) do update set ${sql.join(replaced)}`.execute(trx);
+    const changes = rows.filter((row) => row.scope === SHARED_SCOPE && row.changed_at !== null).map((row) => ({ aggregates: table, changed: row.changed_at, key: row.key }));
+    if (changes.length > 0) await sql`${insertArrays('shared_changes', ['aggregates', 'changed', 'key'], changes)} on conflict do nothing`.execute(trx);
   }
 }
 
@@ -292,9 +299,11 @@ export class SqliteRowIngestWrites implements IngestWrites {
   async writeAggregates(_trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void> {
     const sample = aggregateValues(table, { scope: '', key: '', seen_count: 0, first_seen: '', last_seen: '', distinct_count: 0, counts: ['', '', ''], published_at: null, changed_at: null });
     const { statement, columns } = this.rowStatement(table, Object.keys(sample), statements.writeAggregates(table));
+    const log = this.rowStatement('shared_changes', ['aggregates', 'changed', 'key'], statements.logSharedChanges, true).statement;
     for (const row of rows) {
       const values = aggregateValues(table, row);
       statement.run(columns.map((c) => values[c]));
+      if (row.scope === SHARED_SCOPE && row.changed_at !== null) log.run(table, row.changed_at, row.key);
     }
   }
 

@@ -32,6 +32,7 @@ export interface Schema {
   taxii_objects: TaxiiObjectsTable;
   taxii_versions: TaxiiVersionsTable;
   taxii_publication: TaxiiPublicationTable;
+  shared_changes: SharedChangesTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -379,4 +380,17 @@ export interface TaxiiPublicationTable {
   first_pass_next: string | null;
   first_pass_through: string | null;
   first_pass_hour: string | null;
+}
+
+/**
+ * The shared data set's aggregate rows as each write changed them (migration 024): appended, one
+ * entry per row and write, with the row's new `changed_at`. An entry whose row has a later
+ * `changed_at` is stale; the TAXII publisher skips those and deletes what it has read past.
+ */
+export interface SharedChangesTable {
+  /** The table of the row: `number_aggregates` or `ip_aggregates`. */
+  aggregates: string;
+  /** The row's `changed_at` as this write set it. */
+  changed: string;
+  key: string;
 }

@@ -4,7 +4,7 @@ import type { KeptAggregate } from '../domain/feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../domain/lookup-aggregates.ts';
 import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
 import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-collections.ts';
-import type { Candidate, CandidatePage, NewVersion, PublicationState, PublishedObject, StateChange, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import { changesReadFrom, type Candidate, type CandidatePage, type NewVersion, type PublicationState, type PublishedObject, type StateChange, type TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from './aggregate-fold.ts';
 import type { DialectCapabilities } from './dialect.ts';
@@ -73,43 +73,59 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   async latestChange(kind: IndicatorKind): Promise<string | undefined> {
-    const { table } = SHAPES[kind];
-    // Through the partial index of migration 019: its WHERE must appear as written, not as a parameter.
-    const row = await sql<{ latest: string | null }>`select max(changed_at) as latest from ${sql.table(table)} where ${sharedScope()}`.execute(this.db);
-    return row.rows[0]?.latest ?? undefined;
-  }
-
-  changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
-    return this.rowsAfter(kind, 'changed_at', since, page, limit);
-  }
-
-  seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
-    return this.rowsAfter(kind, 'last_seen', since, page, limit);
+    // The log's newest entry of the table: the end of its primary key.
+    const row = await this.db.selectFrom('shared_changes').select((eb) => eb.fn.max('changed').as('latest')).where('aggregates', '=', SHAPES[kind].table).executeTakeFirst();
+    return row?.latest ?? undefined;
   }
 
   /**
-   * Shared rows whose `column` is past `since` (changed_at strictly, last_seen from it on), in
-   * (column, key) order, a page after the last row of the one before; `changedThrough` is the
-   * latest changed_at read.
+   * The log of migration 024 from `since` on, in (change, key) order, joined to the rows whose
+   * latest change each entry is: an entry of a row changed again since is skipped here (the row
+   * is read at its later entry), so each row comes once, as the index this log replaced gave it.
+   * A page starts just past the last entry of the one before, as a row value both stores seek to.
    */
-  private async rowsAfter(kind: IndicatorKind, column: 'changed_at' | 'last_seen', since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+  async changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
-    // The table's own columns, qualified: the rows' `changed_at` is also the name of an output
-    // column (coalesced with last_seen, for rows folded before migration 018), and an ORDER BY
-    // of that name sorts by the output, every shared row of the table before a page is cut.
-    const [at, key] = [sql.ref(`${shape.table}.${column}`), sql.ref(`${shape.table}.${shape.key}`)];
+    const position = after ? sql<SqlBool>`(c.changed, c.key) > (${after[0]}, ${after[1]})` : sql<SqlBool>`c.changed > ${since}`;
+    const rows = (await this.keptRows(shape)
+      .innerJoin('shared_changes as c', (join) =>
+        join
+          .on('c.aggregates', '=', shape.table)
+          .onRef('c.key', '=', `${shape.table}.${shape.key}` as never)
+          .onRef('c.changed', '=', `${shape.table}.changed_at` as never),
+      )
+      .where(position)
+      .orderBy('c.changed')
+      .orderBy('c.key')
+      .limit(limit)
+      .execute()) as KeptRow[];
+    const last = rows.at(-1);
+    return {
+      candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
+      next: rows.length < limit || !last ? undefined : joinPage(last.changed_at, last.key),
+      ...(last ? { changedThrough: last.changed_at } : {}),
+    };
+  }
+
+  /**
+   * Shared rows last seen from `since` on, in (last_seen, key) order, through the feeds' index, a
+   * page after the last row of the one before.
+   */
+  async seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    const shape = SHAPES[kind];
+    const after = page === undefined ? undefined : splitPage(page);
+    // The table's own columns, qualified: an ORDER BY of an output column's name would sort the
+    // output, every shared row of the table before a page is cut.
+    const [at, key] = [sql.ref(`${shape.table}.last_seen`), sql.ref(`${shape.table}.${shape.key}`)];
     // After the first page, the index range starts just past the last row read, as a row value
     // both stores seek to: each page reads its own rows only, many rows with one instant included.
-    const query = after
-      ? this.keptRows(shape).where(sql<SqlBool>`(${at}, ${key}) > (${after[0]}, ${after[1]})`)
-      : this.keptRows(shape).where(sql<SqlBool>`${at} ${sql.raw(column === 'changed_at' ? '>' : '>=')} ${since}`);
+    const query = after ? this.keptRows(shape).where(sql<SqlBool>`(${at}, ${key}) > (${after[0]}, ${after[1]})`) : this.keptRows(shape).where(sql<SqlBool>`${at} >= ${since}`);
     const rows = (await query.orderBy(at).orderBy(key).limit(limit).execute()) as KeptRow[];
     const last = rows.at(-1);
     return {
       candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
-      next: rows.length < limit || !last ? undefined : joinPage(last[column], last.key),
-      ...(column === 'changed_at' && last ? { changedThrough: last.changed_at } : {}),
+      next: rows.length < limit || !last ? undefined : joinPage(last.last_seen, last.key),
     };
   }
 
@@ -155,6 +171,11 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
         .where('holder', '=', holder)
         .executeTakeFirst();
       if (Number(moved.numUpdatedRows) !== 1) return false;
+      // What no pass reads again: the log's entries before where the next one reads from. They
+      // are at its head, so this deletes a range of its pages, not entries spread through it.
+      if (state.changedThrough !== undefined) {
+        await trx.deleteFrom('shared_changes').where('aggregates', '=', SHAPES[kind].table).where('changed', '<', changesReadFrom(state.changedThrough)).execute();
+      }
       if (versions.length === 0) return true;
       // Both collections hand out date_added from one sequence: one transaction at a time.
       if (this.caps.advisoryLocks) await sql`select pg_advisory_xact_lock(${TAXII_LOCK})`.execute(trx);

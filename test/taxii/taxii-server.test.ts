@@ -315,9 +315,11 @@ describe('TAXII 2.1 server', () => {
     const number = '+4681367000';
     await batch(fleet, probes(number, '198.20.0', Date.now() - 5000));
     await h.settled();
-    // As if the instance that folded it had a clock a second behind this publisher's last read.
+    // As if the instance that folded it had a clock a second behind this publisher's last read:
+    // its fold stamps the row and logs the change with that instant.
     const behind = new Date(Date.parse(through!) - 1000).toISOString();
     await h.services.database.db.updateTable('number_aggregates').set({ changed_at: behind }).where('number_key', '=', number).execute();
+    await h.services.database.db.insertInto('shared_changes').values({ aggregates: 'number_aggregates', changed: behind, key: number }).execute();
     await publish();
     const envelope = (await (await taxii(reader, `${ROOT}/collections/phone-numbers/objects/${indicatorId('phone-numbers', number)}/`)).json()) as Json;
     expect(envelope.objects).toHaveLength(1);
