@@ -59,7 +59,7 @@ export interface Database {
    * Brings the query planner's statistics up to date where nothing else does: SQLite's
    * `PRAGMA optimize`, which analyzes the tables whose size moved (each within SQLite's own
    * analysis limit, so it stays cheap on a large store). Undefined on PostgreSQL, whose
-   * autovacuum analyzes. Without statistics SQLite reads the TAXII publisher's changed rows
+   * autovacuum analyzes. Without statistics SQLite read the TAXII publisher's changed rows
    * through the aggregates' key instead of migration 020's partial index: every shared row, on
    * this thread, each time (docs/performance.md, "TAXII collections"). SQLite's advice for a
    * connection that lives long is to run it at start and now and then: a server's

@@ -216,11 +216,15 @@ export class ArrayIngestWrites implements IngestWrites {
     const columns = Object.keys(values[0]!);
     // Everything but the (scope, key) it is keyed by.
     const replaced = columns.filter((c) => c !== 'scope' && c !== key).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`);
+    // The shared rows' changes logged by the same statement: one round trip, as before the log.
     await sql`
-      ${insertArrays(table, columns, values)}
-      on conflict (scope, ${sql.ref(key)}) do update set ${sql.join(replaced)}`.execute(trx);
-    const changes = rows.filter((row) => row.scope === SHARED_SCOPE && row.changed_at !== null).map((row) => ({ aggregates: table, changed: row.changed_at, key: row.key }));
-    if (changes.length > 0) await sql`${insertArrays('shared_changes', ['aggregates', 'changed', 'key'], changes)} on conflict do nothing`.execute(trx);
+      with written as (
+        ${insertArrays(table, columns, values)}
+        on conflict (scope, ${sql.ref(key)}) do update set ${sql.join(replaced)}
+        returning scope, ${sql.ref(key)} as key, changed_at)
+      insert into shared_changes (aggregates, changed, key)
+      select cast(${table} as text), changed_at, key from written where scope = ${SHARED_SCOPE} and changed_at is not null
+      on conflict do nothing`.execute(trx);
   }
 }
 

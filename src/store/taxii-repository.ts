@@ -312,7 +312,7 @@ export async function pruneInBatches(batch: () => Promise<number>): Promise<numb
   }
 }
 
-/** `scope = '*shared*'` written out, so the planner can use the partial indexes of migration 019. */
+/** `scope = '*shared*'` written out: a literal the planner sees, where a parameter could be any scope. */
 function sharedScope() {
   return sql<SqlBool>`scope = ${sql.lit(SHARED_SCOPE)}`;
 }
