@@ -145,7 +145,7 @@ export interface CandidatePage {
   candidates: Candidate[];
   /** Where the next page starts; undefined after the last. */
   next: string | undefined;
-  /** The latest `changed_at` among the rows read (the incremental pass). */
+  /** The latest change read (the incremental pass), whether its row came or was passed over. */
   changedThrough?: string;
 }
 
@@ -167,8 +167,9 @@ export interface TaxiiPublicationStore {
   latestChange(kind: IndicatorKind): Promise<string | undefined>;
   /**
    * Shared rows the fold changed after `since`, oldest change first, each at its latest change.
-   * Moving `changedThrough` by publish() lets the store forget changes before
-   * changesReadFrom(changedThrough).
+   * A page may hold fewer rows than `limit` and still have a `next` (changes of rows changed
+   * again since are passed over). Moving `changedThrough` by publish() lets the store forget
+   * changes before changesReadFrom(changedThrough).
    */
   changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
   /** Shared rows last seen at or after `since` (the first pass over a store published before). */
@@ -192,6 +193,11 @@ const DAY_MS = 86_400_000;
 const EPOCH = '1970-01-01T00:00:00.000Z';
 /** Values per page and per publishing transaction: short enough not to hold SQLite's writer long. */
 const PAGE = 500;
+/**
+ * Changes a turn reads to learn whether any shared row changed. A few, not one: changes of rows
+ * changed again since are skipped, and a page of them alone holds no row but tells there is more.
+ */
+const PEEK = 10;
 /** How long a lease lasts without being renewed: a publisher that died is replaced after this. */
 const LEASE_MS = 60_000;
 /**
@@ -336,7 +342,8 @@ export class TaxiiPublisher {
     // finds the same nothing.
     if (seen?.changedThrough !== undefined && swept) {
       const since = changesReadFrom(seen.changedThrough);
-      if ((await this.store.changedAfter(kind, since, undefined, 1)).candidates.length === 0) {
+      const peek = await this.store.changedAfter(kind, since, undefined, PEEK);
+      if (peek.candidates.length === 0 && peek.next === undefined) {
         this.quiet.set(kind, signature);
         return report;
       }

@@ -50,6 +50,12 @@ export interface DialectCapabilities {
    * (SQLite, migration 021), read every 50 ms; PostgreSQL's servers hear of them by LISTEN/NOTIFY.
    */
   accessCounter: boolean;
+  /**
+   * A subquery may read the columns of the tables before it (`CROSS JOIN LATERAL`, PostgreSQL):
+   * a lookup per key, which no statistics can turn into a scan. SQLite has no LATERAL, and plans
+   * a key list on a primary key as a lookup per key anyway.
+   */
+  lateralJoins: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -66,6 +72,7 @@ export const SQLITE: DialectCapabilities = {
   scrubFreedSpace: 'secure_delete',
   embedded: true,
   accessCounter: true,
+  lateralJoins: false,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -82,4 +89,5 @@ export const POSTGRES: DialectCapabilities = {
   scrubFreedSpace: 'vacuum_full',
   embedded: false,
   accessCounter: false,
+  lateralJoins: true,
 };

@@ -79,32 +79,33 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   }
 
   /**
-   * The log of migration 024 from `since` on, in (change, key) order, joined to the rows whose
-   * latest change each entry is: an entry of a row changed again since is skipped here (the row
-   * is read at its later entry), so each row comes once, as the index this log replaced gave it.
-   * A page starts just past the last entry of the one before, as a row value both stores seek to.
+   * The log of migration 024 from `since` on, `limit` entries in (change, key) order, a page
+   * starting just past the last entry of the one before (a row value both stores seek to), then
+   * the rows whose latest change those entries are: an entry of a row changed again since is
+   * skipped (the row is read at its later entry), so each row comes once, as through the index
+   * this log replaced, and a page may carry fewer rows than entries. Two plain reads by primary
+   * key, rather than one join, so that neither store's planner can read every shared row for a
+   * page: PostgreSQL without statistics on the log hashed both tables and sorted the lot.
    */
   async changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
-    const position = after ? sql<SqlBool>`(c.changed, c.key) > (${after[0]}, ${after[1]})` : sql<SqlBool>`c.changed > ${since}`;
-    const rows = (await this.keptRows(shape)
-      .innerJoin('shared_changes as c', (join) =>
-        join
-          .on('c.aggregates', '=', shape.table)
-          .onRef('c.key', '=', `${shape.table}.${shape.key}` as never)
-          .onRef('c.changed', '=', `${shape.table}.changed_at` as never),
-      )
-      .where(position)
-      .orderBy('c.changed')
-      .orderBy('c.key')
+    const entries = await this.db
+      .selectFrom('shared_changes')
+      .select(['changed', 'key'])
+      .where('aggregates', '=', shape.table)
+      .where(after ? sql<SqlBool>`(changed, key) > (${after[0]}, ${after[1]})` : sql<SqlBool>`changed > ${since}`)
+      .orderBy('changed')
+      .orderBy('key')
       .limit(limit)
-      .execute()) as KeptRow[];
-    const last = rows.at(-1);
+      .execute();
+    const current = new Map((await this.sharedRows(shape, [...new Set(entries.map((e) => e.key))])).map((row) => [row.key, row]));
+    const live = entries.map((e) => current.get(e.key)).filter((row, i): row is KeptRow => row?.changed_at === entries[i]!.changed);
+    const last = entries.at(-1);
     return {
-      candidates: await this.withObjects(kind, rows.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
-      next: rows.length < limit || !last ? undefined : joinPage(last.changed_at, last.key),
-      ...(last ? { changedThrough: last.changed_at } : {}),
+      candidates: await this.withObjects(kind, live.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
+      next: entries.length < limit || !last ? undefined : joinPage(last.changed, last.key),
+      ...(last ? { changedThrough: last.changed } : {}),
     };
   }
 
@@ -277,6 +278,19 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   async objectKept(kind: IndicatorKind, objectId: string): Promise<boolean> {
     const row = await this.db.selectFrom('taxii_versions').select('added_ms').where('collection', '=', kind).where('object_id', '=', objectId).limit(1).executeTakeFirst();
     return row !== undefined;
+  }
+
+  /**
+   * The shared rows of these keys, each found by its primary key. On PostgreSQL an IN list was
+   * planned, on a table never analysed, as a read of every shared row filtered by the list
+   * (test/store/taxii-reads.test.ts): a lateral subquery with a LIMIT is a lookup per key.
+   */
+  private async sharedRows(shape: KeptShape, keys: string[]): Promise<KeptRow[]> {
+    if (keys.length === 0) return [];
+    if (!this.caps.lateralJoins) return (await this.keptRows(shape).where(shape.key, 'in', keys).execute()) as KeptRow[];
+    const row = this.keptRows(shape).where(sql<SqlBool>`${sql.ref(`${shape.table}.${shape.key}`)} = k.value`).limit(1);
+    const { rows } = await sql<KeptRow>`select r.* from unnest(cast(${keys} as text[])) as k(value) cross join lateral (${row}) as r`.execute(this.db);
+    return rows;
   }
 
   /** The shared data set's rows of a table, with what a feed entry is made of. */
