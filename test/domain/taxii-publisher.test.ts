@@ -101,6 +101,25 @@ describe('TAXII publisher', () => {
     expect(asked.sweeps).toEqual(['ip-addresses']);
   });
 
+  it('reads on past a page of changes whose rows changed again since, and is not taken for quiet by it', async () => {
+    const { store, asked, states } = storeOf(1);
+    const hour = '2026-11-01T11:00:00.000Z';
+    const through = '2026-11-01T11:04:00.000Z';
+    for (const kind of ['ip-addresses', 'phone-numbers'] as const) states.set(kind, { foldSeen: 'fold 1', changedThrough: through, sweptHour: hour });
+    store.foldSignature = async () => 'fold 2';
+    // The store passes over entries of rows changed again since: the first page holds no row.
+    const reads: Array<string | undefined> = [];
+    store.changedAfter = async (kind, _since, page) => {
+      reads.push(`${kind} ${page ?? 'first'}`);
+      if (page === undefined) return { candidates: [], next: 'p2', changedThrough: '2026-11-01T11:04:30.000Z' };
+      return { candidates: [{ value: '+46700', kept: undefined, object: undefined }], next: undefined, changedThrough: '2026-11-01T11:05:00.000Z' };
+    };
+    await new TaxiiPublisher(store, { ...settings, now: () => new Date('2026-11-01T11:30:00.000Z') }).publish();
+    expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers']);
+    expect(reads).toEqual(['ip-addresses first', 'ip-addresses first', 'ip-addresses p2', 'phone-numbers first', 'phone-numbers first', 'phone-numbers p2']);
+    expect(states.get('phone-numbers')).toMatchObject({ foldSeen: 'fold 2', changedThrough: '2026-11-01T11:05:00.000Z' });
+  });
+
   it('rests between pages as long as each took, so a long pass takes at most half of the thread that answers requests', async () => {
     let now = 0;
     const rests: number[] = [];
