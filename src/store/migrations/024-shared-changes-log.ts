@@ -11,8 +11,8 @@ export function migration(caps: MigrationCapabilities): Migration {
       // instant was, on a page of its own on a store in use, and an insert at the end. That was a
       // quarter of a fold step's bytes at a million events (docs/performance.md, "The fold at
       // scale"). Its place is taken by a log the fold appends to, one entry per changed row and
-      // step, at the end only; the publisher reads it joined to the rows, skipping entries a row
-      // has since moved past, and deletes what it has read past.
+      // step, at the end only; the publisher reads it and then the rows its entries name, skipping
+      // entries a row has since moved past, and deletes what it has read past.
       let log = db.schema
         .createTable('shared_changes')
         .addColumn('aggregates', 'text', (c) => c.notNull())
