@@ -19,6 +19,12 @@ const TAXII_LOCK = 727_119;
 const ROWS_PER_INSERT = 200;
 /** Versions deleted per statement by the retention. */
 const PRUNE_BATCH = 5000;
+/**
+ * Most entries of the change log a publication deletes. After a rebuild of millions of shared
+ * rows the log holds one entry per row; deleted in one statement, they would hold SQLite's one
+ * writer (and intake behind it) for seconds. The rest goes with the publications after.
+ */
+export const LOG_PRUNE_BATCH = 20_000;
 
 const SHAPES: Record<IndicatorKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
 
@@ -172,10 +178,26 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
         .where('holder', '=', holder)
         .executeTakeFirst();
       if (Number(moved.numUpdatedRows) !== 1) return false;
-      // What no pass reads again: the log's entries before where the next one reads from. They
-      // are at its head, so this deletes a range of its pages, not entries spread through it.
+      // What no pass reads again: the log's entries before where the next one reads from, at
+      // most LOG_PRUNE_BATCH of them. They are at its head, so this deletes a range of its pages,
+      // not entries spread through it.
       if (state.changedThrough !== undefined) {
-        await trx.deleteFrom('shared_changes').where('aggregates', '=', SHAPES[kind].table).where('changed', '<', changesReadFrom(state.changedThrough)).execute();
+        const { table } = SHAPES[kind];
+        const readPast = changesReadFrom(state.changedThrough);
+        // The last entry of the batch, so that the delete is one range of the primary key.
+        const last = await trx
+          .selectFrom('shared_changes')
+          .select(['changed', 'key'])
+          .where('aggregates', '=', table)
+          .where('changed', '<', readPast)
+          .orderBy('changed')
+          .orderBy('key')
+          .limit(1)
+          .offset(LOG_PRUNE_BATCH - 1)
+          .executeTakeFirst();
+        let forget = trx.deleteFrom('shared_changes').where('aggregates', '=', table).where('changed', '<', readPast);
+        if (last) forget = forget.where(sql<SqlBool>`(changed, key) <= (${last.changed}, ${last.key})`);
+        await forget.execute();
       }
       if (versions.length === 0) return true;
       // Both collections hand out date_added from one sequence: one transaction at a time.

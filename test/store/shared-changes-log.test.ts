@@ -7,7 +7,7 @@ import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
 import { openDatabase, openReadDatabase, type Database } from '../../src/store/database.ts';
 import { SqlEventsRepository } from '../../src/store/events-repository.ts';
 import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
-import { SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
+import { LOG_PRUNE_BATCH, SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
 import { validSampleEvent } from '../support/harness.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
@@ -121,6 +121,20 @@ describe('the shared data set’s change log', () => {
     // A publisher that does not hold the lease forgets nothing.
     expect(await taxii.publish('phone-numbers', 'other', [], { changedThrough: at(30) }, lease)).toBe(false);
     expect(await log()).toHaveLength(5);
+  });
+
+  it('forgets at most LOG_PRUNE_BATCH entries a publication, oldest first, and the rest at the next', async () => {
+    store = await freshDatabase();
+    database = await openDatabase(store.url);
+    const entries = Array.from({ length: LOG_PRUNE_BATCH + 10 }, (_, i) => ({ aggregates: 'number_aggregates', changed: '2026-11-29T12:00:00.000Z', key: `+44${String(i).padStart(9, '0')}` }));
+    for (let at = 0; at < entries.length; at += 1000) await database.db.insertInto('shared_changes').values(entries.slice(at, at + 1000)).execute();
+    const taxii = new SqlTaxiiRepository(database.db, database.caps);
+    const lease = new Date(Date.now() + 60_000).toISOString();
+    await taxii.claim('phone-numbers', 'me', new Date().toISOString(), lease);
+    await taxii.publish('phone-numbers', 'me', [], { changedThrough: '2026-11-29T13:00:00.000Z' }, lease);
+    expect((await log()).map((e) => e.key)).toEqual(entries.slice(LOG_PRUNE_BATCH).map((e) => e.key));
+    await taxii.publish('phone-numbers', 'me', [], { changedThrough: '2026-11-29T13:00:00.000Z' }, lease);
+    expect(await log()).toEqual([]);
   });
 });
 
