@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { measuredStore } from './cached-stores.ts';
+import { poolNumber } from './generate-events.ts';
 import { singleEventLoad } from './loads.ts';
-import { knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
+import { benchClient, knownNumbers, log, prepareStore, startProcess, tokenFor } from './support.ts';
 import { requireWrk, runWrk } from './wrk.ts';
 
 /**
@@ -13,6 +14,12 @@ import { requireWrk, runWrk } from './wrk.ts';
  * page), which a durable commit must get onto the disk before it answers.
  *
  *   node bench/thread-cpu.ts --rate 2000 --seconds 10
+ *   node bench/thread-cpu.ts --database sqlite:<a copy of a big store> --rate 2000 --fleet --pool 200000
+ *
+ * `--fleet` submits as a trusted fleet (its events count in the shared data set, which TAXII
+ * serves), and `--pool N` calls up to 50,000 numbers drawn from the generated stores' first N
+ * (phase 2 of npm run bench draws 2,000 from all 200,000) instead of the 1,000 the store already
+ * knows: on a big store, numbers whose rows and index entries are on pages of their own.
  */
 const { values } = parseArgs({
   options: {
@@ -20,6 +27,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '64' },
     seconds: { type: 'string', default: '10' },
     rate: { type: 'string', default: '0' },
+    fleet: { type: 'boolean', default: false },
+    pool: { type: 'string' },
   },
 });
 requireWrk();
@@ -52,8 +61,10 @@ function written(pid: number): { bytes: number; calls: number } {
 }
 
 const database = await measuredStore(values.database);
-const client = await prepareStore(database);
-const numbers = await knownNumbers(database);
+const client = values.fleet ? await benchClient(database, undefined, { trusted: true, name: 'bench fleet' }) : await prepareStore(database);
+const pool = Number(values.pool ?? 0);
+// Called numbers as honeypots write them (00…), as phase 2 of npm run bench sends them.
+const numbers = pool > 0 ? Array.from({ length: Math.min(pool, 50_000) }, () => `00${poolNumber(Math.floor(Math.random() * pool)).slice(1)}`) : await knownNumbers(database);
 const server = await startProcess('src/server.ts', { DATABASE_URL: database }, '/readyz');
 try {
   const token = await tokenFor(server.url, client);
