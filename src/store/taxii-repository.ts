@@ -141,8 +141,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     if (page !== undefined) query = query.where('value', '>', page);
     const objects = await query.orderBy('value').limit(limit).execute();
     const shape = SHAPES[kind];
-    const values = objects.map((o) => o.value);
-    const rows = values.length === 0 ? [] : ((await this.keptRows(shape).where(shape.key, 'in', values).execute()) as KeptRow[]);
+    const rows = await this.sharedRows(shape, objects.map((o) => o.value));
     const kept = new Map(rows.map((row) => [row.key, keptOf(kind, row)]));
     return {
       candidates: objects.map((o) => ({ value: o.value, kept: kept.get(o.value), object: objectOf(o) })),
