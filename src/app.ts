@@ -8,6 +8,8 @@ import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
 import { clientAddressOf } from './http/client-address.ts';
+import { directIntake } from './http/direct-intake.ts';
+import type { RequestHandler } from './http/direct-lanes.ts';
 import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
@@ -35,11 +37,11 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const gate = ingestGateOf(services);
   let closing = false;
-  const lane = directLaneOf(services, options, () => closing);
+  const lanes = directLanesOf(services, options, () => closing);
   const timeoutMs = services.config.requestTimeoutMs;
   const app = Fastify({
     // The server Fastify would make (Fastify applies no server setting to a factory's), with the
-    // lookups' direct lane in front of its handler.
+    // direct lanes of lookups and single events in front of its handler.
     serverFactory: (handler) => {
       const server = createServer(
         // Slow clients must not hold connections: headers must arrive within 10 s (or the
@@ -48,7 +50,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
         // request trickled at 1 byte/s for 53 s; checked every second, a slow request is cut off
         // within a second of its bound.
         { headersTimeout: Math.min(timeoutMs, 10_000), requestTimeout: timeoutMs, connectionsCheckingInterval: 1000 },
-        lane ? (request, response) => lane(request, response, handler) : handler,
+        lanes(handler),
       );
       // An idle kept-alive connection is closed after 72 s, not the request timeout: longer than
       // the usual load-balancer idle timeout (60 s), so the balancer closes a pooled connection
@@ -129,23 +131,30 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 }
 
 /**
- * The lookups' direct lane (http/direct-lookups.ts), unless configured off or requests are
- * logged: at `info`, Fastify writes two lines per request, which the lane would not.
+ * Fastify's request handler behind the direct lanes (http/direct-lookups.ts,
+ * http/direct-intake.ts), each unless configured off; none while requests are logged: at
+ * `info`, Fastify writes two lines per request, which the lanes would not.
  */
-function directLaneOf(services: Services, options: AppOptions, closing: () => boolean) {
+function directLanesOf(services: Services, options: AppOptions, closing: () => boolean): (handler: RequestHandler) => RequestHandler {
   const level = options.loggerInstance?.level;
-  if (!services.config.directLookups || level === 'info' || level === 'debug' || level === 'trace') return undefined;
-  return directLookups({
+  const { config } = services;
+  if (level === 'info' || level === 'debug' || level === 'trace') return (handler) => handler;
+  const shared = {
     authenticator: services.authenticator,
     plans: services.plans,
     limiter: services.limiter,
-    lookups: services.lookups,
     metrics: services.metrics,
     headers: apiHeaders(),
     closing,
     activity: services.clientActivity,
-    clientAddress: clientAddressOf(services.config.trustProxy),
-  });
+    clientAddress: clientAddressOf(config.trustProxy),
+  };
+  const lookups = config.directLookups ? directLookups({ ...shared, lookups: services.lookups }) : undefined;
+  const intake = config.directIntake ? directIntake({ ...shared, intake: services.intake }) : undefined;
+  return (handler) => {
+    const behindIntake: RequestHandler = lookups ? (request, response) => lookups(request, response, handler) : handler;
+    return intake ? (request, response) => intake(request, response, behindIntake) : behindIntake;
+  };
 }
 
 /**

@@ -18,6 +18,7 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_SQLITE_CACHE_MB: Type.Integer({ default: 64, minimum: 1, maximum: 65_536 }),
   TOLLWATCH_LOOKUP_CACHE_MS: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
   TOLLWATCH_DIRECT_LOOKUPS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  TOLLWATCH_DIRECT_INTAKE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   TOLLWATCH_PUBLIC_URL: Type.Optional(Type.String()),
   TOLLWATCH_ISSUER: Type.Optional(Type.String()),
   TOLLWATCH_AUDIENCE: Type.Optional(Type.String()),
@@ -75,6 +76,8 @@ export interface Config {
   lookupCacheMs: number;
   /** Lookups answered ahead of Fastify when everything is in memory (http/direct-lookups.ts). */
   directLookups: boolean;
+  /** Single events submitted ahead of Fastify when the headers leave nothing to decide (http/direct-intake.ts). */
+  directIntake: boolean;
   publicUrl: string;
   issuer: string;
   /** Accepted `audience` values at the token endpoint and in `aud`. */
@@ -170,6 +173,7 @@ function settleConfig(raw: RawConfig): Config {
     // of a change may read the replica before the change reaches it, and keep the old rows.
     lookupCacheMs: raw.TOLLWATCH_LOOKUP_CACHE_MS ?? 60_000,
     directLookups: raw.TOLLWATCH_DIRECT_LOOKUPS === 'on',
+    directIntake: raw.TOLLWATCH_DIRECT_INTAKE === 'on',
     publicUrl,
     issuer: raw.TOLLWATCH_ISSUER ?? publicUrl,
     audiences,

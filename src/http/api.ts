@@ -6,6 +6,7 @@ import { apiErrorHandler } from './api-errors.ts';
 import { readBodiesAsJson } from './json-body.ts';
 import { LOOKUP_SCHEMAS } from './lookup-schemas.ts';
 import { malformedPathHook } from './malformed-path.ts';
+import { replayLaneBody } from './direct-intake.ts';
 import { problem, sendProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { securityHeaders } from './security-headers.ts';
@@ -58,7 +59,8 @@ export function apiConventions(app: FastifyInstance): AllowedMethods {
  *    read; unknown paths are authenticated too, then answered 404 (or 405 for a known path).
  * 3. onRequest: submission routes refuse an account whose plan may not submit
  *    (`plan_not_allowed`), still before the body is read.
- * 4. body parsing: one parser for every media type (json-body.ts).
+ * 4. body parsing: one parser for every media type (json-body.ts); a body the intake lane read
+ *    before handing its request over is parsed in place of the stream it emptied (direct-intake.ts).
  * 5. preValidation: a path value the router could not read is answered with the route's problem
  *    (malformed-path.ts). No schema validation follows: the domain validates (schemas.ts).
  * 6. preHandler: the plan's allowance is spent and the RateLimit fields set (rate-limit-hook.ts).
@@ -78,6 +80,8 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
     if (!request.principal || !request.routeOptions.config.submission) return done();
     services.intake.assertMaySubmit(request.principal.account).then(() => done(), done);
   });
+  // A body the intake lane read before handing its request over (direct-intake.ts).
+  app.addHook('preParsing', replayLaneBody);
   app.addHook('preValidation', malformedPathHook);
   app.addHook('preHandler', rateLimitHook(services.limiter, services.plans, services.metrics));
   app.setNotFoundHandler(

@@ -1,47 +1,18 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Account } from '../domain/accounts.ts';
-import type { ClientActivity } from '../domain/client-activity.ts';
 import type { IpAddressAnswer, PhoneNumberAnswer } from '../domain/lookup-answers.ts';
 import type { LookupService } from '../domain/lookup-service.ts';
 import type { Permission } from '../domain/permissions.ts';
-import type { PlanCatalog } from '../domain/plans.ts';
-import type { LimitState, PlanLimiter } from '../limits/plan-limiter.ts';
-import type { LookupMetricKind, Metrics, RouteMetrics } from '../metrics/metrics.ts';
-import type { ApiAuthenticator } from '../oauth/api-authenticator.ts';
+import type { LimitState } from '../limits/plan-limiter.ts';
+import type { LookupMetricKind, RouteMetrics } from '../metrics/metrics.ts';
+import { admittedCaller, SPENT_BY_LANE, type DirectLane, type LaneServices } from './direct-lanes.ts';
 import { answerJson } from './lookup-serialiser.ts';
 import { MAX_PATH_VALUE_LENGTH } from './malformed-path.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 
-/** The node:http request handler the lane stands in front of (Fastify's). */
-export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void;
-
 /** What the lane works with: the services the full pipeline's hooks and routes call. */
-export interface DirectLookupsOptions {
-  authenticator: ApiAuthenticator;
-  plans: PlanCatalog;
-  limiter: PlanLimiter;
+export interface DirectLookupsOptions extends LaneServices {
   lookups: LookupService;
-  metrics: Metrics;
-  /** Every header an `/api` answer carries whatever it says (security, version, cache). */
-  headers: Record<string, string>;
-  /** True once the server is closing: Fastify answers 503 then, so the lane steps aside. */
-  closing: () => boolean;
-  /** Told of each call the lane answers, as the pipeline's authentication tells it of its own. */
-  activity: Pick<ClientActivity, 'called'>;
-  /** The client's address, as Fastify's `request.ip` would read it (http/client-address.ts). */
-  clientAddress: (request: IncomingMessage) => string;
-}
-
-/**
- * A request whose allowance the lane spent before handing it to Fastify: the rate-limit hook
- * reads the state from here instead of spending it again (rate-limit-hook.ts).
- */
-export const SPENT_BY_LANE = Symbol('tollwatch.spentByLane');
-
-declare module 'node:http' {
-  interface IncomingMessage {
-    [SPENT_BY_LANE]?: LimitState;
-  }
 }
 
 interface Route {
@@ -75,8 +46,8 @@ interface Route {
  * store fault) goes to Fastify marked `SPENT_BY_LANE`, so it is answered there without being
  * counted twice.
  */
-export function directLookups(options: DirectLookupsOptions): (request: IncomingMessage, response: ServerResponse, fallback: RequestHandler) => void {
-  const { authenticator, plans, limiter, lookups, metrics, headers, closing, activity, clientAddress } = options;
+export function directLookups(options: DirectLookupsOptions): DirectLane {
+  const { limiter, lookups, metrics, headers, activity, clientAddress } = options;
   const policies = new PolicyFields();
   const routes: Route[] = [
     {
@@ -117,13 +88,11 @@ export function directLookups(options: DirectLookupsOptions): (request: Incoming
   return function lane(request, response, fallback) {
     const started = performance.now();
     const target = routeOf(request);
-    const authorization = request.headers.authorization;
-    if (!target || authorization === undefined || !authorization.startsWith('Bearer ') || closing()) return fallback(request, response);
-    const principal = authenticator.admittedBearer(authorization.slice(7));
-    if (!principal || !principal.permissions.has(target.route.permission)) return fallback(request, response);
+    const caller = target && admittedCaller(options, request, target.route.permission);
+    if (!target || !caller) return fallback(request, response);
+    const { principal, plan } = caller;
     const account = principal.account;
-    const plan = plans.loaded(account.plan);
-    const allowance = plan && limiter.spend('lookups', plan, account.account_id);
+    const allowance = limiter.spend('lookups', plan, account.account_id);
     if (!allowance) return fallback(request, response);
     const { window, state: spent } = allowance;
     const answer = (state: LimitState) => {

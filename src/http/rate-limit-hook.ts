@@ -2,9 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../domain/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
 import type { PlanCatalog } from '../domain/plans.ts';
-import { allowanceRefusal, type LimitGroup, type PlanLimiter } from '../limits/plan-limiter.ts';
+import { allowanceOf, allowanceRefusal, type LimitGroup, type PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { SPENT_BY_LANE } from './direct-lookups.ts';
+import { SPENT_BY_LANE } from './direct-lanes.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 
 /**
@@ -26,9 +26,10 @@ export function rateLimitHook(
     const account = accountOf(request);
     if (!rateGroup || !account) return;
     const plan = plans.loaded(account.plan) ?? (await plans.find(account.plan));
-    // A lookup the direct lane admitted and then handed over has spent its allowance there.
-    const handedOver = rateGroup === 'lookups' ? request.raw[SPENT_BY_LANE] : undefined;
-    const spent = !plan ? undefined : handedOver ? { window: plan.lookups, state: handedOver } : limiter.spend(rateGroup, plan, account.account_id, rateCost?.(request) ?? 1);
+    // A request a direct lane admitted and then handed over has spent its allowance there.
+    const handedOver = request.raw[SPENT_BY_LANE];
+    const handedWindow = plan && handedOver ? allowanceOf(plan, rateGroup) : null;
+    const spent = !plan ? undefined : handedOver && handedWindow ? { window: handedWindow, state: handedOver } : limiter.spend(rateGroup, plan, account.account_id, rateCost?.(request) ?? 1);
     // No allowance for this group: the route itself refuses (e.g. plan_not_allowed).
     if (!plan || !spent) return;
     const { window } = spent;

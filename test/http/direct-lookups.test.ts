@@ -1,9 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiHeaders } from '../../src/http/api.ts';
 import { TESTER_PLAN } from '../../src/domain/plans.ts';
-import { clientAddressOf } from '../../src/http/client-address.ts';
 import { directLookups } from '../../src/http/direct-lookups.ts';
+import { laneServer, laneServicesOf } from '../support/lanes.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
@@ -92,28 +91,8 @@ describe('lookups answered ahead of Fastify', () => {
     let basic: string;
 
     beforeAll(async () => {
-      const s = direct.services;
-      const lane = directLookups({
-        authenticator: s.authenticator,
-        plans: s.plans,
-        limiter: s.limiter,
-        lookups: s.lookups,
-        metrics: s.metrics,
-        headers: apiHeaders(),
-        closing: () => false,
-        activity: { called: (clientId, address) => void told.push([clientId, address]) },
-        // As behind a proxy on this machine: the client is whom it names in X-Forwarded-For.
-        clientAddress: clientAddressOf(['loopback']),
-      });
-      // Fastify's handler stands behind the lane; here, one that records what reached it.
-      const fallback = (request: IncomingMessage, response: ServerResponse) => {
-        handedOver.push(`${request.method} ${request.url}`);
-        response.writeHead(299).end();
-      };
-      server = createServer((request, response) => lane(request, response, fallback));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const address = server.address();
-      url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+      const lane = directLookups({ ...laneServicesOf(direct.services, told), lookups: direct.services.lookups });
+      ({ server, url } = await laneServer(lane, (request) => void handedOver.push(`${request.method} ${request.url}`)));
       const caller = await direct.account({ permissions: ['read:phone-numbers'] });
       callerId = caller.clientId;
       token = await caller.token();
