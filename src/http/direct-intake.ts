@@ -62,7 +62,9 @@ export function directIntake(options: DirectIntakeOptions): DirectLane {
   function takes(request: IncomingMessage): boolean {
     if (request.method !== 'POST' || request.url !== '/api/events') return false;
     const h = request.headers;
-    if (h['transfer-encoding'] !== undefined || h['content-encoding'] !== undefined || h.expect !== undefined) return false;
+    // An `Expect: 100-continue` (libcurl sends it before a large body) is taken: node:http has
+    // answered 100 before the request reaches any handler, and 417 to any other expectation.
+    if (h['transfer-encoding'] !== undefined || h['content-encoding'] !== undefined) return false;
     const length = h['content-length'];
     if (length === undefined || !/^[1-9][0-9]{0,6}$/.test(length) || Number(length) > EVENT_BODY_LIMIT) return false;
     const type = h['content-type'];

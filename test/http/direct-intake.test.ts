@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { request, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TESTER_PLAN } from '../../src/domain/plans.ts';
 import { BODY_READ_BY_LANE, directIntake } from '../../src/http/direct-intake.ts';
@@ -178,6 +178,29 @@ describe('single events submitted ahead of Fastify', () => {
         [owner.clientId, '127.0.0.1'],
         [owner.clientId, '127.0.0.1'],
       ]);
+    });
+
+    it('takes a body sent after a 100 Continue, as libcurl sends a large one', async () => {
+      const body = JSON.stringify(sampleEvent({ sip_message: `INVITE sip:1@192.0.2.1 SIP/2.0\r\n${'X-Padding: x\r\n'.repeat(200)}\r\n` }));
+      handedOver.length = 0;
+      const answer = await new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
+        let continued = false;
+        const sent = request(`${url}/api/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
+        });
+        sent.on('continue', () => {
+          continued = true;
+          sent.end(body);
+        });
+        sent.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, continued }));
+        });
+        sent.on('error', reject);
+      });
+      expect(answer).toEqual({ status: 201, continued: true });
+      expect(handedOver).toEqual([]);
     });
 
     it('hands over, unread, what the pipeline must judge before the body', async () => {
