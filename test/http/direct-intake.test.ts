@@ -61,6 +61,15 @@ describe('single events submitted ahead of Fastify', () => {
         ratelimit: pipeline.ratelimit === null ? null : expect.stringMatching(/^"submissions";r=\d+;t=\d+$/),
       });
     }
+    // No Content-Type at all (fetch always sends one): read as JSON by both.
+    const bare = async (h: Harness) => {
+      const res = await postRaw(`${h.url}/api/events`, { authorization: `Bearer ${token}` }, JSON.stringify(fresh()));
+      return { ...res, headers: { ...res.headers, location: typeof res.headers.location } };
+    };
+    const [laneBare, pipelineBare] = [await bare(direct), await bare(full)];
+    expect(laneBare.status).toBe(201);
+    expect(laneBare).toEqual({ ...pipelineBare, headers: { ...pipelineBare.headers, ratelimit: expect.stringMatching(/^"submissions";r=\d+;t=\d+$/) } });
+
     // A replay and a conflicting reuse of one uuid, the first sent through each server in turn.
     const event = fresh();
     expect((await submit(direct, token, JSON.stringify(event))).status).toBe(201);
@@ -173,8 +182,13 @@ describe('single events submitted ahead of Fastify', () => {
       expect(await send({ body: JSON.stringify(event), headers: { 'x-forwarded-for': '198.51.100.23' } })).toEqual({ status: 201, handedOver: undefined });
       expect(await send({ body: JSON.stringify(event) })).toEqual({ status: 200, handedOver: undefined });
       expect(await send({ body: JSON.stringify(sampleEvent()), headers: { 'content-type': 'text/plain' } })).toEqual({ status: 201, handedOver: undefined });
+      // With no Content-Type at all, as the pipeline reads it: JSON.
+      handedOver.length = 0;
+      expect((await postRaw(`${url}/api/events`, { authorization: `Bearer ${token}` }, JSON.stringify(sampleEvent()))).status).toBe(201);
+      expect(handedOver).toEqual([]);
       expect(told).toEqual([
         [owner.clientId, '198.51.100.23'],
+        [owner.clientId, '127.0.0.1'],
         [owner.clientId, '127.0.0.1'],
         [owner.clientId, '127.0.0.1'],
       ]);
@@ -255,3 +269,20 @@ describe('single events submitted ahead of Fastify', () => {
     });
   });
 });
+
+/** A POST through node:http, which adds no header of its own but Host and Connection: status, headers but the date, and the parsed body (null if none). */
+function postRaw(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; headers: Record<string, unknown>; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const sent = request(url, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const { date: _date, ...kept } = res.headers;
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: kept, body: text === '' ? null : JSON.parse(text) });
+      });
+    });
+    sent.on('error', reject);
+    sent.end(body);
+  });
+}
