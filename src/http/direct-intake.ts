@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { preParsingHookHandler } from 'fastify';
 import type { EventIntake } from '../domain/event-intake.ts';
 import type { LimitState } from '../limits/plan-limiter.ts';
-import { admittedCaller, SPENT_BY_LANE, type DirectLane, type LaneServices } from './direct-lanes.ts';
+import { admittedCaller, SPENT_BY_LANE, whenAllowed, type DirectLane, type LaneServices } from './direct-lanes.ts';
 import { JSON_LIKE_MEDIA_TYPES, tryParseJsonText } from './json-body.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 import { EVENT_BODY_LIMIT } from './routes/events-submit.ts';
@@ -95,7 +95,6 @@ export function directIntake(options: DirectIntakeOptions): DirectLane {
       if (!allowance) return handOver();
       const { window, state: spent } = allowance;
       const submit = (state: LimitState) => {
-        if (!state.allowed) return handOver();
         intake.submit(account, parsed.value).then(
           ({ outcome, eventUuid }) => {
             const status = outcome === 'created' ? 201 : 200;
@@ -117,8 +116,7 @@ export function directIntake(options: DirectIntakeOptions): DirectLane {
           // Nothing above should throw; if it did, the connection is cut rather than left hanging.
           .catch(() => response.destroy());
       };
-      if (spent instanceof Promise) spent.then(submit, () => handOver()).catch(() => response.destroy());
-      else submit(spent);
+      whenAllowed(spent, submit, () => handOver(), response);
     });
   };
 }

@@ -60,3 +60,15 @@ export function admittedCaller(services: Pick<LaneServices, 'authenticator' | 'p
   const plan = services.plans.loaded(principal.account.plan);
   return plan ? { principal, plan } : undefined;
 }
+
+/**
+ * Goes on with a request once the allowance a lane spent for it is known, as the pipeline's
+ * rate-limit hook would: with its state when allowed; a refusal (which spent nothing) or a
+ * counter that failed hands the request over, for the pipeline to spend and refuse in full.
+ */
+export function whenAllowed(spent: LimitState | Promise<LimitState>, proceed: (state: LimitState) => void, handOver: () => void, response: ServerResponse): void {
+  const decide = (state: LimitState) => (state.allowed ? proceed(state) : handOver());
+  // Nothing in `proceed` should throw; if it did, the connection is cut rather than left hanging.
+  if (spent instanceof Promise) spent.then(decide, handOver).catch(() => response.destroy());
+  else decide(spent);
+}

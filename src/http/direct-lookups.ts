@@ -5,7 +5,7 @@ import type { LookupService } from '../domain/lookup-service.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { LimitState } from '../limits/plan-limiter.ts';
 import type { LookupMetricKind, RouteMetrics } from '../metrics/metrics.ts';
-import { admittedCaller, SPENT_BY_LANE, type DirectLane, type LaneServices } from './direct-lanes.ts';
+import { admittedCaller, SPENT_BY_LANE, whenAllowed, type DirectLane, type LaneServices } from './direct-lanes.ts';
 import { answerJson } from './lookup-serialiser.ts';
 import { MAX_PATH_VALUE_LENGTH } from './malformed-path.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
@@ -96,7 +96,6 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
     if (!allowance) return fallback(request, response);
     const { window, state: spent } = allowance;
     const answer = (state: LimitState) => {
-      if (!state.allowed) return fallback(request, response);
       target.route.answer(lookups, account, target.value).then(
         (found) => {
           const body = answerJson(found);
@@ -121,7 +120,6 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
         // Nothing above should throw; if it did, the connection is cut rather than left hanging.
         .catch(() => response.destroy());
     };
-    if (spent instanceof Promise) spent.then(answer, () => fallback(request, response)).catch(() => response.destroy());
-    else answer(spent);
+    whenAllowed(spent, answer, () => fallback(request, response), response);
   };
 }
