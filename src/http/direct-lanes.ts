@@ -69,6 +69,7 @@ export function admittedCaller(services: Pick<LaneServices, 'authenticator' | 'p
 export function whenAllowed(spent: LimitState | Promise<LimitState>, proceed: (state: LimitState) => void, handOver: () => void, response: ServerResponse): void {
   const decide = (state: LimitState) => (state.allowed ? proceed(state) : handOver());
   // Nothing in `proceed` should throw; if it did, the connection is cut rather than left hanging.
-  if (spent instanceof Promise) spent.then(decide, handOver).catch(() => response.destroy());
+  // The counter's error is not handed on: a lane's hand-over may take an optional argument.
+  if (spent instanceof Promise) spent.then(decide, () => handOver()).catch(() => response.destroy());
   else decide(spent);
 }
