@@ -95,7 +95,9 @@ function checkedUrl(value: string): string {
     throw new GuardSettingError(`the Tollwatch URL ${JSON.stringify(value)} is not a URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardSettingError('the Tollwatch URL must be http or https');
-  if (url.search || url.hash || url.username || url.password) throw new GuardSettingError('the Tollwatch URL takes no query, fragment or credentials');
+  // A bare `?` or `#` leaves `search` and `hash` empty but stays in `href`, and the guard appends
+  // its paths to `href`: `/?/oauth/token` would never reach the token endpoint.
+  if (/[?#]/.test(url.href) || url.username || url.password) throw new GuardSettingError('the Tollwatch URL takes no query, fragment or credentials');
   const text = url.href.replace(/\/+$/, '');
   if (/[!"\\$\s]/.test(text)) throw new GuardSettingError('the Tollwatch URL holds a character Kamailio would read as syntax (! " \\ $ or a space)');
   return text;

@@ -46,7 +46,7 @@ describe('the guard rendered with settings', () => {
   });
 
   it('refuses what Kamailio would read as syntax, or what Tollwatch never issues', () => {
-    for (const url of ['ftp://x', 'not a url', 'http://x/$var(a)', 'http://x/a!b', 'http://x/?q=1', 'http://u:p@x/']) {
+    for (const url of ['ftp://x', 'not a url', 'http://x/$var(a)', 'http://x/a!b', 'http://x/?q=1', 'http://x/?', 'http://x/#', 'http://x?', 'http://x/a#b', 'http://u:p@x/']) {
       expect(() => renderGuardConfig({ ...settings, url }), url).toThrow(/URL/);
     }
     for (const clientSecret of ['', 'tws_"quoted', 'tws_$x', 'a!b', 'tws_ space', 'x'.repeat(201)]) {

@@ -50,6 +50,12 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
       ['/\n/evil.example/', '/'],
       ['/\r\n/evil.example', '/'],
       ['/\t\\evil.example', '/'],
+      // Dot segments removed by the parser leave `//`, another host to the browser.
+      ['/.//evil.example', '/'],
+      ['/..//evil.example/path', '/'],
+      ['/%2e//evil.example', '/'],
+      ['/./\\evil.example', '/'],
+      ['/a/..//evil.example', '/'],
       // Characters a Location header cannot carry as they are: percent-encoded, never a 500.
       ['/no\u000bdes', '/no%0Bdes'],
       ['/\u3002', '/%E3%80%82'],

@@ -10,6 +10,7 @@ import { csrfField, sendPage } from '../layout.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
+import { sameSitePath } from '../same-site-path.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
@@ -66,7 +67,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     const sessionId = await services.sessions.start(user.user_id);
     await services.users.recordOwnAction('user.signed_in', user, request.ip);
     reply.setCookie(SESSION_COOKIE, sessionId, cookieOptions(services, dashboard.sessionMaxSeconds));
-    return reply.redirect(safeNext(next), 303);
+    return reply.redirect(sameSitePath(next), 303);
   });
 
   app.post('/sign-out', { config: { web: 'public' } }, async (request, reply) => {
@@ -154,26 +155,6 @@ function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeco
 function minutesText(seconds: number): string {
   const minutes = Math.max(1, Math.ceil(seconds / 60));
   return minutes === 1 ? '1 minute' : `${minutes} minutes`;
-}
-
-/** Resolves the sign-in's `next` the way a browser will, to tell same-origin paths apart. */
-const SELF = 'http://tollwatch.invalid';
-
-/**
- * Where a sign-in may lead: a path on this site, as the URL parser reads it. A browser drops tabs
- * and line breaks and reads `\` as `/`, so `/\t/evil.example/` is `//evil.example/`, another
- * site; judged after parsing, it is. What is answered is the parsed path, percent-encoded, so
- * that no character of `next` can break the `Location` header either.
- */
-function safeNext(next: string): string {
-  if (!next.startsWith('/')) return '/';
-  let url: URL;
-  try {
-    url = new URL(next, SELF);
-  } catch {
-    return '/';
-  }
-  return url.origin === SELF ? `${url.pathname}${url.search}${url.hash}` : '/';
 }
 
 function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number, sent: boolean, error?: string) {
