@@ -322,6 +322,30 @@ describe('GET /metrics with TOLLWATCH_METRICS_TOKEN', () => {
   });
 });
 
+describe('GET /metrics without a token: local clients only', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    // The proxy on loopback is trusted, so X-Forwarded-For names the client it serves.
+    h = await startHarness({ HOST: '0.0.0.0', TOLLWATCH_TRUST_PROXY: 'loopback' }, { metrics: new PrometheusMetrics() });
+  });
+  afterAll(() => h?.close());
+
+  it('answers a client on loopback, and a remote client through a trusted proxy 403 without a counter', async () => {
+    const local = await fetch(`${h.url}/metrics`);
+    expect(local.status).toBe(200);
+    expect(await local.text()).toContain('tollwatch_events_ingested_total');
+    for (const client of ['203.0.113.9', '10.1.2.3', '2001:db8::1']) {
+      const remote = await fetch(`${h.url}/metrics`, { headers: { 'x-forwarded-for': client } });
+      expect(remote.status, client).toBe(403);
+      expect(remote.headers.get('cache-control')).toBe('no-store');
+      expect(await remote.text()).not.toContain('tollwatch_');
+    }
+    // A forwarded local client (a scraper beside the proxy) is local.
+    expect((await fetch(`${h.url}/metrics`, { headers: { 'x-forwarded-for': '127.0.0.1' } })).status).toBe(200);
+  });
+});
+
 describe.skipIf(redisServerMissing)('GET /metrics with Redis: coordination health', () => {
   let redis: PrivateRedis;
   let h: Harness;
