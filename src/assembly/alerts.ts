@@ -9,7 +9,8 @@ import { SqlAlertOutbox } from '../store/alert-outbox.ts';
 import { AlertOutboxWritesOnWriter } from '../store/outbox-on-writer.ts';
 import { SqlIntegrationsRepository } from '../store/integrations-repository.ts';
 import { SqlLookupsRepository } from '../store/lookups-repository.ts';
-import type { AuthServices } from './auth.ts';
+import { TestAlertLimits, type TestAlertSettings } from '../limits/test-alert-allowance.ts';
+import { limiterFactoryOf, type AuthServices } from './auth.ts';
 import type { Foundation } from './foundation.ts';
 
 /** How alerts are gathered, de-duplicated and delivered. */
@@ -20,6 +21,8 @@ export interface AlertSettings extends Omit<DeliverySettings, 'silentAfterMs' | 
   lookupFlushMs: number;
   /** Request timeout of a webhook or Slack delivery. */
   timeoutMs: number;
+  /** How many test alerts an owner may queue; tests lower it. */
+  testAlerts?: TestAlertSettings;
 }
 
 const ALERT_DEFAULTS: AlertSettings = {
@@ -85,6 +88,7 @@ export function assembleAlerts(base: Foundation, auth: Pick<AuthServices, 'accou
     enqueue: async (alerts) => {
       await outbox.enqueueSubscribed(alerts);
     },
+    testAlerts: new TestAlertLimits(limiterFactoryOf(base), settings.testAlerts),
     // Lookups here learn at once that their account now has (or lost) a lookup.matched integration.
     changed: (accountId) => lookupAlerts.forget(accountId),
     publicUrl: config.publicUrl,

@@ -61,6 +61,11 @@ export interface AuthOptions {
   clientUseFlushMs?: number;
 }
 
+/** Counters shared with whoever shares the work: Redis's, the cluster primary's, or this process's. */
+export function limiterFactoryOf(base: Pick<Foundation, 'redis'>): LimiterFactory {
+  return base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
+}
+
 export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthServices> {
   const { config, database, plans, audit } = base;
   const accountsRepo = new SqlAccountsRepository(database.db);
@@ -83,7 +88,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     forget();
     base.announce();
   });
-  const limiters: LimiterFactory = base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
+  const limiters = limiterFactoryOf(base);
   const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
   const usersRepo = new SqlUsersRepository(database.db);
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);

@@ -47,10 +47,20 @@ export interface DeliveryHooks {
 }
 
 /**
- * Attempts to one receiver at a time, at most: a receiver that takes its whole timeout on each
- * of many due deliveries holds this many of the worker's places, never all of them.
+ * Attempts to one receiver at a time: at most two of one account's, four in all. A receiver that
+ * takes its whole timeout on each of many due deliveries holds four of the worker's places, never
+ * all of them; and one account's backlog to a receiver every account shares (`hooks.slack.com`)
+ * leaves the others' attempts their own places there.
  */
-const PER_RECEIVER = 2;
+const PER_RECEIVER = 4;
+const PER_RECEIVER_ACCOUNT = 2;
+
+/**
+ * Deliveries one account may hold in the worker (under way, or waiting for their receiver):
+ * claims skip an account holding this many, so one account's flood of due deliveries never takes
+ * the places another's first delivery needs.
+ */
+const PER_ACCOUNT = 5;
 
 /** Who answers a delivery: the host and port of a webhook or Slack URL; the SMTP server for mail. */
 function receiverOf(delivery: DueDelivery): string | undefined {
@@ -83,10 +93,14 @@ export class DeliveryWorker {
   private current: Promise<void> = Promise.resolve();
   /** Attempts under way: a pass starts them and goes on, so a slow receiver holds only its own. */
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts under way per receiver (`receiverOf`), and claimed ones waiting for its turn. */
-  private readonly busy = new Map<string, number>();
+  /** Attempts under way per receiver (`receiverOf`), and per receiver and account. */
+  private readonly busy = new Counts();
+  private readonly busyByAccount = new Counts();
+  /** Claimed deliveries waiting for a place at their receiver, oldest first. */
   private readonly waiting = new Map<string, DueDelivery[]>();
   private waitingCount = 0;
+  /** Deliveries each account holds here, under way or waiting (PER_ACCOUNT). */
+  private readonly held = new Counts();
   private lastSilentCheck = 0;
   private lastPrune = 0;
 
@@ -174,47 +188,74 @@ export class DeliveryWorker {
   }
 
   /**
-   * Claims as many due deliveries as there is room for (`batch` in flight at most) and starts
-   * their attempts without waiting for them: one receiver that takes its whole timeout holds
-   * its own attempt, never the next pass, nor anyone else's due retries.
+   * Claims as many due deliveries as there is room for (`batch` in flight at most), taking turns
+   * between accounts, and starts their attempts without waiting for them: one receiver that
+   * takes its whole timeout holds its own attempts, never the next pass, nor anyone else's due
+   * retries.
    */
   private async deliver(now: Date): Promise<void> {
     const room = this.settings.batch - this.inFlight.size - this.waitingCount;
     if (room <= 0) return;
-    const due = await this.outbox.claimDeliveries(room, now.toISOString(), this.leaseEnd(now));
-    for (const delivery of due) this.begin(delivery);
+    const share = { perAccount: PER_ACCOUNT, skip: this.held.keysAtLeast(PER_ACCOUNT) };
+    const due = await this.outbox.claimDeliveries(room, now.toISOString(), this.leaseEnd(now), share);
+    for (const delivery of due) {
+      this.held.add(delivery.accountId, 1);
+      this.begin(delivery);
+    }
   }
 
   /**
-   * Starts an attempt, or queues it behind its receiver's attempts under way (PER_RECEIVER). A
-   * queued one starts as one of them ends: within `batch / PER_RECEIVER` timeouts, well inside
-   * the claim's lease.
+   * Starts an attempt, or queues it until its receiver has a place for its account
+   * (PER_RECEIVER, PER_RECEIVER_ACCOUNT). A queued one starts as an attempt to that receiver
+   * ends: within `batch / PER_RECEIVER_ACCOUNT` timeouts, well inside the claim's lease.
    */
   private begin(delivery: DueDelivery): void {
     const receiver = receiverOf(delivery);
-    if (receiver !== undefined && (this.busy.get(receiver) ?? 0) >= PER_RECEIVER) {
+    if (receiver !== undefined && !this.hasPlace(receiver, delivery.accountId)) {
       this.waiting.set(receiver, [...(this.waiting.get(receiver) ?? []), delivery]);
       this.waitingCount += 1;
       return;
     }
-    if (receiver !== undefined) this.busy.set(receiver, (this.busy.get(receiver) ?? 0) + 1);
+    const place = receiver === undefined ? undefined : `${receiver}\n${delivery.accountId}`;
+    if (receiver !== undefined) this.busy.add(receiver, 1);
+    if (place !== undefined) this.busyByAccount.add(place, 1);
     const attempt: Promise<void> = this.attempt(delivery)
       .catch((err: unknown) => this.log?.warn({ err, delivery: delivery.id }, 'alert delivery attempt not recorded'))
       .finally(() => {
         this.inFlight.delete(attempt);
-        if (receiver === undefined) return;
-        const left = (this.busy.get(receiver) ?? 1) - 1;
-        if (left > 0) this.busy.set(receiver, left);
-        else this.busy.delete(receiver);
-        const queue = this.waiting.get(receiver);
-        const next = queue?.shift();
-        if (queue && queue.length === 0) this.waiting.delete(receiver);
-        if (next) {
-          this.waitingCount -= 1;
-          this.begin(next);
-        }
+        this.held.add(delivery.accountId, -1);
+        if (receiver === undefined || place === undefined) return;
+        this.busy.add(receiver, -1);
+        this.busyByAccount.add(place, -1);
+        const next = this.nextWaiting(receiver);
+        if (next) this.begin(next);
       });
     this.inFlight.add(attempt);
+  }
+
+  private hasPlace(receiver: string, accountId: string): boolean {
+    return this.busy.of(receiver) < PER_RECEIVER && this.busyByAccount.of(`${receiver}\n${accountId}`) < PER_RECEIVER_ACCOUNT;
+  }
+
+  /**
+   * Takes the waiting delivery to start next at `receiver`: of the accounts with a place there,
+   * the one with the fewest attempts under way, oldest first among equals. So accounts take
+   * turns at a receiver they share, however many one of them queued.
+   */
+  private nextWaiting(receiver: string): DueDelivery | undefined {
+    const queue = this.waiting.get(receiver);
+    if (!queue) return undefined;
+    let chosen = -1;
+    for (let i = 0; i < queue.length; i++) {
+      const accountId = queue[i]!.accountId;
+      if (!this.hasPlace(receiver, accountId)) continue;
+      if (chosen < 0 || this.busyByAccount.of(`${receiver}\n${accountId}`) < this.busyByAccount.of(`${receiver}\n${queue[chosen]!.accountId}`)) chosen = i;
+    }
+    if (chosen < 0) return undefined;
+    const [next] = queue.splice(chosen, 1);
+    if (queue.length === 0) this.waiting.delete(receiver);
+    this.waitingCount -= 1;
+    return next;
   }
 
   private async attempt(delivery: DueDelivery): Promise<void> {
@@ -293,5 +334,24 @@ export class DeliveryWorker {
 
   private leaseEnd(now: Date): string {
     return new Date(now.getTime() + this.settings.leaseMs).toISOString();
+  }
+}
+
+/** Counts by key, with no entry kept at zero. */
+class Counts {
+  private readonly counts = new Map<string, number>();
+
+  of(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+
+  add(key: string, by: number): void {
+    const value = this.of(key) + by;
+    if (value > 0) this.counts.set(key, value);
+    else this.counts.delete(key);
+  }
+
+  keysAtLeast(bound: number): string[] {
+    return [...this.counts].filter(([, n]) => n >= bound).map(([key]) => key);
   }
 }

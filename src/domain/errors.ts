@@ -27,11 +27,14 @@ export type ErrorCode =
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly errors: FieldError[] | undefined;
+  /** For `rate_limited`: when to ask again, sent as `Retry-After`. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, detail: string, errors?: FieldError[]) {
+  constructor(code: ErrorCode, detail: string, errors?: FieldError[], retryAfterSeconds?: number) {
     super(detail);
     this.name = 'ServiceError';
     this.code = code;
     this.errors = errors;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }

@@ -153,12 +153,19 @@ export interface Mailer {
   send(message: { to: string; subject: string; text: string }): Promise<void>;
 }
 
+/** Bounds the test alerts an owner queues: seconds to wait when over, else undefined. */
+export interface TestAlertAllowance {
+  spend(accountId: string, integrationId: string): Promise<number | undefined>;
+}
+
 export interface IntegrationsDependencies {
   repo: IntegrationsRepository;
   targets: TargetPolicy;
   mailer: Mailer;
   /** Writes a test alert to the outbox. */
   enqueue(alerts: NewAlert[]): Promise<void>;
+  /** How many test alerts may be queued; unbounded when absent. */
+  testAlerts?: TestAlertAllowance;
   publicUrl: string;
   /** Told after every change to an account's integrations (created, changed, deleted, confirmed). */
   changed?: (accountId: string) => void;
@@ -173,12 +180,14 @@ const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$
 export const MAX_LOG_PAGE = 500;
 const DEFAULT_LOG_PAGE = 100;
 
+const UNBOUNDED_TESTS: TestAlertAllowance = { spend: async () => undefined };
+
 /** Creating, listing, changing, deleting and confirming integrations. */
 export class Integrations {
   private readonly deps: Required<IntegrationsDependencies>;
 
   constructor(deps: IntegrationsDependencies) {
-    this.deps = { audit: NO_AUDIT, now: () => new Date(), changed: () => {}, ...deps };
+    this.deps = { audit: NO_AUDIT, now: () => new Date(), changed: () => {}, testAlerts: UNBOUNDED_TESTS, ...deps };
   }
 
   /** Creates an integration from a request body; a webhook's secret is in the answer, once. */
@@ -305,6 +314,8 @@ export class Integrations {
     const integration = await this.find(accountId, id);
     if (!integration.confirmed_at) throw new ServiceError('validation_failed', 'confirm the address first', [{ field: 'id', message: 'the email address is not confirmed yet' }]);
     if (integration.disabled_at) throw new ServiceError('validation_failed', 'enable the integration first', [{ field: 'id', message: 'the integration is disabled' }]);
+    const wait = await this.deps.testAlerts.spend(accountId, integration.id);
+    if (wait !== undefined) throw new ServiceError('rate_limited', `too many test alerts queued; try again in ${wait} s`, undefined, wait);
     const now = this.deps.now().toISOString();
     const alertId = `msg_${randomUUID()}`;
     await this.deps.enqueue([

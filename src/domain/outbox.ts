@@ -13,8 +13,16 @@ export interface ClaimedAlert {
 }
 
 /** A delivery claimed for an attempt, with everything the attempt needs. */
+/** How one claim shares the worker's places between accounts. */
+export interface DeliveryShare {
+  perAccount: number;
+  skip: readonly string[];
+}
+
 export interface DueDelivery {
   id: string;
+  /** The account whose alert it is: deliveries take turns by account (docs/guarantees.md §10). */
+  accountId: string;
   attempts: number;
   /** When this delivery was made: retries go on for a day from then (a redelivery starts afresh). */
   createdAt: string;
@@ -67,7 +75,12 @@ export interface OutboxStore extends AlertOutbox {
    * `reason`: it, or undefined when it delivered something meanwhile (or is disabled already).
    */
   disableFailing(integrationId: string, since: string, reason: string, at: string): Promise<DisabledIntegration | undefined>;
-  claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]>;
+  /**
+   * Leases up to `limit` due deliveries, taking turns between accounts: every account's oldest
+   * comes before anyone's second, at most `share.perAccount` of one account, none of the accounts
+   * in `share.skip` (those that hold their share in the worker already).
+   */
+  claimDeliveries(limit: number, now: string, leaseUntil: string, share?: DeliveryShare): Promise<DueDelivery[]>;
   recordAttempt(delivery: DueDelivery, attempt: AttemptRecord): Promise<void>;
   /** Nodes of subscribed accounts whose newest event is older than `silentBefore` but not older than `since`. */
   silentNodes(since: string, silentBefore: string): Promise<Array<{ accountId: string; nodeId: string; lastSeen: string }>>;

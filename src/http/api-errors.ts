@@ -17,6 +17,7 @@ export function invalidParameter(field: string, message: string): ServiceError {
 export function apiErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   if (error instanceof ServiceError) {
     if (error instanceof UnsupportedContentCoding) reply.header('accept-encoding', 'identity');
+    if (error.retryAfterSeconds !== undefined) reply.header('retry-after', error.retryAfterSeconds);
     return sendProblem(reply, problem(error.code, error.message, error.errors));
   }
   // No /api route compiles a validator (see schemas.ts); should one ever, its findings still

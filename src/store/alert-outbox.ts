@@ -1,8 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import { numberSubject, TEST_ALERT, type AnyAlertType, type NewAlert } from '../domain/alerts.ts';
 import type { IntegrationKind } from '../domain/integrations.ts';
 import type { KeySealer } from '../domain/key-sealing.ts';
-import type { AttemptRecord, ClaimedAlert, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import type { AttemptRecord, ClaimedAlert, DeliveryShare, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/outbox.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { chunks } from './ingest-writes.ts';
@@ -145,7 +145,7 @@ export class SqlAlertOutboxWrites {
     const rows = await this.db
       .updateTable('alerts')
       .set({ claimed_until: leaseUntil })
-      .where('id', 'in', this.unleased('alerts', 'created_at', limit, now).where('state', '=', 'new'))
+      .where('id', 'in', this.inTurns(this.unleased('alerts', now).where('state', '=', 'new'), 'created_at', limit, limit))
       .returning(['id', 'account_id', 'type', 'subject', 'created_at', 'integration_id', 'data'])
       .execute();
     return rows.map((r) => ({
@@ -189,13 +189,14 @@ export class SqlAlertOutboxWrites {
     });
   }
 
-  async leaseDeliveries(limit: number, now: string, leaseUntil: string): Promise<string[]> {
+  async leaseDeliveries(limit: number, now: string, leaseUntil: string, share: DeliveryShare = { perAccount: limit, skip: [] }): Promise<string[]> {
     // A disabled integration's deliveries wait, unattempted, until it is enabled again; an
     // unconfirmed one's (an email address changed since they were queued) until the new
     // address is confirmed, so nothing reaches an address its owner has not proved.
-    const due = this.unleased('alert_deliveries', 'next_attempt_at', limit, now)
+    const candidates = this.unleased('alert_deliveries', now)
       .where('status', '=', 'pending')
       .where('next_attempt_at', '<=', now)
+      .$if(share.skip.length > 0, (q) => q.where('account_id', 'not in', share.skip))
       .where((eb) =>
         eb.not(
           eb.exists(
@@ -207,6 +208,7 @@ export class SqlAlertOutboxWrites {
           ),
         ),
       );
+    const due = this.inTurns(candidates, 'next_attempt_at', limit, share.perAccount);
     const claimed = await this.db.updateTable('alert_deliveries').set({ claimed_until: leaseUntil }).where('id', 'in', due).returning(['id']).execute();
     return claimed.map((c) => c.id);
   }
@@ -275,15 +277,35 @@ export class SqlAlertOutboxWrites {
    * lease; the caller adds what makes a row ready. Rows another transaction is claiming are
    * skipped where the store can (PostgreSQL), instead of waited for.
    */
-  private unleased(table: 'alerts' | 'alert_deliveries', order: 'created_at' | 'next_attempt_at', limit: number, now: string) {
+  /** Rows of `table` no live claim holds, locked on PostgreSQL (skipped if another claim has them). */
+  private unleased(table: 'alerts' | 'alert_deliveries', now: string) {
     return (this.db as Kysely<any>)
       .selectFrom(table)
-      .select('id')
+      .select(['id', 'account_id', table === 'alerts' ? 'created_at' : 'next_attempt_at'])
       .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]))
-      .orderBy(order)
-      .limit(limit)
       .$if(this.caps.skipLockedClaims, (q) => q.forUpdate().skipLocked());
   }
+
+  /**
+   * The ids of up to `limit` of `candidates`, taking turns between accounts: every account's
+   * oldest before anyone's second, at most `perAccount` of one. So one account's backlog, however
+   * old, never keeps another's first alert waiting behind it (docs/guarantees.md §10). PostgreSQL
+   * allows no row lock beside a window function: `unleased` locks the rows, the turns are
+   * counted around them.
+   */
+  private inTurns(candidates: SelectQueryBuilder<any, any, any>, order: 'created_at' | 'next_attempt_at', limit: number, perAccount: number) {
+    const turns = (this.db as Kysely<any>)
+      .selectFrom(candidates.as('c'))
+      .select(['c.id', `c.${order} as since`, sql<number>`row_number() over (partition by c.account_id order by ${sql.ref(`c.${order}`)}, c.id)`.as('turn')]);
+    return (this.db as Kysely<any>)
+      .selectFrom(turns.as('t'))
+      .select('t.id')
+      .where('t.turn', '<=', perAccount)
+      .orderBy('t.turn')
+      .orderBy('t.since')
+      .limit(limit);
+  }
+
 }
 
 /**
@@ -354,19 +376,20 @@ export class SqlAlertOutbox implements OutboxStore {
     return Number(row.n);
   }
 
-  async claimDeliveries(limit: number, now: string, leaseUntil: string): Promise<DueDelivery[]> {
-    const ids = await this.writes.leaseDeliveries(limit, now, leaseUntil);
+  async claimDeliveries(limit: number, now: string, leaseUntil: string, share?: DeliveryShare): Promise<DueDelivery[]> {
+    const ids = await this.writes.leaseDeliveries(limit, now, leaseUntil, share);
     if (ids.length === 0) return [];
     const rows = await this.db
       .selectFrom('alert_deliveries as d')
       .innerJoin('alerts as a', 'a.id', 'd.alert_id')
       .leftJoin('integrations as i', 'i.id', 'd.integration_id')
-      .select(['d.id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
+      .select(['d.id', 'd.account_id', 'd.attempts', 'd.created_at as delivery_created_at', 'a.id as alert_id', 'a.type', 'a.created_at', 'a.data', 'i.id as integration_id', 'i.kind', 'i.target', 'i.secret'])
       .select(['i.previous_secret', 'i.previous_secret_until'])
       .where('d.id', 'in', ids)
       .execute();
     return rows.map((r) => ({
       id: r.id,
+      accountId: r.account_id,
       attempts: Number(r.attempts),
       createdAt: r.delivery_created_at,
       alert: { id: r.alert_id, type: r.type as AnyAlertType, createdAt: r.created_at, data: JSON.parse(r.data) as Record<string, unknown> },

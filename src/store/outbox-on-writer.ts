@@ -1,5 +1,5 @@
 import type { NewAlert } from '../domain/alerts.ts';
-import type { AttemptRecord, ClaimedAlert, DisabledIntegration } from '../domain/outbox.ts';
+import type { AttemptRecord, ClaimedAlert, DeliveryShare, DisabledIntegration } from '../domain/outbox.ts';
 import type { AlertOutboxWrites, AlertWriteMethod, AttemptedDelivery, SqlAlertOutboxWrites } from './alert-outbox.ts';
 import type { WriterThread } from './writer-thread.ts';
 
@@ -28,8 +28,8 @@ export class AlertOutboxWritesOnWriter implements AlertOutboxWrites {
     return this.call('fanOut', [alertId, integrationIds, suppressed, now, data]);
   }
 
-  leaseDeliveries(limit: number, now: string, leaseUntil: string): Promise<string[]> {
-    return this.call('leaseDeliveries', [limit, now, leaseUntil]);
+  leaseDeliveries(limit: number, now: string, leaseUntil: string, share?: DeliveryShare): Promise<string[]> {
+    return this.call('leaseDeliveries', [limit, now, leaseUntil, share]);
   }
 
   recordAttempt(delivery: AttemptedDelivery, attempt: AttemptRecord): Promise<void> {

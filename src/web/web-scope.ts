@@ -96,6 +96,7 @@ function webErrorPage(error: FastifyError | Error, request: FastifyRequest, repl
     return sendMessage(request, reply, error.status, titleOf(error.status), error.message);
   }
   if (error instanceof ServiceError) {
+    if (error.retryAfterSeconds !== undefined) reply.header('retry-after', error.retryAfterSeconds);
     return sendMessage(request, reply, PROBLEMS[error.code].status, PROBLEMS[error.code].title, error.message);
   }
   const fault = faultClass(error);

@@ -65,3 +65,47 @@ describe('the alert outbox (src/store/alert-outbox.ts)', () => {
     expect(await db.selectFrom('delivery_attempts').select('id').execute()).toEqual([]);
   });
 });
+
+/** Claims take turns between accounts (docs/guarantees.md §10): a backlog never queues another's first alert behind it. */
+describe('the alert outbox shares claims between accounts', () => {
+  let h: Harness;
+  let outbox: SqlAlertOutbox;
+  const at = (ms: number) => new Date(Date.parse('2026-11-23T12:00:00.000Z') + ms).toISOString();
+
+  beforeAll(async () => {
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: { pollMs: 3_600_000 } });
+    outbox = new SqlAlertOutbox(h.services.database.db, h.services.database.caps, new KeySealer(new Uint8Array(32)));
+  });
+  afterAll(() => h?.close());
+
+  async function subscribed(): Promise<{ accountId: string; integrationId: string }> {
+    const who = await h.account({ permissions: ['manage:integrations'] });
+    const res = await who.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'slack', url: 'http://127.0.0.1:9/unused', alert_types: ['node.silent'] }) });
+    return { accountId: who.account.account_id, integrationId: ((await res.json()) as { id: string }).id };
+  }
+  const alertsOf = (accountId: string, prefix: string, count: number, from: number): NewAlert[] =>
+    Array.from({ length: count }, (_, i) => ({ id: `${prefix}${i}`, accountId, type: 'node.silent', subject: `node:${prefix}${i}`, dedupKey: `${prefix}${i}`, data: {}, createdAt: at(from + i) }));
+
+  it("claims every account's oldest alert and delivery before anyone's second, at most a share of one account, none of a skipped one", async () => {
+    const flood = await subscribed();
+    const quiet = await subscribed();
+    // The flood's 30 alerts are all older than the quiet account's one.
+    await outbox.enqueueSubscribed([...alertsOf(flood.accountId, 'msg_flood_', 30, 0), ...alertsOf(quiet.accountId, 'msg_quiet_', 1, 1000)]);
+    const claimed = await outbox.claimAlerts(3, at(2000), at(60_000));
+    // Which rows, not their order: an UPDATE … RETURNING answers in no promised order.
+    expect(claimed.map((a) => a.id).sort()).toEqual(['msg_flood_0', 'msg_flood_1', 'msg_quiet_0']);
+    for (const alert of await outbox.claimAlerts(100, at(2000), at(60_000))) claimed.push(alert);
+    expect(claimed).toHaveLength(31);
+    for (const alert of claimed) await outbox.fanOut(alert.id, [alert.accountId === flood.accountId ? flood.integrationId : quiet.integrationId], false, at(alert.id.startsWith('msg_quiet') ? 3000 : 2500));
+
+    const share = { perAccount: 5, skip: [] };
+    const first = await outbox.claimDeliveries(3, at(4000), at(60_000), share);
+    expect(first.filter((d) => d.accountId === quiet.accountId)).toHaveLength(1);
+    expect(first.filter((d) => d.accountId === flood.accountId)).toHaveLength(2);
+    // Five of one account at most in a claim, whatever the room.
+    const second = await outbox.claimDeliveries(20, at(4000), at(60_000), share);
+    expect(second.map((d) => d.accountId)).toEqual(Array(5).fill(flood.accountId));
+    // An account the worker says holds its share is skipped.
+    expect(await outbox.claimDeliveries(20, at(4000), at(60_000), { perAccount: 5, skip: [flood.accountId] })).toEqual([]);
+  });
+});

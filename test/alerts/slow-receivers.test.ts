@@ -104,8 +104,8 @@ describe('receivers that misbehave on purpose (docs/api.md §12, "Delivery")', (
     other = await h.account({ permissions });
   });
   afterAll(async () => {
-    await h.close();
-    await good.close();
+    await h?.close();
+    await good?.close();
     for (const r of raw) await r.close();
   });
 
@@ -209,8 +209,8 @@ describe('retries for as long as the alert is worth delivering', () => {
     owner = await h.account({ permissions: ['read:phone-numbers', 'manage:integrations'] });
   });
   afterAll(async () => {
-    await h.close();
-    await down.close();
+    await h?.close();
+    await down?.close();
   });
 
   it('retries a receiver that keeps failing until the retry period is over, then gives up', async () => {
@@ -260,5 +260,118 @@ describe('retries for as long as the alert is worth delivering', () => {
     const pending = await owner.api(`/api/integrations/${downId}/deliveries/${retrying!.delivery_id}/retry`, { method: 'POST' });
     expect(pending.status).toBe(422);
     expect(await pending.json()).toMatchObject({ error: 'validation_failed', errors: [{ field: 'delivery_id' }] });
+  });
+});
+
+/**
+ * Accounts that share a receiver (every Slack integration shares `hooks.slack.com`) take turns
+ * there (docs/guarantees.md §10). Before, one account's 300 test alerts to a path answering 404
+ * after 100 ms delayed another account's alert to the same host by 23 s, and 30 to a path
+ * answering after 8 s by 31 s: the worker's places and the receiver's two went to whoever had
+ * queued first. Order, not time, is held here: how many of the flood's requests reached the
+ * receiver between the other account's alert being queued and its own request arriving.
+ */
+describe('accounts sharing a receiver take turns', () => {
+  let h: Harness;
+  const receivers: AlertReceiver[] = [];
+  let other: TestAccount;
+  const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  async function webhook(who: TestAccount, url: string): Promise<string> {
+    const res = await who.api('/api/integrations', json({ kind: 'webhook', url, alert_types: ['node.silent'] }));
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  }
+  const test = async (who: TestAccount, id: string) => expect((await who.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+
+  /**
+   * A receiver of the test's own (another test's flood, still retrying, would share it), with
+   * `size` test alerts from an account of its own queued to `/flood`, answered `ms` late: then
+   * how many of them reach it between another account's alert being queued and that alert's
+   * own request arriving.
+   */
+  async function floodAhead(size: number, ms: number): Promise<number> {
+    const receiver = await startAlertReceiver();
+    receivers.push(receiver);
+    receiver.answerSlowly('/flood', ms, 404);
+    const flood = await h.account({ permissions: ['read:phone-numbers', 'manage:integrations'] });
+    const flooded = await webhook(flood, `${receiver.url}/flood`);
+    const quick = await webhook(other, `${receiver.url}/other`);
+    for (let i = 0; i < size; i++) await test(flood, flooded);
+    await receiver.waitFor(1, '/flood');
+    const from = receiver.received.length;
+    await test(other, quick);
+    await receiver.waitFor(1, '/other', 30_000);
+    const arrived = receiver.received.slice(from);
+    return arrived.slice(0, arrived.findIndex((r) => r.path === '/other')).length;
+  }
+
+  beforeAll(async () => {
+    // The flood is as large as the probe's: the test-alert bound (below) is lifted here, so that
+    // what is held is the worker's sharing alone.
+    const unbounded = { points: 100_000, windowSeconds: 3600 };
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: { ...FAST_ALERTS, timeoutMs: 5000, testAlerts: { perIntegration: unbounded, perAccount: unbounded } } });
+    other = await h.account({ permissions: ['read:phone-numbers', 'manage:integrations'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+    for (const receiver of receivers) await receiver.close();
+  });
+
+  it("delivers another account's alert ahead of a flood of 300 test alerts to the same host (404 after 100 ms)", async () => {
+    // At most the flood's attempts under way, and those begun within the pass that claims it.
+    expect(await floodAhead(300, 100)).toBeLessThanOrEqual(6);
+  });
+
+  it("delivers another account's alert while a flood of 30 test alerts waits on answers 1 s slow", async () => {
+    // The flood holds its own two places; the other account's attempt takes a third at once.
+    expect(await floodAhead(30, 1000)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('test alerts are bounded per integration and per account (docs/api.md §12)', () => {
+  let h: Harness;
+  let receiver: AlertReceiver;
+
+  beforeAll(async () => {
+    receiver = await startAlertReceiver();
+    h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: FAST_ALERTS });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await receiver?.close();
+  });
+
+  it('refuses the sixth of an integration in 10 minutes and the 21st of an account in an hour with 429 and Retry-After', async () => {
+    const owner = await h.account({ permissions: ['manage:integrations'] });
+    const make = async (n: number) => {
+      const res = await owner.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/bound-${n}`, alert_types: ['node.silent'] }) });
+      return ((await res.json()) as { id: string }).id;
+    };
+    const send = (id: string) => owner.api(`/api/integrations/${id}/test`, { method: 'POST' });
+    const first = await make(0);
+    for (let i = 0; i < 5; i++) expect((await send(first)).status).toBe(202);
+    const refused = await send(first);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(((await refused.json()) as { error: string }).error).toBe('rate_limited');
+    const wait = Number(refused.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(600);
+    // Other integrations of the account, up to its 20.
+    for (let n = 1; n <= 3; n++) {
+      const id = await make(n);
+      for (let i = 0; i < 5; i++) expect((await send(id)).status).toBe(202);
+    }
+    const past = await send(await make(4));
+    expect(past.status).toBe(429);
+    expect(Number(past.headers.get('retry-after'))).toBeLessThanOrEqual(3600);
+    // Another account is not held by this one's count.
+    const stranger = await h.account({ permissions: ['manage:integrations'] });
+    const res = await stranger.api('/api/integrations', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/stranger`, alert_types: ['node.silent'] }) });
+    const id = ((await res.json()) as { id: string }).id;
+    expect((await stranger.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+    // 20 test alerts of the account were delivered; the refused ones were never queued.
+    await receiver.waitFor(20, '/bound-');
+    expect(receiver.received.filter((r) => r.path.startsWith('/bound-'))).toHaveLength(20);
   });
 });

@@ -17,6 +17,8 @@ export interface AlertReceiver {
   received: Received[];
   /** Statuses for the next requests whose path starts with `path`, in order. */
   answer(path: string, ...statuses: number[]): void;
+  /** From now on, answers every request whose path starts with `path` with `status`, `ms` after it arrived. */
+  answerSlowly(path: string, ms: number, status: number): void;
   /** Resolves once `count` requests whose path starts with `path` have arrived (or throws after `timeoutMs`). */
   waitFor(count: number, path?: string, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -25,12 +27,16 @@ export interface AlertReceiver {
 export async function startAlertReceiver(): Promise<AlertReceiver> {
   const received: Received[] = [];
   const queued: Array<{ path: string; status: number }> = [];
+  const slow: Array<{ path: string; ms: number; status: number }> = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const next = queued.findIndex((q) => (req.url ?? '/').startsWith(q.path));
+      const path = req.url ?? '/';
+      received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const rule = slow.find((r) => path.startsWith(r.path));
+      if (rule) return void setTimeout(() => res.writeHead(rule.status).end('slow'), rule.ms);
+      const next = queued.findIndex((q) => path.startsWith(q.path));
       res.writeHead(next < 0 ? 200 : queued.splice(next, 1)[0]!.status).end('ok');
     });
   });
@@ -41,6 +47,7 @@ export async function startAlertReceiver(): Promise<AlertReceiver> {
     url: `http://127.0.0.1:${port}`,
     received,
     answer: (path, ...statuses) => void queued.push(...statuses.map((status) => ({ path, status }))),
+    answerSlowly: (path, ms, status) => void slow.push({ path, ms, status }),
     async waitFor(count, path = '/', timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (matching(path).length < count) {

@@ -307,14 +307,15 @@ export async function integrationRoutes(app: FastifyInstance, { services }: { se
       config: { permission, pathValue },
       schema: {
         summary: 'Queue a test delivery to one integration',
-        description: 'An `integration.test` alert, delivered like any other (signed, retried, logged). An unconfirmed email address is refused (422).',
+        description:
+          'An `integration.test` alert, delivered like any other (signed, retried, logged). An unconfirmed email address is refused (422); past 5 test alerts per integration in 10 minutes, or 20 per account in an hour, 429 with `Retry-After`.',
         operationId: 'testIntegration',
         tags: ['integrations'],
         params: Params,
         response: apiAnswers({
           ok: { 202: { description: 'Queued; its attempts appear in the delivery log', schema: Type.Ref('QueuedTestDelivery') } },
           errors: [404, 422],
-          describe: notFound,
+          describe: { ...notFound, 429: 'Too many test alerts (`rate_limited`): 5 per integration in 10 minutes, 20 per account in an hour; `Retry-After` says when to send another' },
         }),
       },
     },
