@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Account, AccountsService } from './accounts.ts';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
+import { isMailableAddress } from './email-address.ts';
 import { ServiceError } from './errors.ts';
 import type { Mailer } from './integrations.ts';
 import { checkPasswordRules, decoyHash, hashPassword, needsRehash, passwordMatches } from './passwords.ts';
@@ -75,6 +76,10 @@ export interface IssuedLink {
 export const INVITATION_TTL_MS = 72 * 3600 * 1000;
 /** How long a link a user asked for themselves works: its mail is read at once, or asked for again. */
 export const SELF_RESET_TTL_MS = 3600 * 1000;
+/**
+ * The shape of an address worth looking up: loose, since a user made before the rule for new
+ * addresses (isMailableAddress) tightened must still sign in.
+ */
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const TOKEN = new RegExp(`^${INVITATION_TOKEN_PREFIX}[A-Za-z0-9_-]{43}$`);
 
@@ -171,17 +176,27 @@ export class UsersService {
 
   /** Creates a user of an account (or an operator, with no account) and its invitation link. */
   async invite(input: { accountId: string | null; email: string; role: UserRole }, actor = 'operator'): Promise<IssuedLink> {
+    const user = await this.newUser(input);
+    if (await this.repo.findUserByEmail(user.email)) throw emailTaken();
+    return this.storeInvitation(user, newLinkToken(), actor);
+  }
+
+  /** The user an invitation would make, checked, not yet stored. */
+  private async newUser(input: { accountId: string | null; email: string; role: UserRole }): Promise<User> {
     const email = validEmail(input.email);
     if (!USER_ROLES.includes(input.role)) throw new ServiceError('validation_failed', 'role must be owner, member or operator', [{ field: 'role', message: 'must be owner, member or operator' }]);
     if ((input.role === 'operator') !== (input.accountId === null)) {
       throw new ServiceError('validation_failed', 'an operator belongs to no account, and every other user to one', [{ field: 'role', message: 'operator exactly when no account is named' }]);
     }
     if (input.accountId !== null) await this.accounts.getAccount(input.accountId);
-    if (await this.repo.findUserByEmail(email)) throw new ServiceError('validation_failed', 'a user with this email exists', [{ field: 'email', message: 'is taken' }]);
-    const user: User = { user_id: randomUUID(), account_id: input.accountId, email, role: input.role, password_hash: null, disabled: false, created_at: this.now().toISOString() };
+    return { user_id: randomUUID(), account_id: input.accountId, email, role: input.role, password_hash: null, disabled: false, created_at: this.now().toISOString() };
+  }
+
+  /** Stores a new user and its invitation under `token`, valid until `expires` (the mailed link says when). */
+  private async storeInvitation(user: User, token: string, actor: string, expires?: string): Promise<IssuedLink> {
     await this.repo.insertUser(user);
     await this.record('user.invited', actor, user, { role: user.role });
-    return this.issueLink(user, 'invite');
+    return this.issueLink(user, 'invite', INVITATION_TTL_MS, token, expires);
   }
 
   /** A new one-time link for a user who lost their password; the old links stop working. */
@@ -233,7 +248,7 @@ export class UsersService {
   async signUp(input: { accountName: string; email: string; password: string }): Promise<User> {
     const email = validEmail(input.email);
     checkPasswordRules(input.password);
-    if (await this.repo.findUserByEmail(email)) throw new ServiceError('validation_failed', 'a user with this email exists', [{ field: 'email', message: 'is taken' }]);
+    if (await this.repo.findUserByEmail(email)) throw emailTaken();
     // The account's creator is the user about to exist, so the trail names them from the first row.
     const userId = randomUUID();
     const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: 'tester' }, `user:${userId}`);
@@ -263,23 +278,58 @@ export class UsersService {
   /**
    * An owner invites a teammate to their own account, as owner or member: the invitation link
    * is mailed to them where the server sends mail (answered `mailed: true`), and otherwise
-   * answered for the owner to pass on.
+   * answered for the owner to pass on. The mail goes before anything is stored, so a mail server
+   * that refuses it leaves nothing behind (`mail_unavailable`, and a retry starts afresh).
+   *
+   * An address that already belongs to a user of another account (or an operator) is answered
+   * as any other where mail is sent, so the form never tells an owner whether an address has an
+   * account here; that user is mailed that someone tried, and nothing is stored. Where no mail is
+   * sent the link must be shown, and there is none to show for them: refused as taken.
    */
-  async inviteTeammate(owner: User, input: { email: string; role: string }): Promise<IssuedLink & { mailed: boolean }> {
+  async inviteTeammate(owner: User, input: { email: string; role: string }): Promise<TeammateInvitation> {
     const role = teammateRole(input.role);
     if (owner.role !== 'owner' || owner.account_id === null) throw new ServiceError('not_found', 'only an account’s owners invite its users');
-    const issued = await this.invite({ accountId: owner.account_id, email: input.email, role }, `user:${owner.user_id}`);
-    if (!this.mailer?.configured) return { ...issued, mailed: false };
-    await this.mailer.send({
-      to: issued.user.email,
+    const user = await this.newUser({ accountId: owner.account_id, email: input.email, role });
+    const existing = await this.repo.findUserByEmail(user.email);
+    const token = newLinkToken();
+    const expires_at = new Date(this.now().getTime() + INVITATION_TTL_MS).toISOString();
+    if (existing && (existing.account_id === owner.account_id || !this.mailer?.configured)) throw emailTaken();
+    if (existing) {
+      await this.mailOrRefuse({
+        to: existing.email,
+        subject: 'Tollwatch: an invitation for an address that has an account',
+        text: [
+          `${owner.email} tried to invite ${existing.email} to their Tollwatch account as ${role}.`,
+          '',
+          'This address already has a Tollwatch account, and an address belongs to one account only, so nothing changed.',
+          'If you want to join theirs, ask them to invite another of your addresses. If you do not know them, ignore this mail.',
+        ].join('\n'),
+      });
+      return { email: user.email, expires_at, mailed: true };
+    }
+    if (!this.mailer?.configured) {
+      const issued = await this.storeInvitation(user, token, `user:${owner.user_id}`);
+      return { email: user.email, expires_at: issued.expires_at, mailed: false, link: issued.link };
+    }
+    await this.mailOrRefuse({
+      to: user.email,
       subject: 'Tollwatch: you are invited',
       text: [
         `${owner.email} invited you to their Tollwatch account as ${role}.`,
         '',
-        `To choose a password and sign in, open this link before ${issued.expires_at} (it works once):\n${issued.link}`,
+        `To choose a password and sign in, open this link before ${expires_at} (it works once):\n${this.linkOf(token)}`,
       ].join('\n'),
     });
-    return { ...issued, mailed: true };
+    await this.storeInvitation(user, token, `user:${owner.user_id}`, expires_at);
+    return { email: user.email, expires_at, mailed: true };
+  }
+
+  private async mailOrRefuse(message: { to: string; subject: string; text: string }): Promise<void> {
+    try {
+      await this.mailer!.send(message);
+    } catch {
+      throw new ServiceError('mail_unavailable', 'the mail server did not take the invitation; nothing was saved, try again later');
+    }
   }
 
   /**
@@ -326,12 +376,13 @@ export class UsersService {
     return this.audit.record({ action, actor: `user:${user.user_id}`, accountId: user.account_id, ip, detail: { user_id: user.user_id } });
   }
 
-  private async issueLink(user: User, purpose: InvitationPurpose, ttlMs = INVITATION_TTL_MS): Promise<IssuedLink> {
-    const token = `${INVITATION_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-    const created = this.now();
-    const expires = new Date(created.getTime() + ttlMs).toISOString();
-    await this.repo.insertInvitation({ token_hash: hashSecret(token), user_id: user.user_id, purpose, created_at: created.toISOString(), expires_at: expires, used_at: null });
-    return { user: viewOf(user), link: `${this.publicUrl}/invitations/${token}`, expires_at: expires };
+  private async issueLink(user: User, purpose: InvitationPurpose, ttlMs = INVITATION_TTL_MS, token = newLinkToken(), expires = new Date(this.now().getTime() + ttlMs).toISOString()): Promise<IssuedLink> {
+    await this.repo.insertInvitation({ token_hash: hashSecret(token), user_id: user.user_id, purpose, created_at: this.now().toISOString(), expires_at: expires, used_at: null });
+    return { user: viewOf(user), link: this.linkOf(token), expires_at: expires };
+  }
+
+  private linkOf(token: string): string {
+    return `${this.publicUrl}/invitations/${token}`;
   }
 
   private record(action: AuditAction, actor: string, user: User, detail: Record<string, unknown> = {}) {
@@ -339,10 +390,21 @@ export class UsersService {
   }
 }
 
-/** A trimmed, lower-cased email address of a plausible shape; the link proves it works. */
+function newLinkToken(): string {
+  return `${INVITATION_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+}
+
+function emailTaken(): ServiceError {
+  return new ServiceError('validation_failed', 'a user with this email exists', [{ field: 'email', message: 'is taken' }]);
+}
+
+/** What an owner is told of a teammate's invitation: the link itself only where no mail is sent. */
+export type TeammateInvitation = { email: string; expires_at: string } & ({ mailed: true } | { mailed: false; link: string });
+
+/** A trimmed, lower-cased email address of a form mail servers take (isMailableAddress); the link proves it works. */
 export function validEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
-  if (!EMAIL.test(email) || email.length > 320) throw new ServiceError('validation_failed', 'not an email address', [{ field: 'email', message: 'must be an email address' }]);
+  if (!isMailableAddress(email)) throw new ServiceError('validation_failed', 'not an email address', [{ field: 'email', message: 'must be an email address' }]);
   return email;
 }
 

@@ -24,8 +24,8 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     ({ browser: page } = await signedIn(h, owner.account.account_id));
   });
   afterAll(async () => {
-    await h.close();
-    await mail.close();
+    await h?.close();
+    await mail?.close();
   });
 
   it('invites a member whose mailed link signs them in with that role', async () => {
@@ -75,6 +75,65 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     await page.get('/settings/account');
     expect((await page.post(`/settings/account/users/${other.user_id}`, { action: 'remove' })).status).toBe(404);
     expect((await h.services.users.getUser(other.user_id)).disabled).toBe(false);
+  });
+
+  it("answers an address another account's user (or an operator) has as any other, mails that user, and stores nothing", async () => {
+    const elsewhere = await h.account();
+    const { email: theirs, user: them } = await signedIn(h, elsewhere.account.account_id, 'member');
+    const { email: operator } = await signedIn(h, null, 'operator');
+    const shown = async (email: string) => {
+      await page.get('/settings/account');
+      const posted = await page.post('/settings/account/users', { email, role: 'member' });
+      expect(posted.status, email).toBe(303);
+      const text = (await page.get(posted.location!)).text;
+      return /<p class="notice" role="status">An invitation[^]*?<\/p>/.exec(text)?.[0].replaceAll(email, 'ADDRESS').replace(/until [^<]+ UTC/, 'until T');
+    };
+    const unknown = await shown('nobody.yet@example.test');
+    expect(unknown).toContain('An invitation is mailed to <strong>ADDRESS</strong>');
+    expect(await shown(theirs)).toBe(unknown);
+    expect(await shown(operator)).toBe(unknown);
+    // They are told, in words that do not pass on a link; nothing about them changed.
+    const [told] = await eventually('the mail to the address that has an account', async () => mail.mails.filter((m) => m.to.includes(theirs)), (m) => m.length === 1);
+    expect(bodyOf(told!.raw)).toContain('already has a Tollwatch account');
+    expect(bodyOf(told!.raw)).not.toContain('/invitations/');
+    expect(await h.services.users.getUser(them.user_id)).toMatchObject({ account_id: elsewhere.account.account_id, role: 'member' });
+    const mine = await h.services.users.list(owner.account.account_id);
+    expect(mine.map((u) => u.email)).not.toContain(theirs);
+    expect(mine.map((u) => u.email)).not.toContain(operator);
+    // Of the owner's own account, it says so: the owner sees those users anyway.
+    await page.get('/settings/account');
+    expect((await page.post('/settings/account/users', { email: 'nobody.yet@example.test', role: 'member' })).status).toBe(422);
+  });
+
+  it('stores nothing when the mail cannot go, answers 502 and never 500, and refuses addresses mail servers refuse', async () => {
+    const refusing = await startMailCatcher({ refuse: (address) => address.startsWith('refused') });
+    const h2 = await startHarness({ TOLLWATCH_SMTP_URL: refusing.url, TOLLWATCH_MAIL_FROM: 'alerts@tollwatch.test' });
+    try {
+      const account = await h2.account();
+      const { browser } = await signedIn(h2, account.account.account_id);
+      const invite = async (email: string) => {
+        await browser.get('/settings/account');
+        return browser.post('/settings/account/users', { email, role: 'member' });
+      };
+      const stored = async () => (await h2.services.users.list(account.account.account_id)).map((u) => u.email);
+      const refusedByServer = await invite('refused@example.test');
+      expect(refusedByServer.status).toBe(502);
+      expect(refusedByServer.text).toContain('nothing was saved');
+      // The probe's address: refused as typed, before any mail or row.
+      const hostile = await invite('a"><script>alert(9)</script>@a.test');
+      expect(hostile.status).toBe(422);
+      expect(hostile.text).not.toContain('<script>alert(9)');
+      expect(await stored()).not.toContain('refused@example.test');
+      expect((await stored()).some((e) => e.includes('script'))).toBe(false);
+      // The mail server gone: the same, and a retry once it is back is not "taken".
+      await refusing.close();
+      expect((await invite('later@example.test')).status).toBe(502);
+      expect(await stored()).not.toContain('later@example.test');
+      expect(refusing.mails).toHaveLength(0);
+    } finally {
+      await h2.close();
+      await refusing.close().catch(() => {});
+    }
   });
 
   it('shows the link once where the server sends no mail', async () => {

@@ -15,11 +15,16 @@ export interface MailCatcher {
   close(): Promise<void>;
 }
 
-export async function startMailCatcher(): Promise<MailCatcher> {
+/** `refuse`: recipients the server answers 550 at RCPT TO, as a server refuses an address it will not take. */
+export async function startMailCatcher({ refuse }: { refuse?: (address: string) => boolean } = {}): Promise<MailCatcher> {
   const mails: Mail[] = [];
   const smtp = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
+    onRcptTo(address, _session, callback) {
+      if (refuse?.(address.address)) return callback(Object.assign(new Error('5.1.1 recipient refused'), { responseCode: 550 }));
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));

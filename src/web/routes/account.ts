@@ -49,10 +49,14 @@ export async function accountRoutes(app: FastifyInstance, { services }: { servic
   app.post('/settings/account/users', { config: { web: 'owner' } }, async (request, reply) => {
     try {
       const issued = await services.users.inviteTeammate(userOf(request), { email: formText(request, 'email').trim(), role: formText(request, 'role') });
-      return redirectShowingOnce(services, request, reply, '/settings/account', { shown: 'invited', email: issued.user.email, mailed: issued.mailed, ...(issued.mailed ? {} : { link: issued.link }), expires_at: issued.expires_at });
+      return redirectShowingOnce(services, request, reply, '/settings/account', { shown: 'invited', ...issued });
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'validation_failed') {
         return accountPage(services, request, reply, { email: formText(request, 'email'), role: formText(request, 'role'), errors: new FieldErrors(err, { email: 'The email address', role: 'The role' }) });
+      }
+      if (err instanceof ServiceError && err.code === 'mail_unavailable') {
+        const refused = { email: formText(request, 'email'), role: formText(request, 'role'), errors: new FieldErrors(undefined, {}), refusal: 'The mail server did not take the invitation, so nothing was saved; try again in a few minutes' };
+        return accountPage(services, request, reply, refused, 502);
       }
       throw err;
     }
@@ -79,7 +83,7 @@ interface Refused {
   refusal?: string;
 }
 
-async function accountPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, refused?: Refused) {
+async function accountPage(services: RouteServices, request: FastifyRequest, reply: FastifyReply, refused?: Refused, refusedStatus = 422) {
   const { config } = services;
   const account = accountOf(request);
   const me = userOf(request);
@@ -113,7 +117,7 @@ ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Thei
 <div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
     (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
   )}</tbody></table></div>` : ''}`;
-  return sendPage(request, reply, 'Account', content, refused ? 422 : 200);
+  return sendPage(request, reply, 'Account', content, refused ? refusedStatus : 200);
 }
 
 /** An owner's controls on another user's row: change the role, or remove; none on their own row. */
