@@ -32,8 +32,8 @@ describe('alert deliveries (docs/api.md §12)', () => {
     other = await h.account({ permissions });
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
+    await h?.close();
+    await receiver?.close();
   });
 
   it('signs lookup.matched webhooks as Standard Webhooks says, with only what the lookup answered', async () => {

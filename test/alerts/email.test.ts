@@ -23,8 +23,8 @@ describe('email integrations (docs/api.md §12)', () => {
     owner = await h.account({ permissions: ['write:events', 'read:phone-numbers', 'manage:integrations'] });
   });
   afterAll(async () => {
-    await h.close();
-    await catcher.close();
+    await h?.close();
+    await catcher?.close();
   });
 
   it('mails a one-time confirmation link, sends nothing before it is followed, then the alerts', async () => {

@@ -53,9 +53,9 @@ describe('integrations whose receivers fail (docs/api.md §12)', () => {
     await h.services.users.invite({ accountId: owner.account.account_id, email: 'member@example.com', role: 'member' });
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
-    await mail.close();
+    await h?.close();
+    await receiver?.close();
+    await mail?.close();
   });
 
   it('disables an integration after a day in which every delivery failed, and tells its owners', async () => {
@@ -124,8 +124,8 @@ describe("a receiver's Retry-After (docs/api.md §12)", () => {
     owner = await h.account({ permissions: ['manage:integrations'] });
   });
   afterAll(async () => {
-    await h.close();
-    await busy.close();
+    await h?.close();
+    await busy?.close();
   });
 
   it("honours a receiver's Retry-After", async () => {

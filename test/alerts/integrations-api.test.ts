@@ -25,7 +25,7 @@ describe('/api/integrations (docs/api.md §12)', () => {
     owner = await h.account({ permissions: MANAGER });
     other = await h.account({ permissions: MANAGER });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('creates, lists, reads, changes and deletes a webhook; its secret is shown once', async () => {
     const created = await owner.api('/api/integrations', json({ kind: 'webhook', name: 'fraud desk', url: 'https://93.184.215.14/hook', alert_types: ['lookup.matched'] }));
@@ -170,8 +170,8 @@ describe('throttling per subject (docs/api.md §12)', () => {
     h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: { ...FAST_ALERTS, dedupWindowMs: 1, throttlePerSubject: 2, throttlePerAccountHour: 3 } });
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
+    await h?.close();
+    await receiver?.close();
   });
 
   it('delivers at most the throttle of one subject within the throttle window', async () => {

@@ -26,7 +26,7 @@ describe('the alert outbox (src/store/alert-outbox.ts)', () => {
     integrationId = ((await res.json()) as { id: string }).id;
     outbox = new SqlAlertOutbox(h.services.database.db, h.services.database.caps, new KeySealer(new Uint8Array(32)));
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('writes only alerts an integration subscribes to, once per de-duplication key', async () => {
     await outbox.enqueueSubscribed([alert('msg_a', at(0)), alert('msg_a', at(0)), { ...alert('msg_b', at(0)), type: 'lookup.matched' }]);

@@ -14,8 +14,8 @@ describe('alerts across a restart (docs/guarantees.md)', () => {
     receiver = await startAlertReceiver();
   });
   afterAll(async () => {
-    await receiver.close();
-    await database.drop();
+    await receiver?.close();
+    await database?.drop();
   });
 
   it('delivers an alert written by a process that stopped before delivering it', async () => {

@@ -29,8 +29,8 @@ describe('webhook secret rotation (docs/api.md §12)', () => {
     owner = await h.account({ permissions: ['manage:integrations'] });
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
+    await h?.close();
+    await receiver?.close();
   });
 
   it('signs with the new secret and the old one for a day, then with the new one alone', async () => {

@@ -31,8 +31,8 @@ describe('alert thresholds (docs/api.md §12)', () => {
     }
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
+    await h?.close();
+    await receiver?.close();
   });
 
   it('sends a first sighting with its score and reasons, only where min_score is reached', async () => {

@@ -88,7 +88,7 @@ describe('tollwatch import: SentryPeer logs and databases straight into the stor
   });
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
-    await h.close();
+    await h?.close();
   });
 
   it('imports the fixture log into one account; a re-run imports nothing new', async () => {

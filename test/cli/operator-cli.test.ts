@@ -32,7 +32,7 @@ describe('operator CLI (docs/api.md §10)', () => {
     database = await freshDatabase();
     DATABASE_URL = database.url;
   });
-  afterAll(() => database.drop());
+  afterAll(() => database?.drop());
 
   it('creates accounts and clients, printing one JSON object each', () => {
     const account = json('accounts', 'create', '--name', 'Fleet', '--plan', 'contributor', '--trusted');

@@ -79,7 +79,7 @@ describe('tollwatch ship: a SentryPeer JSON log through the batch route (docs/cl
   });
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
-    await h.close();
+    await h?.close();
   });
 
   /** A fresh account, its environment for the CLI, and a folder of its own for logs. */

@@ -36,7 +36,7 @@ describe('user CLI: lookup, ip, submit through the API (docs/cli.md)', () => {
   });
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true });
-    await h.close();
+    await h?.close();
   });
 
   it('lookup: a number seen exits 0 with a readable answer', async () => {

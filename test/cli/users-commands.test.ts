@@ -26,8 +26,8 @@ describe('operator CLI: users (docs/cli.md, "Dashboard users")', () => {
     h = await startHarness({ DATABASE_URL: database.url });
   });
   afterAll(async () => {
-    await h.close();
-    await database.drop();
+    await h?.close();
+    await database?.drop();
   });
 
   it('invites an owner with a one-time link that sets a password, then lists them', async () => {

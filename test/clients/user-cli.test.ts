@@ -42,8 +42,8 @@ describe('tollwatch-cli, the user CLI', () => {
     mode = 'forward';
   });
   afterAll(async () => {
-    await proxy.close();
-    await h.close();
+    await proxy?.close();
+    await h?.close();
   });
 
   beforeAll(() => {

@@ -28,7 +28,7 @@ describe('standard OAuth 2.0 and HTTP clients, out of the box', () => {
     h = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: url, TOLLWATCH_AUDIENCE: `${url}/api` });
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const lookupWith = (token: string) => fetch(`${h.url}/api/ip-addresses/192.0.2.1`, { headers: { authorization: `Bearer ${token}` } });
 

@@ -37,7 +37,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect((await postEvent(a, sampleEvent({ sip_user_agent: '=HYPERLINK("http://evil")', created_by_node_id: NODE_NOW, event_timestamp: now() }))).status).toBe(201);
     expect((await postEvent(b, sampleEvent({ created_by_node_id: NODE_OF_B, called_number: NUMBER_OF_B, source_ip: '198.51.100.99' }))).status).toBe(201);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('lists the account’s events newest first, pages by cursor, and escapes what attackers wrote', async () => {
     const first = await pageA.get('/events');

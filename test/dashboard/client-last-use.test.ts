@@ -42,7 +42,7 @@ describe('Settings → API clients: last used', () => {
     owner = await h.account();
     ({ browser } = await signedIn(h, owner.account.account_id));
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('shows the time and address of the last API call once flushed, and writes nothing per request before', async () => {
     const { clientId, token: tokenOf } = await newClient();

@@ -29,7 +29,7 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
     owner = await h.account();
     ({ browser } = await signedIn(h, owner.account.account_id));
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('creates a client whose secret is shown once and works at the token endpoint', async () => {
     const list = await browser.get('/settings/clients');

@@ -34,7 +34,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect((await postEvent(b, sampleEvent({ called_number: WRITTEN, source_ip: THEIR_SOURCE }))).status).toBe(201);
     await h.settled();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('links every number and address of the events table, an event and the overview’s charts', async () => {
     const events = (await page.get('/events')).text;

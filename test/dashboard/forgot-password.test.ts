@@ -23,8 +23,8 @@ describe('forgot your password (docs/dashboard.md, "Sessions")', () => {
     owner = await h.account();
   });
   afterAll(async () => {
-    await h.close();
-    await mail.close();
+    await h?.close();
+    await mail?.close();
   });
 
   it('mails a link that sets a new password once, and the new password signs in', async () => {

@@ -43,8 +43,8 @@ describe('Settings → Integrations: changing one', () => {
   // Each test starts from the list, as a person does, with the page's CSRF token.
   beforeEach(() => browser.get('/settings/integrations'));
   afterAll(async () => {
-    await h.close();
-    await catcher.close();
+    await h?.close();
+    await catcher?.close();
   });
 
   it('changes a webhook’s name, URL, alerts and least score in one round trip, audited without the URL', async () => {

@@ -25,8 +25,8 @@ describe('Settings → Integrations (docs/dashboard.md)', () => {
     ({ browser } = await signedIn(h, owner.account.account_id));
   });
   afterAll(async () => {
-    await h.close();
-    await receiver.close();
+    await h?.close();
+    await receiver?.close();
   });
 
   it('creates a webhook whose secret is shown once and signs the test alert the owner sends', async () => {

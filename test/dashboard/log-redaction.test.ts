@@ -24,8 +24,8 @@ describe('logs never hold an invitation or reset link', () => {
     ({ url, lines } = logged);
   });
   afterAll(async () => {
-    await logged.close();
-    await h.close();
+    await logged?.close();
+    await h?.close();
   });
 
   it('redacts every token a walk through invitation, sign-in and reset created, used or not', async () => {

@@ -9,7 +9,7 @@ describe('addresses nobody serves (docs/dashboard.md)', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('answers a browser with a page in the layout, with its navigation when signed in', async () => {
     const anonymous = await fetch(`${h.url}/settings/nothing-here`, { headers: { accept: 'text/html,application/xhtml+xml' } });

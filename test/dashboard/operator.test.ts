@@ -12,7 +12,7 @@ describe('operator pages (docs/dashboard.md, "Operators")', () => {
     owner = await h.account();
     operator = await signedIn(h, null, 'operator');
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('creates an account and changes its plan, trust and state through the services the CLI uses', async () => {
     const { browser } = operator;

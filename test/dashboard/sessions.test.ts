@@ -12,7 +12,7 @@ describe('dashboard sessions (docs/dashboard.md, "Sessions")', () => {
     h = await startHarness({}, { signInLocks: { perAddress: { short: 4, long: 100 }, freeFailures: 100 } });
     owner = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('sets a password through the invitation link once, then signs in with it', async () => {
     const issued = await h.services.users.invite({ accountId: owner.account.account_id, email: 'New.Owner@Example.test', role: 'owner' });
@@ -191,7 +191,7 @@ describe('session lifetimes and https cookies', () => {
     h = await startHarness({ TOLLWATCH_SESSION_IDLE: '1', TOLLWATCH_SESSION_MAX: '3', TOLLWATCH_PUBLIC_URL: 'https://tollwatch.test', TOLLWATCH_AUDIENCE: 'https://tollwatch.test/api' });
     owner = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

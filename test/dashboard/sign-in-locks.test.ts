@@ -28,8 +28,8 @@ describe('sign-in locks (docs/dashboard.md, "Sign-in")', () => {
     owner = await h.account();
   });
   afterAll(async () => {
-    await h.close();
-    await catcher.close();
+    await h?.close();
+    await catcher?.close();
   });
 
   it('refuses the right password too once an email is locked, from any address, and tells the owner once', async () => {

@@ -32,7 +32,7 @@ describe('attacker text shown as it is (docs/dashboard.md, "Security")', () => {
     uuid = event.event_uuid as string;
     expect((await postEvent(owner, event)).status).toBe(201);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('escapes them the same way everywhere, as the CLI does', () => {
     expect(visibleText(SPOOFS.sip_user_agent)).toBe('friendly\\u202eresu-lanigiro');

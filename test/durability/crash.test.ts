@@ -18,7 +18,7 @@ describe('crash safety', () => {
   });
   afterAll(async () => {
     await server?.stop('SIGKILL');
-    await database.drop();
+    await database?.drop();
   });
 
   it('keeps every acknowledged event through three SIGKILLs under load', async () => {

@@ -30,7 +30,7 @@ describe('the fold through crashes', () => {
   afterAll(async () => {
     child?.kill('SIGKILL');
     await store?.close();
-    await database.drop();
+    await database?.drop();
   });
 
   it('ends with the aggregates a rebuild makes, wherever SIGKILL lands', async () => {

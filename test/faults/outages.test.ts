@@ -1,63 +1,50 @@
-import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { sampleEvent } from '../support/harness.ts';
-import { redisUnreachable, TEST_REDIS_URL } from '../support/redis.ts';
+import { privateClusterMissing, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.ts';
+import { privateRedis, redisServerMissing, redisUnreachable, type PrivateRedis } from '../support/redis.ts';
 import { contributorToken, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
-import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 /**
- * Stops and starts the machine's PostgreSQL and Redis under load. It runs alone (its own vitest
- * project, after the others), because it takes the shared servers away.
+ * Stops and starts PostgreSQL and Redis under load: a cluster and a redis-server of this test's
+ * own, on free ports, never the machine's (others use those: a test that stopped them cut
+ * their connections, and brought Redis back without its persistence). Runs in the outages
+ * project, one file at a time, since it loads the machine.
  */
-const cluster = (() => {
-  try {
-    return readdirSync('/etc/postgresql')[0];
-  } catch {
-    return undefined;
-  }
-})();
-const canControl = cluster !== undefined && spawnSync('which', ['pg_ctlcluster']).status === 0;
-if (!canControl) {
-  const why = 'pg_ctlcluster is not available to stop and start PostgreSQL';
-  if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(why);
-  console.warn(`*** outage tests SKIPPED: ${why} ***`);
-}
-
-function postgres(action: 'stop' | 'start') {
-  if (action === 'start' && spawnSync('pg_isready', ['-h', '127.0.0.1', '-q']).status === 0) return;
-  const run = spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', cluster!, 'main', action, ...(action === 'stop' ? ['-m', 'fast'] : [])], { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`pg_ctlcluster ${action}: ${run.stderr}`);
-}
-
-function redis(action: 'stop' | 'start') {
-  if (action === 'stop') spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'shutdown', 'nosave']);
-  else spawnSync('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', '6379', '--save', '', '--appendonly', 'no']);
+const missing = privateClusterMissing() ?? (redisServerMissing ? 'no redis-server binary to start a private Redis' : undefined);
+if (missing) {
+  if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(`outage tests cannot run: ${missing}`);
+  console.warn(`*** outage tests SKIPPED: ${missing} ***`);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.skipIf(!canControl)('store and Redis outages under load, two instances', () => {
-  let database: TestDatabase;
+describe.skipIf(missing !== undefined)('store and Redis outages under load, two instances', () => {
+  let cluster: PrivateCluster;
+  let redis: PrivateRedis;
+  let databaseUrl: string;
   let server: ServerProcess;
   let second: ServerProcess;
   let token: string;
 
+  const postgres = (action: 'stop' | 'start') => (action === 'stop' ? cluster.stop() : cluster.start());
+
   beforeAll(async () => {
-    database = await freshDatabase();
-    server = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL });
-    second = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL });
-    token = await contributorToken(server, database.url);
+    // Two instances' pools, their LISTEN connections, the CLI and this test's own client.
+    cluster = await startPrivateCluster({ maxConnections: 100 });
+    redis = await privateRedis();
+    databaseUrl = cluster.adminUrl;
+    server = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
+    second = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
+    token = await contributorToken(server, databaseUrl);
   });
   afterAll(async () => {
-    postgres('start');
-    if (await redisUnreachable()) redis('start');
     await server?.stop();
     await second?.stop();
-    await database?.drop();
+    await redis?.stop();
+    cluster?.remove();
   });
 
   it('loses no acknowledged event across a PostgreSQL stop and start, answers 503 meanwhile, and recovers within 5 s', async () => {
@@ -113,7 +100,7 @@ describe.skipIf(!canControl)('store and Redis outages under load, two instances'
     expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
 
     // Every acknowledged event is in the store.
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
       const { rows } = await client.query<{ event_uuid: string }>('select event_uuid from events');
@@ -171,7 +158,7 @@ describe.skipIf(!canControl)('store and Redis outages under load, two instances'
     // Nor a fault logged as one: a store outage is a warning, never "unhandled error".
     const faults = [...server.logged.slice(loggedBefore[0]), ...second.logged.slice(loggedBefore[1])].filter((line) => line.includes('unhandled error'));
     expect(faults).toEqual([]);
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
       const { rows } = await client.query<{ event_uuid: string }>('select event_uuid from events');
@@ -183,15 +170,15 @@ describe.skipIf(!canControl)('store and Redis outages under load, two instances'
   });
 
   it('keeps serving while Redis is down, and shares again when it returns', async () => {
-    redis('stop');
+    await redis.stop();
     await sleep(300);
     for (let i = 0; i < 20; i++) {
       const res = await fetch(`${server.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } });
       expect([200, 404]).toContain(res.status);
       expect(rateLimitOf(res)?.quota).toBe(3600);
     }
-    redis('start');
-    for (let i = 0; i < 100 && (await redisUnreachable()); i++) await sleep(100);
+    await redis.start();
+    for (let i = 0; i < 100 && (await redisUnreachable(redis.url)); i++) await sleep(100);
     await sleep(2500);
     const res = await fetch(`${server.url}/api/phone-numbers/100`, { headers: { authorization: `Bearer ${token}` } });
     expect([200, 404]).toContain(res.status);

@@ -24,7 +24,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
     h = await startHarness();
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const lookup = (authorization?: string) =>
     fetch(`${h.url}/api/phone-numbers/100`, { headers: authorization ? { authorization } : {} });

@@ -24,7 +24,7 @@ describe('POST /api/events/batch', () => {
     await h.services.plans.save({ name: 'batchy', maySubmit: true, lookups: { limit: 100_000, windowSeconds: 3600 }, submissions: { limit: 1500, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1e9, windowSeconds: 3600 } });
     owner = await h.account({ plan: 'batchy' });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('stores each valid event, refuses each bad one, and answers every outcome in order', async () => {
     const existing = sampleEvent();
@@ -224,7 +224,7 @@ describe('bulk lookups', () => {
     who = await h.account();
     expect((await postEvent(who, sampleEvent({ called_number: '0046812118532', source_ip: '203.0.113.5' }))).status).toBe(201);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const bulk = (path: string, body: unknown) =>
     who.api(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -26,8 +26,8 @@ describe('a connection reset mid-body', () => {
     port = (logged.server.address() as { port: number }).port;
   });
   afterAll(async () => {
-    await logged.close();
-    await h.close();
+    await logged?.close();
+    await h?.close();
   });
 
   /** Sends the head and part of a body that announces more, then resets the connection. */

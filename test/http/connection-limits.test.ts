@@ -77,7 +77,7 @@ describe('connection limits per address and overall (docs/operations.md, "Connec
     // The server sees every close before the next test counts.
     await eventually('the server to see every connection closed', () => new Promise<number>((resolve) => h.app.server.getConnections((_, n) => resolve(n))), (n) => n === 0);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('one address holds no more than its cap: further connections from it are closed at once, others get in', async () => {
     const attacker: Held[] = [];

@@ -25,8 +25,8 @@ describe('WORKERS=2: two processes on one port', () => {
     server = await startServerProcess({ DATABASE_URL: database.url, WORKERS: '2' });
   });
   afterAll(async () => {
-    await server.stop();
-    await database.drop();
+    await server?.stop();
+    await database?.drop();
   });
 
   it('serves, and counts a rate limit across both workers (the primary keeps the counters)', async () => {
@@ -102,8 +102,8 @@ describe('WORKERS=2 with a retention: maintenance survives the death of its work
     server = await startServerProcess({ DATABASE_URL: database.url, WORKERS: '2', TOLLWATCH_RETENTION_DAYS: '1' });
   });
   afterAll(async () => {
-    await server.stop();
-    await database.drop();
+    await server?.stop();
+    await database?.drop();
   });
 
   it('hands maintenance to a live worker, which applies the retention at once', async () => {
@@ -140,8 +140,8 @@ describe('DATABASE_READ_URL: lookups read the replica', () => {
     h = await startHarness({ DATABASE_READ_URL: replica.url });
   });
   afterAll(async () => {
-    await h.close();
-    await replica.drop();
+    await h?.close();
+    await replica?.drop();
   });
 
   it('sends lookups to the read URL and everything else to the primary', async () => {

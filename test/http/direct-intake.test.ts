@@ -21,8 +21,8 @@ describe('single events submitted ahead of Fastify', () => {
     full = await startHarness({ DATABASE_URL: direct.config.databaseUrl, TOLLWATCH_DIRECT_INTAKE: 'off' }, { metrics: new PrometheusMetrics() });
   });
   afterAll(async () => {
-    await full.close();
-    await direct.close();
+    await full?.close();
+    await direct?.close();
   });
 
   /** Status, headers but the date and the allowance left, and the parsed body. */
@@ -164,7 +164,7 @@ describe('single events submitted ahead of Fastify', () => {
       owner = await direct.account();
       token = await admittedToken(owner);
     });
-    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    afterAll(() => new Promise<void>((resolve) => void (server?.close(() => resolve()) ?? resolve())));
 
     async function send(init: RequestInit & { path?: string } = {}) {
       const headers = new Headers(init.headers);

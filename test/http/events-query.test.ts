@@ -29,7 +29,7 @@ describe('querying one’s own events (docs/api.md §8)', () => {
       expect((await postEvent(owner, event)).status).toBe(201);
     }
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const page = async (query: string): Promise<Page> => {
     const res = await owner.api(`/api/events${query}`);
@@ -202,7 +202,7 @@ describe('a called number that names no number (docs/api.md §5, §8)', () => {
     h = await startHarness();
     owner = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('is an exact filter for every value an event can hold, and NOT_FOUND is never a number or a user agent', async () => {
     // What a real node sends when the probe lacked a field (test/fixtures/sentrypeer_json.log),
@@ -236,7 +236,7 @@ describe('reading one’s own events is metered (docs/api.md §8, §9)', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('counts pages and single events against the plan’s own event-read allowance, then 429', async () => {
     await h.services.plans.save({
@@ -327,7 +327,7 @@ describe('a range of source addresses (docs/api.md §8)', () => {
       expect((await postEvent(owner, sampleEvent({ source_ip, event_timestamp: `2026-11-21 10:00:${String(10 + i).padStart(2, '0')}` }))).status).toBe(201);
     }
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const sources = async (range: string, limit = 100) => {
     const seen: string[] = [];

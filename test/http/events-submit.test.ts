@@ -22,7 +22,7 @@ describe('POST /api/events (docs/api.md §5)', () => {
     h = await startHarness();
     owner = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('201 with a thanks message and a Location, once committed', async () => {
     const event = sampleEvent();

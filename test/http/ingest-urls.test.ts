@@ -114,7 +114,7 @@ describe('node ingest URLs (docs/api.md §11)', () => {
     owner = await h.account();
     doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as OpenApi;
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('takes the stock node’s recorded request, byte for byte, and the account reads the event; a replay is 200', async () => {
     const issued = await newUrl();
@@ -357,8 +357,8 @@ describe('logs never hold an ingest secret', () => {
     ({ url, lines } = logged);
   });
   afterAll(async () => {
-    await logged.close();
-    await h.close();
+    await logged?.close();
+    await h?.close();
   });
 
   it('redacts the secret from request lines, whatever the answer', async () => {

@@ -33,7 +33,7 @@ describe('per-plan rate limits (docs/api.md §9)', () => {
       eventReads: { limit: 1e9, windowSeconds: 3600 },
     });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('counts lookups per account; the tester plan gets 5 per hour, then 429 with Retry-After', async () => {
     const tester = await h.account({ plan: 'tester' });
@@ -176,7 +176,7 @@ describe('failed authentication is slowed, then refused (docs/api.md §2)', () =
     h = await startHarness({}, { throttle: { perAddress: 6, perClient: 1000, freeFailures: 3, delayStepMs: 50, maxDelayMs: 200 } });
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('answers failures beyond the free ones later, then 429 for the address; valid credentials from it still work', async () => {
     for (let i = 1; i <= 6; i++) {
@@ -507,7 +507,7 @@ describe('hardening', () => {
     h = await startHarness({ TOLLWATCH_REQUEST_TIMEOUT: '1' });
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('sends security headers on API and token answers: the strict policy of a JSON API', async () => {
     for (const res of [await who.api('/api/phone-numbers/100'), await fetch(`${h.url}/oauth/token`, { method: 'POST' })]) {

@@ -21,7 +21,7 @@ describe('lookup freshness', () => {
   afterAll(async () => {
     await second.app.close();
     await second.services.close();
-    await first.close();
+    await first?.close();
   });
 
   /** A request to the second instance with a token of an account made on the first. */

@@ -23,7 +23,7 @@ describe('lookups (docs/api.md §7)', () => {
     // The caller reads what another account stored: once folded in (docs/api.md §7).
     await h.settled();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const number = (value: string, who = caller) => who.api(`/api/phone-numbers/${encodeURIComponent(value)}`);
 
@@ -149,7 +149,7 @@ describe('who sees what (docs/api.md §6)', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it("account B never sees account A's number, address or event, not even through the same uuid", async () => {
     const a = await h.account();

@@ -107,7 +107,7 @@ describe('GET /metrics: what moves when requests are made', () => {
     h = await startHarness({}, { metrics: new PrometheusMetrics(), throttle: { perClient: 2, freeFailures: 1000 } });
     owner = await h.account({ plan: 'contributor' });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('answers the Prometheus text format, every family typed, with the process metrics and the security headers', async () => {
     const res = await fetch(`${h.url}/metrics`);
@@ -292,7 +292,7 @@ describe('GET /metrics with TOLLWATCH_METRICS_TOKEN', () => {
   beforeAll(async () => {
     h = await startHarness({ TOLLWATCH_METRICS_TOKEN: token }, { metrics: new PrometheusMetrics() });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('answers 401 with a Bearer challenge without the token, or with a wrong one', async () => {
     const missing = await fetch(`${h.url}/metrics`);
@@ -355,8 +355,8 @@ describe.skipIf(redisServerMissing)('GET /metrics with Redis: coordination healt
     h = await startHarness({ REDIS_URL: redis.url }, { metrics: new PrometheusMetrics() });
   });
   afterAll(async () => {
-    await h.close();
-    await redis.stop();
+    await h?.close();
+    await redis?.stop();
   });
 
   it('is 1 while Redis answers, 0 once it is gone, and 1 again when it is back', async () => {

@@ -27,7 +27,7 @@ describe.skipIf(Boolean(redisProblem))('several instances on one PostgreSQL and 
   afterAll(async () => {
     await b.app.close();
     await b.services.close();
-    await a.close();
+    await a?.close();
   });
 
   const on = (h: Harness, path: string, token: string) => fetch(`${h.url}${path}`, { headers: { authorization: `Bearer ${token}` } });

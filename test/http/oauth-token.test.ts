@@ -21,7 +21,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     h = await startHarness();
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const valid = () => ({
     client_id: who.clientId,

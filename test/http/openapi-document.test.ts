@@ -21,7 +21,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
     who = await h.account();
     doc = (await (await fetch(`${h.url}/api/openapi.json`)).json()) as Doc;
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const operations = () =>
     Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation })));

@@ -83,7 +83,7 @@ describe('the OpenAPI event schemas say what the server accepts (docs/api.md §5
     addFormats.default(ajv);
     acceptedBySchema = ajv.compile(schemas.HoneypotEvent!);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('HoneypotEvent lists exactly the table’s fields, in order, all required', () => {
     const schema = schemas.HoneypotEvent!;

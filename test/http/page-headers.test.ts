@@ -23,7 +23,7 @@ describe('security headers on every page outside /api (docs/api.md §1)', () => 
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const get = (path: string, init: RequestInit = {}) => fetch(`${h.url}${path}`, { redirect: 'manual', ...init });
 

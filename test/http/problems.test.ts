@@ -10,7 +10,7 @@ describe('problem types and methods (docs/api.md §4)', () => {
     h = await startHarness();
     who = await h.account();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('gives every problem an absolute type that leads to its section of a served page', async () => {
     const res = await fetch(`${h.url}/api/phone-numbers/100`);

@@ -46,7 +46,7 @@ describe('access changes reach another instance at once, without Redis', () => {
   afterAll(async () => {
     await b.app.close();
     await b.services.close();
-    await a.close();
+    await a?.close();
   });
 
   /** An account whose token B has honoured, so B holds its client in cache. */

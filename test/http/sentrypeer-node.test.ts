@@ -46,7 +46,7 @@ describe('the public SentryPeer node, replayed as recorded', () => {
       created_at: new Date().toISOString(),
     });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('gets a token, posts events, and survives its own 401 retry path', async () => {
     const recorded = recordedRequests();

@@ -47,7 +47,7 @@ describe('scores, range lookups and feeds (docs/api.md §7, §13, §14)', () => 
     }
     await h.settled();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const json = async (res: Response) => (await res.json()) as Record<string, any>;
   const number = (who: TestAccount, value: string) => who.api(`/api/phone-numbers/${encodeURIComponent(value)}`);

@@ -19,7 +19,7 @@ describe('range lookups and feeds never reveal another account’s data, as a pr
     h = await startHarness();
     await saveUnlimitedPlan(h, 'fuzz');
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('each account sees exactly the shared data set and its own', async () => {
     const scenario = fc.record({

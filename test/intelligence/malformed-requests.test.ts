@@ -19,7 +19,7 @@ describe('generated malformed range lookups and feed queries', () => {
     h = await startHarness();
     who = await h.account({ plan: await saveUnlimitedPlan(h, 'fuzz') });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('a range prefix answers 200 for 5 hex digits and 400 invalid_range_prefix for anything else', async () => {
     const token = await who.token();

@@ -40,7 +40,7 @@ describe('Tollwatch.rangeLookup and tollwatch lookup --private', () => {
     env = { TOLLWATCH_URL: h.url, TOLLWATCH_CLIENT_ID: who.clientId, TOLLWATCH_CLIENT_SECRET: who.clientSecret };
     expect((await postEvent(who, sampleEvent({ called_number: '0046812118532' }))).status).toBe(201);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('finds a number seen, in any written form, without sending it', async () => {
     const urls: string[] = [];

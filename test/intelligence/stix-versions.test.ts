@@ -56,7 +56,7 @@ describe('STIX indicators across polls', () => {
     }
     await h.settled();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('a second poll after new events: created kept, changed objects a later modified, the others the same', async () => {
     const before = { numbers: await poll('phone-numbers'), addresses: await poll('ip-addresses') };

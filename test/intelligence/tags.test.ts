@@ -25,7 +25,7 @@ describe('scanner tags in answers, feeds and alerts', () => {
     expect((await postEvent(who, sampleEvent({ source_ip: UNTAGGED, sip_user_agent: 'Asterisk PBX 18', event_timestamp: ago(3) }))).status).toBe(201);
     await h.settled();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('an address’s answer names the tools of its User-Agents, and keeps the agents', async () => {
     const tagged = (await (await who.api(`/api/ip-addresses/${TAGGED}`)).json()) as Record<string, any>;

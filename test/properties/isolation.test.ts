@@ -27,7 +27,7 @@ describe('cross-account isolation, as a property', () => {
     h = await startHarness();
     await saveUnlimitedPlan(h, 'fuzz');
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('no answer ever reveals another account’s private data', async () => {
     const scenario = fc.record({

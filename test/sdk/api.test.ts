@@ -15,7 +15,7 @@ describe('SDK operations', () => {
     h = await startHarness();
     unlimited = await saveUnlimitedPlan(h);
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('submits an event, and the same event again as a replay: both succeed, one is stored', async () => {
     const { client } = sdkFor(h, await h.account());

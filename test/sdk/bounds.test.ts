@@ -27,7 +27,7 @@ describe('SDK call bounds', () => {
     await proxy?.close();
     proxy = undefined;
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('a lookup to a server that never answers fails with DeadlineExceededError at the default deadline', async () => {
     proxy = await startAnsweringProxy(h.url, (r) => (r.path.startsWith('/api/') ? 'hang' : 'forward'));

@@ -24,7 +24,7 @@ describe('SDK retries', () => {
     await proxy?.close();
     proxy = undefined;
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('waits out a 503 for its Retry-After, then succeeds', async () => {
     let refused = 0;

@@ -11,7 +11,7 @@ describe('SDK tokens', () => {
     // The shortest lifetime the server allows, so renewal happens within a test's clock.
     h = await startHarness({ TOLLWATCH_TOKEN_TTL: '60' });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('fetches one token, shares it among concurrent requests, and caches it', async () => {
     const { client, counts } = sdkFor(h, await h.account());

@@ -27,7 +27,7 @@ describe('folding events into the lookup aggregates', () => {
     repo = new SqlEventsRepository(h.services.database.db, h.services.database.ingestWrites);
   });
   afterAll(async () => {
-    await h.close();
+    await h?.close();
   });
 
   it('counts stored events only once folded, and exactly as a rebuild from the events would', async () => {

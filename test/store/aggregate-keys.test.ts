@@ -11,7 +11,7 @@ describe('the lookup aggregates’ keys', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('come in pages covering every key, and the count is never below the rows kept, deleted ones included', async () => {
     const fleet = (await h.account({ trusted: true })).account.account_id;

@@ -9,7 +9,7 @@ describe('rebuilding aggregates from events', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   const snapshot = () => aggregateSnapshot(h.services.database.db);
 

@@ -16,8 +16,8 @@ describe('the audit trail, read back', () => {
     audit = new SqlAuditTrail(database.db);
   });
   afterAll(async () => {
-    await database.close();
-    await store.drop();
+    await database?.close();
+    await store?.drop();
   });
 
   it('lists the newest entries first, optionally for one account, typed and with detail parsed', async () => {

@@ -22,8 +22,8 @@ describe.runIf(TEST_STORE === 'sqlite')('background writers on a SQLite file', (
   });
   afterAll(async () => {
     if (holder.inTransaction) holder.exec('rollback');
-    holder.close();
-    await h.close();
+    holder?.close();
+    await h?.close();
   });
 
   /** Runs `write` while another connection holds the write lock: what settled first. */

@@ -27,7 +27,7 @@ describe.skipIf(TEST_STORE !== 'postgres')('access-change notices through Postgr
   afterAll(async () => {
     await admin.end();
     await pool.end();
-    await store.drop();
+    await store?.drop();
   });
 
   const listenerPids = async () =>

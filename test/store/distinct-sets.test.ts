@@ -20,7 +20,7 @@ describe('distinct sets', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('keep the shared scope’s pairs by number alone, with exact distinct counts, as a rebuild does', async () => {
     const fleet = (await h.account({ trusted: true })).account.account_id;

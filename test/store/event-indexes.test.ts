@@ -14,7 +14,7 @@ describe('the events’ query indexes, set aside for a bulk import (src/store/ev
     asMigrated = await eventIndexDefinitions(database.db);
     await database.close();
   });
-  afterAll(() => store.drop());
+  afterAll(() => store?.drop());
 
   it('names the indexes the migrations made', () => {
     for (const { name } of EVENT_QUERY_INDEXES) expect(asMigrated).toHaveProperty(name);

@@ -21,7 +21,7 @@ describe('the fold keeps the rows it wrote (fold-row-cache.ts)', () => {
     await h.services.aggregateFolder.stop();
   });
   afterAll(async () => {
-    await h.close();
+    await h?.close();
   });
 
   /** The store, with its reads of aggregate rows counted by table. */

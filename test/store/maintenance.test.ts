@@ -13,7 +13,7 @@ describe('retention and partitions', () => {
   beforeAll(async () => {
     h = await startHarness();
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('removes events older than the retention, keeps the rest, and recomputes the aggregates they counted in', async () => {
     const { db, caps } = h.services.database;

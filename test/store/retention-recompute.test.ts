@@ -38,7 +38,7 @@ describe('retention recomputes only the keys of the events it removes', () => {
     ];
   });
   afterAll(async () => {
-    await h.close();
+    await h?.close();
   });
 
   /** The count of rebuilds of the aggregates, which every process watches to forget what it keeps. */

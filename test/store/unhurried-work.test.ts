@@ -28,8 +28,8 @@ describe.skipIf(TEST_STORE !== 'postgres')('work that takes longer than a reques
     database = await openDatabase(store.url, { queryTimeoutMs: QUERY_TIMEOUT_MS });
   });
   afterAll(async () => {
-    await database.close();
-    await store.drop();
+    await database?.close();
+    await store?.drop();
   });
 
   /** Locks a table from another connection; resolves once the lock is held, with its release. */

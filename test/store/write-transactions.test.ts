@@ -24,9 +24,9 @@ describe.skipIf(TEST_STORE !== 'sqlite')('a transaction that reads before it wri
     other = new SQLiteDatabase(storeFilePath(store.url)!, { timeout: 0 });
   });
   afterAll(async () => {
-    other.close();
-    await database.close();
-    await store.drop();
+    other?.close();
+    await database?.close();
+    await store?.drop();
   });
 
   it('commits its write, and another connection that wrote in between waits for it', async () => {

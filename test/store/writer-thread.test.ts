@@ -25,7 +25,7 @@ describe.skipIf(TEST_STORE !== 'sqlite')('the SQLite writer thread', () => {
     reader = new SqlEventsRepository(database.db, database.ingestWrites);
   });
   afterAll(async () => {
-    await database.close();
+    await database?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -19,6 +19,10 @@ export interface PrivateCluster {
    * replica's `postgres` database; remove() stops it too.
    */
   startReplica(): Promise<string>;
+  /** Stops it as an operator's fast shutdown does (`pg_ctl stop -m fast`): open connections are cut. */
+  stop(): void;
+  /** Starts it again on the same port and files. */
+  start(): void;
   /** Stops it at once and removes its files. */
   remove(): void;
 }
@@ -41,7 +45,19 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startPrivateCluster(): Promise<PrivateCluster> {
+/** Whether this process may run clusters of its own: root (they run as `postgres`), with the server binaries. */
+export function privateClusterMissing(): string | undefined {
+  if (process.getuid?.() !== 0) return 'a private PostgreSQL cluster needs root (it runs as the postgres user)';
+  try {
+    binaries();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return undefined;
+}
+
+/** `maxConnections`: several server processes and their pools need more than the default 30. */
+export async function startPrivateCluster({ maxConnections = 30 }: { maxConnections?: number } = {}): Promise<PrivateCluster> {
   const bin = binaries();
   const dir = mkdtempSync(join(tmpdir(), 'tollwatch-cluster-'));
   const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }));
@@ -49,10 +65,11 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
   chownSync(dir, uid, gid);
   const data = join(dir, 'data');
   const port = await freePort();
+  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c shared_buffers=16MB -c max_connections=${maxConnections}`;
+  const start = () => asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
   try {
     asPostgres(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-    const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c shared_buffers=16MB -c max_connections=30`;
-    asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+    start();
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
@@ -70,6 +87,10 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
       asPostgres(join(bin, 'pg_ctl'), ['-D', replicaData, '-o', options, '-l', join(dir, `replica-${replicas.length}.log`), '-w', '-t', '60', 'start']);
       return `postgres://postgres@127.0.0.1:${replicaPort}/postgres`;
     },
+    stop() {
+      asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+    },
+    start,
     remove() {
       try {
         for (const replica of replicas) {

@@ -107,7 +107,7 @@ describe('TAXII 2.1 server', () => {
     reader = await h.account({ plan, permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     contributor = await h.account({ plan });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('discovery, the API root and the collections carry what TAXII 2.1 requires, in its media type', async () => {
     const discovery = await taxii(reader, '/taxii2/');
@@ -351,7 +351,7 @@ describe('TAXII 2.1 revocation', () => {
     fleet = await h.account({ trusted: true });
     reader = await h.account({ permissions: ['read:phone-numbers'] });
   });
-  afterAll(() => h.close());
+  afterAll(() => h?.close());
 
   it('revokes an indicator whose score falls below the threshold, and a value that scores again is a new object', async () => {
     const number = '+4681355555';
