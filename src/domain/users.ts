@@ -60,6 +60,13 @@ export interface UsersRepository {
   useInvitation(tokenHash: string, at: string): Promise<boolean>;
   /** Marks every unused link of a user used: a new link replaces the old ones. */
   retireInvitations(userId: string, at: string): Promise<void>;
+  /**
+   * A stand-in: what an account's list shows of an invitation of an address a user elsewhere
+   * has. Never signed in with, never mailed; `setRole` and `setDisabled` change it as a user.
+   */
+  insertStandIn(standIn: User & { account_id: string }): Promise<void>;
+  findStandIn(userId: string): Promise<User | undefined>;
+  listStandIns(accountId: string): Promise<User[]>;
 }
 
 /** Ends a user's sessions; the sessions service, given here so that users.ts needs no session code. */
@@ -267,7 +274,11 @@ export class UsersService {
   }
 
   async setDisabled(userId: string, disabled: boolean, actor = 'operator'): Promise<UserView> {
-    const user = await this.getUser(userId);
+    return this.changeDisabled(await this.getUser(userId), disabled, actor);
+  }
+
+  private async changeDisabled(user: User, disabled: boolean, actor: string): Promise<UserView> {
+    const userId = user.user_id;
     await this.repo.setDisabled(userId, disabled);
     // At once, not at the sessions' expiry: a disabled user is signed out everywhere.
     if (disabled) await this.endSessions(userId);
@@ -282,9 +293,10 @@ export class UsersService {
    * that refuses it leaves nothing behind (`mail_unavailable`, and a retry starts afresh).
    *
    * An address that already belongs to a user of another account (or an operator) is answered
-   * as any other where mail is sent, so the form never tells an owner whether an address has an
-   * account here; that user is mailed that someone tried, and nothing is stored. Where no mail is
-   * sent the link must be shown, and there is none to show for them: refused as taken.
+   * as any other where mail is sent, and listed as invited (a stand-in), so neither the form nor
+   * the list tells an owner whether an address has an account here; that user is mailed that
+   * someone tried, and is given nothing. Where no mail is sent the link must be shown, and there
+   * is none to show for them: refused as taken.
    */
   async inviteTeammate(owner: User, input: { email: string; role: string }): Promise<TeammateInvitation> {
     const role = teammateRole(input.role);
@@ -293,7 +305,8 @@ export class UsersService {
     const existing = await this.repo.findUserByEmail(user.email);
     const token = newLinkToken();
     const expires_at = new Date(this.now().getTime() + INVITATION_TTL_MS).toISOString();
-    if (existing && (existing.account_id === owner.account_id || !this.mailer?.configured)) throw emailTaken();
+    const team = await this.team(owner.account_id);
+    if (team.some((u) => u.email === user.email) || (existing && !this.mailer?.configured)) throw emailTaken();
     if (existing) {
       await this.mailOrRefuse({
         to: existing.email,
@@ -305,6 +318,10 @@ export class UsersService {
           'If you want to join theirs, ask them to invite another of your addresses. If you do not know them, ignore this mail.',
         ].join('\n'),
       });
+      // Listed as invited, as an unknown address would be; it gives nobody anything.
+      const standIn = { ...user, account_id: owner.account_id };
+      await this.repo.insertStandIn(standIn);
+      await this.record('user.invited', `user:${owner.user_id}`, standIn, { role });
       return { email: user.email, expires_at, mailed: true };
     }
     if (!this.mailer?.configured) {
@@ -347,16 +364,22 @@ export class UsersService {
   /** An owner removes a teammate: disabled (signed out everywhere at once), kept for the audit trail. */
   async removeTeammate(owner: User, userId: string): Promise<UserView> {
     const teammate = await this.teammateOf(owner, userId);
-    return this.setDisabled(teammate.user_id, true, `user:${owner.user_id}`);
+    return this.changeDisabled(teammate, true, `user:${owner.user_id}`);
   }
 
   /** Another user of the owner's own account; `not_found` for anyone else, the owner included. */
   private async teammateOf(owner: User, userId: string): Promise<User> {
-    const user = await this.repo.findUser(userId);
+    const user = (await this.repo.findUser(userId)) ?? (await this.repo.findStandIn(userId));
     if (owner.role !== 'owner' || !user || user.account_id === null || user.account_id !== owner.account_id || user.user_id === owner.user_id) {
       throw new ServiceError('not_found', 'no such teammate');
     }
     return user;
+  }
+
+  /** An account's users as its own pages list them: its invitations of addresses elsewhere among them, as invited. */
+  async team(accountId: string): Promise<UserView[]> {
+    const [users, standIns] = await Promise.all([this.repo.listUsers(accountId), this.repo.listStandIns(accountId)]);
+    return [...users, ...standIns].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.user_id.localeCompare(b.user_id)).map(viewOf);
   }
 
   async list(accountId: string | null): Promise<UserView[]> {

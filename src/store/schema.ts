@@ -23,6 +23,7 @@ export interface Schema {
   ingest_urls: IngestUrlsTable;
   users: UsersTable;
   user_invitations: UserInvitationsTable;
+  invitation_stand_ins: InvitationStandInsTable;
   user_sessions: UserSessionsTable;
   fold_state: FoldStateTable;
   integrations: IntegrationsTable;
@@ -241,6 +242,19 @@ export interface UsersTable {
   role: string;
   /** `scrypt$N$r$p$salt$key` (src/domain/passwords.ts); NULL until an invitation is used. */
   password_hash: string | null;
+  disabled: Flag;
+  created_at: string;
+}
+
+/**
+ * An owner's invitation of an address a user elsewhere has (migration 025): listed as invited in
+ * the owner's account, like any invitation, and nothing more.
+ */
+export interface InvitationStandInsTable {
+  user_id: string;
+  account_id: string;
+  email: string;
+  role: string;
   disabled: Flag;
   created_at: string;
 }

@@ -33,12 +33,33 @@ export class SqlUsersRepository implements UsersRepository, SessionsRepository {
 
   async setDisabled(userId: string, disabled: boolean): Promise<boolean> {
     const result = await this.db.updateTable('users').set({ disabled: disabled ? 1 : 0 }).where('user_id', '=', userId).executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    if (result.numUpdatedRows > 0n) return true;
+    const standIn = await this.db.updateTable('invitation_stand_ins').set({ disabled: disabled ? 1 : 0 }).where('user_id', '=', userId).executeTakeFirst();
+    return standIn.numUpdatedRows > 0n;
   }
 
   async setRole(userId: string, role: UserRole): Promise<boolean> {
     const result = await this.db.updateTable('users').set({ role }).where('user_id', '=', userId).executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    if (result.numUpdatedRows > 0n) return true;
+    const standIn = await this.db.updateTable('invitation_stand_ins').set({ role }).where('user_id', '=', userId).executeTakeFirst();
+    return standIn.numUpdatedRows > 0n;
+  }
+
+  async insertStandIn(standIn: User & { account_id: string }): Promise<void> {
+    await this.db
+      .insertInto('invitation_stand_ins')
+      .values({ user_id: standIn.user_id, account_id: standIn.account_id, email: standIn.email, role: standIn.role, disabled: standIn.disabled ? 1 : 0, created_at: standIn.created_at })
+      .execute();
+  }
+
+  async findStandIn(userId: string): Promise<User | undefined> {
+    const row = await this.db.selectFrom('invitation_stand_ins').selectAll().where('user_id', '=', userId).executeTakeFirst();
+    return row && toUser({ ...row, password_hash: null });
+  }
+
+  async listStandIns(accountId: string): Promise<User[]> {
+    const rows = await this.db.selectFrom('invitation_stand_ins').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('user_id').execute();
+    return rows.map((row) => toUser({ ...row, password_hash: null }));
   }
 
   async setPasswordHash(userId: string, hash: string): Promise<void> {

@@ -77,32 +77,54 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     expect((await h.services.users.getUser(other.user_id)).disabled).toBe(false);
   });
 
-  it("answers an address another account's user (or an operator) has as any other, mails that user, and stores nothing", async () => {
+  it("answers and lists an address another account's user (or an operator) has as any other, mails that user, and gives nothing away", async () => {
     const elsewhere = await h.account();
     const { email: theirs, user: them } = await signedIn(h, elsewhere.account.account_id, 'member');
     const { email: operator } = await signedIn(h, null, 'operator');
-    const shown = async (email: string) => {
-      await page.get('/settings/account');
-      const posted = await page.post('/settings/account/users', { email, role: 'member' });
+    // Each invitation from an account of its own, so the pages differ only by the address.
+    const invitedBy = async (email: string) => {
+      const account = await h.account();
+      const { browser, email: ownerEmail } = await signedIn(h, account.account.account_id);
+      await browser.get('/settings/account');
+      const posted = await browser.post('/settings/account/users', { email, role: 'member' });
       expect(posted.status, email).toBe(303);
-      const text = (await page.get(posted.location!)).text;
-      return /<p class="notice" role="status">An invitation[^]*?<\/p>/.exec(text)?.[0].replaceAll(email, 'ADDRESS').replace(/until [^<]+ UTC/, 'until T');
+      const normal = (text: string) =>
+        text
+          .replaceAll(email, 'ADDRESS')
+          .replaceAll(ownerEmail, 'OWNER')
+          .replaceAll(account.account.account_id, 'ACCOUNT')
+          .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, 'UUID')
+          .replace(/name="_csrf" value="[^"]+"/g, 'CSRF')
+          .replace(/\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?Z?)?/g, 'TIME')
+          .replace(/test-[a-z0-9]+/g, 'NAME');
+      const shown = normal((await browser.get(posted.location!)).text);
+      const later = normal((await browser.get('/settings/account')).text);
+      // Invited twice: "taken" either way, the address being on the account's own list.
+      expect((await browser.post('/settings/account/users', { email, role: 'owner' })).status, email).toBe(422);
+      return { shown, later, accountId: account.account.account_id, browser };
     };
-    const unknown = await shown('nobody.yet@example.test');
-    expect(unknown).toContain('An invitation is mailed to <strong>ADDRESS</strong>');
-    expect(await shown(theirs)).toBe(unknown);
-    expect(await shown(operator)).toBe(unknown);
-    // They are told, in words that do not pass on a link; nothing about them changed.
+    const unknown = await invitedBy('nobody.yet@example.test');
+    expect(unknown.shown).toContain('An invitation is mailed to <strong>ADDRESS</strong>');
+    expect(unknown.later).toMatch(/<td>ADDRESS<\/td><td>member<\/td><td>invited<\/td>/);
+    const seen = [];
+    for (const known of [theirs, operator]) {
+      seen.push(await invitedBy(known));
+      expect(seen.at(-1)!.shown, known).toBe(unknown.shown);
+      expect(seen.at(-1)!.later, known).toBe(unknown.later);
+    }
+    // Its role changed and removed as an invited teammate's is.
+    const { accountId, browser } = seen[0]!;
+    const standIn = (await h.services.users.team(accountId)).find((u) => u.email === theirs)!;
+    await browser.get('/settings/account');
+    expect((await browser.post(`/settings/account/users/${standIn.user_id}`, { role: 'owner' })).status).toBe(303);
+    await browser.get('/settings/account');
+    expect((await browser.post(`/settings/account/users/${standIn.user_id}`, { action: 'remove' })).status).toBe(303);
+    expect((await h.services.users.team(accountId)).find((u) => u.email === theirs)).toMatchObject({ role: 'owner', disabled: true, password_set: false });
+    // They are told, in words that pass on no link; nothing of theirs changed.
     const [told] = await eventually('the mail to the address that has an account', async () => mail.mails.filter((m) => m.to.includes(theirs)), (m) => m.length === 1);
     expect(bodyOf(told!.raw)).toContain('already has a Tollwatch account');
     expect(bodyOf(told!.raw)).not.toContain('/invitations/');
-    expect(await h.services.users.getUser(them.user_id)).toMatchObject({ account_id: elsewhere.account.account_id, role: 'member' });
-    const mine = await h.services.users.list(owner.account.account_id);
-    expect(mine.map((u) => u.email)).not.toContain(theirs);
-    expect(mine.map((u) => u.email)).not.toContain(operator);
-    // Of the owner's own account, it says so: the owner sees those users anyway.
-    await page.get('/settings/account');
-    expect((await page.post('/settings/account/users', { email: 'nobody.yet@example.test', role: 'member' })).status).toBe(422);
+    expect(await h.services.users.getUser(them.user_id)).toMatchObject({ account_id: elsewhere.account.account_id, role: 'member', disabled: false });
   });
 
   it('stores nothing when the mail cannot go, answers 502 and never 500, and refuses addresses mail servers refuse', async () => {

@@ -24,6 +24,7 @@ import { migration as m021 } from './021-access-version.ts';
 import { migration as m022 } from './022-shared-pairs-by-number.ts';
 import { migration as m023 } from './023-taxii-first-pass-position.ts';
 import { migration as m024 } from './024-shared-changes-log.ts';
+import { migration as m025 } from './025-invitation-stand-ins.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -56,5 +57,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '022_shared_pairs_by_number': m022(),
     '023_taxii_first_pass_position': m023(),
     '024_shared_changes_log': m024(caps),
+    '025_invitation_stand_ins': m025(),
   };
 }

@@ -91,7 +91,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
   const held = await heldView(services, request);
   const [plan, users, clients, ingestUrls] = await Promise.all([
     services.plans.find(account.plan),
-    services.users.list(account.account_id),
+    services.users.team(account.account_id),
     services.accounts.listClients(account.account_id),
     services.ingestUrls.list(account.account_id),
   ]);
