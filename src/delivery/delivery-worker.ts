@@ -74,6 +74,11 @@ function receiverOf(delivery: DueDelivery): string | undefined {
   }
 }
 
+/** The key of one account's places at one receiver. */
+function placeOf(receiver: string, accountId: string): string {
+  return `${receiver}\n${accountId}`;
+}
+
 /**
  * Works the outbox (docs/guarantees.md, "Alerts"): fans new alerts out to the subscribed,
  * confirmed integrations (suppressing a subject's alerts beyond its throttle), attempts due
@@ -216,9 +221,11 @@ export class DeliveryWorker {
       this.waitingCount += 1;
       return;
     }
-    const place = receiver === undefined ? undefined : `${receiver}\n${delivery.accountId}`;
-    if (receiver !== undefined) this.busy.add(receiver, 1);
-    if (place !== undefined) this.busyByAccount.add(place, 1);
+    const place = receiver === undefined ? undefined : placeOf(receiver, delivery.accountId);
+    if (receiver !== undefined && place !== undefined) {
+      this.busy.add(receiver, 1);
+      this.busyByAccount.add(place, 1);
+    }
     const attempt: Promise<void> = this.attempt(delivery)
       .catch((err: unknown) => this.log?.warn({ err, delivery: delivery.id }, 'alert delivery attempt not recorded'))
       .finally(() => {
@@ -234,7 +241,7 @@ export class DeliveryWorker {
   }
 
   private hasPlace(receiver: string, accountId: string): boolean {
-    return this.busy.of(receiver) < PER_RECEIVER && this.busyByAccount.of(`${receiver}\n${accountId}`) < PER_RECEIVER_ACCOUNT;
+    return this.busy.of(receiver) < PER_RECEIVER && this.busyByAccount.of(placeOf(receiver, accountId)) < PER_RECEIVER_ACCOUNT;
   }
 
   /**
@@ -249,7 +256,7 @@ export class DeliveryWorker {
     for (let i = 0; i < queue.length; i++) {
       const accountId = queue[i]!.accountId;
       if (!this.hasPlace(receiver, accountId)) continue;
-      if (chosen < 0 || this.busyByAccount.of(`${receiver}\n${accountId}`) < this.busyByAccount.of(`${receiver}\n${queue[chosen]!.accountId}`)) chosen = i;
+      if (chosen < 0 || this.busyByAccount.of(placeOf(receiver, accountId)) < this.busyByAccount.of(placeOf(receiver, queue[chosen]!.accountId))) chosen = i;
     }
     if (chosen < 0) return undefined;
     const [next] = queue.splice(chosen, 1);
