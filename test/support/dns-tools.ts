@@ -95,7 +95,7 @@ export interface Unbound {
  * stub zone per Tollwatch zone pointing at `serverPort`: the configuration docs/dns.md gives
  * operators. No DNSSEC validation (the zones are not signed) and no control socket.
  */
-export async function startUnbound(dir: string, zones: string[], serverPort: number): Promise<Unbound> {
+export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number } = {}): Promise<Unbound> {
   const port = await freeUdpPort();
   const config = join(dir, 'unbound.conf');
   writeFileSync(
@@ -117,6 +117,7 @@ export async function startUnbound(dir: string, zones: string[], serverPort: num
       // Tollwatch answers on loopback, which Unbound refuses to ask by default.
       '  do-not-query-localhost: no',
       '  module-config: "iterator"',
+      ...(options.ednsBufferSize ? [`  edns-buffer-size: ${options.ednsBufferSize}`] : []),
       ...zones.map((zone) => `  domain-insecure: "${zone}"`),
       ...zones.flatMap((zone) => ['stub-zone:', `  name: "${zone}"`, `  stub-addr: 127.0.0.1@${serverPort}`]),
       'remote-control:',
