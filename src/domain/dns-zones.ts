@@ -1,3 +1,4 @@
+import { scoringHour } from './feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type KeyFilter, type LookupKind, type LookupsRepository } from './lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from './lookup-service.ts';
 import { DEFAULT_SCORING, type ScoringSettings } from './scores.ts';
@@ -87,9 +88,8 @@ export class DnsZones {
     if (place.at === 'nothing') return this.nxDomain(zone);
     const listing = await this.listing(zone, place.key);
     if (!listing) return this.nxDomain(zone);
-    const now = this.now();
     const ttl = this.settings.ttlSeconds;
-    const a: ZoneRecord = { type: 'A', name: owner, ttl, data: listing === TEST_LISTING ? TEST_ADDRESS : listingCode(listing, now) };
+    const a: ZoneRecord = { type: 'A', name: owner, ttl, data: listing === TEST_LISTING ? TEST_ADDRESS : listingCode(listing, scoringHour(this.now())) };
     const txt: ZoneRecord = { type: 'TXT', name: owner, ttl, data: [listing === TEST_LISTING ? 'RFC 5782 test entry' : listingText(listing)] };
     const naptr: ZoneRecord[] = zone === 'numbers' ? [{ type: 'NAPTR', name: owner, ttl, data: listingNaptr(place.key, listing) }] : [];
     // ANY gets one record set (RFC 8482): the A, which carries the decision.
@@ -112,7 +112,10 @@ export class DnsZones {
     if (!seen) return undefined;
     let listing = this.listings.get(seen);
     if (!listing) {
-      listing = 'userAgents' in seen ? addressListing(seen, this.now(), this.scoring) : numberListing(seen, this.now(), this.scoring);
+      // Scored as the feeds score (at the start of the hour), so a name is listed exactly when
+      // it is in a trusted account's feed at the zone's threshold, and in the zone files.
+      const at = scoringHour(this.now());
+      listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring) : numberListing(seen, at, this.scoring);
       this.listings.set(seen, listing);
     }
     return listing.score >= this.settings.minScore ? listing : undefined;

@@ -93,9 +93,10 @@ export interface Unbound {
 /**
  * Debian's Unbound as the caching resolver a PBX would ask, on its own loopback port, with a
  * stub zone per Tollwatch zone pointing at `serverPort`: the configuration docs/dns.md gives
- * operators. No DNSSEC validation (the zones are not signed) and no control socket.
+ * operators; or with `rpz`, answering from response policy zones (`tollwatch dns-zone --format
+ * rpz`) instead. No DNSSEC validation (the zones are not signed) and no control socket.
  */
-export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number } = {}): Promise<Unbound> {
+export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number; rpz?: Array<{ origin: string; file: string }> } = {}): Promise<Unbound> {
   const port = await freeUdpPort();
   const config = join(dir, 'unbound.conf');
   writeFileSync(
@@ -116,10 +117,12 @@ export async function startUnbound(dir: string, zones: string[], serverPort: num
       '  num-threads: 1',
       // Tollwatch answers on loopback, which Unbound refuses to ask by default.
       '  do-not-query-localhost: no',
-      '  module-config: "iterator"',
+      // Response policy zones need the respip module in front of the iterator.
+      `  module-config: "${options.rpz ? 'respip iterator' : 'iterator'}"`,
       ...(options.ednsBufferSize ? [`  edns-buffer-size: ${options.ednsBufferSize}`] : []),
       ...zones.map((zone) => `  domain-insecure: "${zone}"`),
       ...zones.flatMap((zone) => ['stub-zone:', `  name: "${zone}"`, `  stub-addr: 127.0.0.1@${serverPort}`]),
+      ...(options.rpz ?? []).flatMap(({ origin, file }) => ['rpz:', `  name: "${origin}"`, `  zonefile: "${file}"`]),
       'remote-control:',
       '  control-enable: no',
       '',
