@@ -84,6 +84,7 @@ export function serveZones(zones: DnsZones, options: { allow?: string[]; answers
 }
 
 export interface Unbound {
+  address: string;
   port: number;
   /** What it logged. */
   output: string[];
@@ -96,14 +97,15 @@ export interface Unbound {
  * operators; or with `rpz`, answering from response policy zones (`tollwatch dns-zone --format
  * rpz`) instead. No DNSSEC validation (the zones are not signed) and no control socket.
  */
-export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number; rpz?: Array<{ origin: string; file: string }> } = {}): Promise<Unbound> {
-  const port = await freeUdpPort();
+export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number; rpz?: Array<{ origin: string; file: string }>; address?: string; port?: number } = {}): Promise<Unbound> {
+  const port = options.port ?? (await freeUdpPort());
+  const address = options.address ?? '127.0.0.1';
   const config = join(dir, 'unbound.conf');
   writeFileSync(
     config,
     [
       'server:',
-      '  interface: 127.0.0.1',
+      `  interface: ${address}`,
       `  port: ${port}`,
       '  do-ip6: no',
       '  access-control: 127.0.0.0/8 allow',
@@ -141,12 +143,13 @@ export async function startUnbound(dir: string, zones: string[], serverPort: num
     `Unbound on port ${port} to answer`,
     async () => {
       if (child.exitCode !== null) throw new Error(`unbound exited with ${child.exitCode}: ${output.join('')}`);
-      return (await dig(port, 'localhost', 'A', ['+recurse'])).status;
+      return (await dig(port, 'localhost', 'A', ['+recurse'], address)).status;
     },
     (status) => status === 'NOERROR',
     { everyMs: 100 },
   );
   return {
+    address,
     port,
     output,
     async stop() {
