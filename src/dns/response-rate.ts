@@ -30,7 +30,8 @@ export class ResponseRate {
       this.second = second;
       this.counts.clear();
     }
-    const network = connectionNetwork(address);
+    // An IPv4 address is its own network: parsed only for IPv6 (its /64), as a check costs a parse.
+    const network = address.includes(':') ? connectionNetwork(address) : address;
     const count = (this.counts.get(network) ?? 0) + 1;
     this.counts.set(network, count);
     if (count <= this.perSecond) return 'answer';
