@@ -247,6 +247,28 @@ describe.skipIf(missing)('DNS zones asked with dig (docs/dns.md)', () => {
     expect(answer.answers[0]!.data).toMatch(/^127\.0\.\d+\.6$/);
   });
 
+  it('answers the same from a second instance on the same store, including what the first has just listed', async () => {
+    const other = await startHarness({ DATABASE_URL: h.config.databaseUrl, TOLLWATCH_DNS_NUMBER_ZONE: NUMBERS, TOLLWATCH_DNS_ADDRESS_ZONE: ADDRESSES, TOLLWATCH_DNS_TTL: '45', TOLLWATCH_DNS_NEGATIVE_TTL: '15', TOLLWATCH_DNS_NAME_SERVER: 'ns1.tollwatch.test-zones' });
+    const second = await serveZones(other.services.dnsZones);
+    try {
+      for (const [name, type] of [[BUSY_NAME, 'A'], [BUSY_NAME, 'TXT'], [BUSY_NAME, 'NAPTR'], [SCANNER_V6_NAME, 'A'], [PRIVATE_NAME, 'A'], [`77.113.0.203.${ADDRESSES}`, 'TXT']] as const) {
+        const [mine, theirs] = await Promise.all([ask(name, type), dig(second.port, name, type)]);
+        expect([theirs.status, theirs.answers], `${name} ${type}`).toEqual([mine.status, mine.answers]);
+      }
+      // Listed through the first instance's intake, answered by the second within the lookup bound.
+      const name = `1.0.0.0.0.0.0.5.5.5.1.${NUMBERS}`;
+      expect((await dig(second.port, name, 'A')).status).toBe('NXDOMAIN');
+      for (let i = 0; i < 6; i += 1) {
+        const event = sampleEvent({ called_number: '+15550000001', source_ip: `203.0.113.${40 + i}`, created_by_node_id: NODES[i % 3], sip_method: 'INVITE', event_timestamp: ago(1) });
+        expect((await postEvent(fleet, event)).status).toBe(201);
+      }
+      await eventually('the second instance to list it', () => dig(second.port, name, 'A'), (a) => a.status === 'NOERROR', { timeoutMs: 3000, everyMs: 50 });
+    } finally {
+      await second.close();
+      await other.close();
+    }
+  });
+
   it('refuses clients outside the allow-list, and answers those inside it', async () => {
     const guarded = await serveZones(h.services.dnsZones, { allow: ['127.0.0.2/32'] });
     try {
