@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderDnsGuardConfig } from '../src/cli/kamailio-dns-guard-config.ts';
-import { callPathMissing, freeUdpPort, percentile, placeCalls, startKamailio, startPbx } from '../test/support/call-path.ts';
+import { callPathMissing, freeUdpPort, percentile, startKamailio, startPbx } from '../test/support/call-path.ts';
 import { startUnbound } from '../test/support/dns-tools.ts';
-import { completedCallScenario } from '../test/support/sipp-scenarios.ts';
+import { measureCalls, printCallPath, type CallPathRow } from './call-path.ts';
 import { benchClient, benchEventFields, cpuMicros, log, printTable, ROOT, startProcess, tokenFor, type TableColumn } from './support.ts';
 
 /**
@@ -24,7 +24,8 @@ import { benchClient, benchEventFields, cpuMicros, log, printTable, ROOT, startP
  *
  *     node bench/dns.ts            (also phase 8 of `npm run bench`)
  *
- * BENCH_SECONDS (default 10) per measurement; BENCH_CALL_RATES (default 500).
+ * BENCH_SECONDS (default 10) per DNS measurement; BENCH_CALL_RATES (default 500) and
+ * BENCH_CALL_SECONDS (default 10, bench/call-path.ts) for the call path.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CALL_RATES = (process.env.BENCH_CALL_RATES ?? '500').split(',').map(Number);
@@ -42,19 +43,6 @@ export interface DnsRow {
   /** Through Unbound: against Tollwatch's own saturated rate for the same names. */
   ratioToTollwatch?: number;
   cpuMicrosPerQuestion?: number;
-}
-
-export interface DnsCallRow {
-  mode: string;
-  rate: number;
-  completed: number;
-  failed: number;
-  completedPerSecond: number;
-  p50: number;
-  p99: number;
-  addedP50?: number;
-  addedP99?: number;
-  ratioCompleted?: number;
 }
 
 /** Why the bench cannot run here, or undefined. */
@@ -101,7 +89,7 @@ async function listNumbers(url: string, token: string): Promise<string[]> {
 
 const enumName = (number: string) => `${[...number.slice(1)].reverse().join('.')}.${NUMBERS}`;
 
-export async function dnsBench(): Promise<{ rows: DnsRow[]; calls: DnsCallRow[] } | undefined> {
+export async function dnsBench(): Promise<{ rows: DnsRow[]; calls: CallPathRow[] } | undefined> {
   const missing = dnsBenchMissing();
   if (missing) {
     log(`DNS bench skipped: ${missing}`);
@@ -116,7 +104,7 @@ export async function dnsBench(): Promise<{ rows: DnsRow[]; calls: DnsCallRow[] 
   const bare = spawn(process.execPath, [join(ROOT, 'bench/bare-dns-responder.ts'), String(barePort)], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve) => bare.stdout!.once('data', () => resolve()));
   const rows: DnsRow[] = [];
-  const calls: DnsCallRow[] = [];
+  const calls: CallPathRow[] = [];
   const stops: Array<() => Promise<unknown>> = [];
   try {
     const numbers = await listNumbers(server.url, await tokenFor(server.url, client));
@@ -168,7 +156,7 @@ export async function dnsBench(): Promise<{ rows: DnsRow[]; calls: DnsCallRow[] 
 
     const callMissing = callPathMissing() ?? (process.getuid?.() === 0 ? undefined : 'not root');
     if (callMissing) log(`  the DNS guard's call path skipped: ${callMissing}`);
-    else calls.push(...(await guardCalls(dir, dnsPort, stops)));
+    else calls.push(...(await guardCalls(dir, dnsPort, server.child.pid, stops)));
   } finally {
     for (const stop of stops.reverse()) await stop();
     bare.kill('SIGTERM');
@@ -179,7 +167,7 @@ export async function dnsBench(): Promise<{ rows: DnsRow[]; calls: DnsCallRow[] 
 }
 
 /** Kamailio alone, then with the guard in DNS mode, at each rate, every call to a number not listed and already asked (a warm cache). */
-async function guardCalls(dir: string, dnsPort: number, stops: Array<() => Promise<unknown>>): Promise<DnsCallRow[]> {
+async function guardCalls(dir: string, dnsPort: number, tollwatchPid: number | undefined, stops: Array<() => Promise<unknown>>): Promise<CallPathRow[]> {
   const address = `127.${53 + (process.pid % 100)}.0.53`;
   const resolverDir = join(dir, 'resolver');
   mkdirSync(resolverDir);
@@ -187,36 +175,19 @@ async function guardCalls(dir: string, dnsPort: number, stops: Array<() => Promi
   stops.push(() => resolver.stop());
   const resolvConf = join(dir, 'resolv.conf');
   writeFileSync(resolvConf, `nameserver ${address}\noptions attempts:1 timeout:1\n`);
-  const rows: DnsCallRow[] = [];
+  const rows: CallPathRow[] = [];
   for (const rate of CALL_RATES) {
     const numbers = Array.from({ length: rate }, (_, i) => `+1555${String(2_000_000 + i)}`);
-    let alone: DnsCallRow | undefined;
+    let alone: CallPathRow | undefined;
     for (const mode of ['Kamailio alone', 'guard, DNS mode'] as const) {
       const pbx = await startPbx(dir, await freeUdpPort());
       const guard = mode === 'Kamailio alone' ? undefined : renderDnsGuardConfig({ numberZone: NUMBERS, addressZone: 'addresses.tollwatch.internal', threshold: 50, refuseCode: 403, checkSource: true });
       const kamailio = await startKamailio(dir, { port: await freeUdpPort(), pbxPort: pbx.port, resolvConf, tokenless: true, ...(guard ? { guard } : {}) });
       try {
-        // A second's calls to the same numbers first, unmeasured: the resolver and Kamailio's cache then hold them.
-        await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'warm', calls: rate, rate, proxyPort: kamailio.port, numbers });
-        const run = await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'bench', calls: rate * SECONDS, rate, proxyPort: kamailio.port, numbers });
-        const row: DnsCallRow = {
-          mode,
-          rate,
-          completed: run.successful,
-          failed: run.failed,
-          completedPerSecond: Math.round(run.successful / (run.elapsedMs / 1000)),
-          p50: round(percentile(run.responseMs, 50)),
-          p99: round(percentile(run.responseMs, 99)),
-        };
-        if (alone) {
-          row.addedP50 = round(row.p50 - alone.p50);
-          row.addedP99 = round(row.p99 - alone.p99);
-          row.ratioCompleted = Number((row.completedPerSecond / Math.max(1, alone.completedPerSecond)).toFixed(2));
-        } else {
-          alone = row;
-        }
+        // The warm-up's second of calls to the same numbers leaves them in the resolver's and Kamailio's caches.
+        const row = await measureCalls(dir, mode, rate, kamailio.port, numbers, tollwatchPid, alone);
+        alone ??= row;
         rows.push(row);
-        log(`  ${mode} @${rate}/s: ${row.completedPerSecond} completed/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed ? `, ${row.failed} failed` : ''}`);
       } finally {
         await kamailio.stop();
         await pbx.stop();
@@ -227,7 +198,7 @@ async function guardCalls(dir: string, dnsPort: number, stops: Array<() => Promi
 }
 
 /** The rows as tables. */
-export function printDns({ rows, calls }: { rows: DnsRow[]; calls: DnsCallRow[] }): void {
+export function printDns({ rows, calls }: { rows: DnsRow[]; calls: CallPathRow[] }): void {
   const columns: TableColumn<DnsRow>[] = [
     ['DNS', -40, (r) => r.phase],
     ['q/s', 7, (r) => r.qps],
@@ -240,19 +211,8 @@ export function printDns({ rows, calls }: { rows: DnsRow[]; calls: DnsCallRow[] 
   ];
   printTable(columns, rows);
   if (calls.length === 0) return;
-  const callColumns: TableColumn<DnsCallRow>[] = [
-    ['call path', -16, (r) => r.mode],
-    ['calls/s', 7, (r) => r.rate],
-    ['completed/s', 11, (r) => r.completedPerSecond],
-    ['failed', 6, (r) => r.failed],
-    ['p50 ms', 7, (r) => r.p50],
-    ['p99 ms', 7, (r) => r.p99],
-    ['+p50 ms', 7, (r) => r.addedP50],
-    ['+p99 ms', 7, (r) => r.addedP99],
-    ['× alone', 7, (r) => r.ratioCompleted],
-  ];
   console.log('');
-  printTable(callColumns, calls);
+  printCallPath(calls);
 }
 
 if (import.meta.main) {
