@@ -160,6 +160,7 @@ describe.skipIf(missing)('DNS zone files loaded into rbldnsd, named-checkzone an
     const unbound = await startUnbound(unboundDir.path, [], 1, { rpz: rpzFiles });
     unbounds.push(unbound);
     try {
+      await eventually('Unbound to answer from the RPZ', () => dig(unbound.port, LISTED[0]!, 'A', ['+recurse']), (a) => a.status === 'NOERROR');
       for (const name of LISTED) {
         const answer = await dig(unbound.port, name, 'A', ['+recurse']);
         expect(answer.answers.map((r) => r.data), name).toEqual(await reference(name, 'A'));

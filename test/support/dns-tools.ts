@@ -98,6 +98,18 @@ export interface Unbound {
  * rpz`) instead. No DNSSEC validation (the zones are not signed) and no control socket.
  */
 export async function startUnbound(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number; rpz?: Array<{ origin: string; file: string }>; address?: string; port?: number } = {}): Promise<Unbound> {
+  // A free UDP port may have its TCP twin taken, which Unbound needs too: then it exits at once,
+  // and another port is tried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startUnboundOnce(dir, zones, serverPort, options);
+    } catch (err) {
+      if (options.port !== undefined || attempt >= 3 || !/exited/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startUnboundOnce(dir: string, zones: string[], serverPort: number, options: { ednsBufferSize?: number; rpz?: Array<{ origin: string; file: string }>; address?: string; port?: number }): Promise<Unbound> {
   const port = options.port ?? (await freeUdpPort());
   const address = options.address ?? '127.0.0.1';
   const config = join(dir, 'unbound.conf');
