@@ -68,7 +68,7 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard in DNS mode', ()
     await unbound?.stop();
     await server?.close();
     await h?.close();
-    dir.remove();
+    dir?.remove();
   });
 
   async function callPath(checkSource = false) {
