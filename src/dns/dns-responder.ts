@@ -32,7 +32,7 @@ type Query = dnsPacket.DecodedPacket & { opcode?: string };
  * which answering could loop between two servers). `udp` limits the size: over it, the answer
  * is sent empty with TC set, and the client asks again over TCP (RFC 7766).
  */
-export async function respond(query: Query, zones: DnsZones, transport: 'udp' | 'tcp', refuse = false): Promise<Answered | undefined> {
+export function respond(query: Query, zones: DnsZones, transport: 'udp' | 'tcp', refuse = false): Answered | undefined | Promise<Answered> {
   if (query.type === 'response') return undefined;
   const questions = query.questions ?? [];
   const opts = (query.additionals ?? []).filter((a): a is dnsPacket.OptAnswer => a.type === 'OPT');
@@ -57,14 +57,16 @@ export async function respond(query: Query, zones: DnsZones, transport: 'udp' | 
   const klass = question.class ?? 'IN';
   // Zone transfers are not served: a mirror loads a zone file instead (docs/dns.md).
   if ((klass !== 'IN' && klass !== 'ANY') || question.type === 'AXFR' || question.type === 'IXFR') return done('REFUSED');
-  let answer: ZoneAnswer;
+  const answered = (answer: ZoneAnswer) => done(answer.rcode, answer.zone, base(answer.rcode, answer, answer.rcode !== 'REFUSED'));
+  // The store unreachable is SERVFAIL: resolvers try again, and keep no negative answer for it.
+  let answer: ZoneAnswer | Promise<ZoneAnswer>;
   try {
-    answer = await zones.answer(question.name, question.type);
+    answer = zones.answer(question.name, question.type);
   } catch {
-    // The store is unreachable: resolvers try again, and keep no negative answer for this.
     return done('SERVFAIL');
   }
-  return done(answer.rcode, answer.zone, base(answer.rcode, answer, answer.rcode !== 'REFUSED'));
+  // A promise only when the store is read (domain/dns-zones.ts): most answers go out without one.
+  return answer instanceof Promise ? answer.then(answered, () => done('SERVFAIL')) : answered(answer);
 }
 
 /** The size a UDP answer may have: what the client's EDNS offers, between 512 and ours. */

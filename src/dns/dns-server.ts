@@ -43,7 +43,7 @@ export async function startDnsServer(parts: DnsServerParts): Promise<DnsServer> 
     metrics.dnsAnswered(answered.zone ?? 'none', answered.rcode, transport, answered.truncated);
   };
 
-  const onUdp = async (message: Buffer, peer: RemoteInfo) => {
+  const onUdp = (message: Buffer, peer: RemoteInfo) => {
     const verdict = rate.verdict(peer.address);
     if (verdict === 'drop') return metrics.dnsLimited('drop');
     let query: dnsPacket.DecodedPacket;
@@ -58,16 +58,25 @@ export async function startDnsServer(parts: DnsServerParts): Promise<DnsServer> 
       if (query.type !== 'response') udp.send(truncatedOnly(query), peer.port, peer.address);
       return metrics.dnsLimited('truncate');
     }
-    const answered = await respond(query, zones, 'udp', !allowed(peer.address));
-    if (!answered) return;
-    udp.send(answered.bytes, peer.port, peer.address);
-    sent(answered, 'udp');
-    if (log.isLevelEnabled('debug')) log.debug({ name: query.questions?.[0]?.name, type: query.questions?.[0]?.type, rcode: answered.rcode, transport: 'udp' }, 'dns answer');
+    const send = (answered: Answered | undefined) => {
+      if (!answered) return;
+      udp.send(answered.bytes, peer.port, peer.address);
+      sent(answered, 'udp');
+      if (log.isLevelEnabled('debug')) log.debug({ name: query.questions?.[0]?.name, type: query.questions?.[0]?.type, rcode: answered.rcode, transport: 'udp' }, 'dns answer');
+    };
+    // Answered at once when nothing is read from the store: no promise for most questions.
+    const answered = respond(query, zones, 'udp', !allowed(peer.address));
+    if (answered instanceof Promise) answered.then(send, (err: unknown) => log.warn({ err }, 'a DNS question over UDP failed'));
+    else send(answered);
   };
   const openUdp = () => {
     const socket = createSocket({ type: isIPv6(parts.listen.host) ? 'udp6' : 'udp4' });
     socket.on('message', (message, peer) => {
-      onUdp(message, peer).catch((err: unknown) => log.warn({ err }, 'a DNS question over UDP failed'));
+      try {
+        onUdp(message, peer);
+      } catch (err) {
+        log.warn({ err }, 'a DNS question over UDP failed');
+      }
     });
     return socket;
   };

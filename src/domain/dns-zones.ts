@@ -1,5 +1,5 @@
 import { scoringHour } from './feed-service.ts';
-import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type KeyFilter, type LookupKind, type LookupsRepository } from './lookup-aggregates.ts';
+import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from './lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from './lookup-service.ts';
 import { DEFAULT_SCORING, type ScoringSettings } from './scores.ts';
 import { SHARED_SCOPE } from './visibility.ts';
@@ -65,8 +65,7 @@ export class DnsZones {
   private readonly knownKeys: KeyFilter;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
-  /** A listing per kept aggregate, as the lookups keep their answers: as of the aggregate's read, for as long as the memory keeps it. */
-  private readonly listings = new WeakMap<object, Listing>();
+  private readonly listings = new WeakMap<object, ListedName>();
 
   constructor(settings: ZoneSettings, reads: SharedReads) {
     this.settings = settings;
@@ -77,8 +76,13 @@ export class DnsZones {
     this.now = reads.now ?? (() => new Date());
   }
 
-  /** The answer to one question (`type` as DNS names it: `A`, `TXT`, `NAPTR`, `SOA`, `NS`, `ANY`, …). */
-  async answer(name: string, type: string): Promise<ZoneAnswer> {
+  /**
+   * The answer to one question (`type` as DNS names it: `A`, `TXT`, `NAPTR`, `SOA`, `NS`, `ANY`,
+   * …). At once, without a promise, when nothing must be read from the store (the lookups'
+   * memory holds the key, or the known keys rule it out): most questions, and a promise per
+   * question cost a tenth of the server's answers a second (docs/performance.md, "The DNS zones").
+   */
+  answer(name: string, type: string): ZoneAnswer | Promise<ZoneAnswer> {
     const place = placeOf(name, this.settings.origins);
     if (!place) return { zone: undefined, rcode: 'REFUSED', answers: [], authorities: [] };
     const { zone } = place;
@@ -86,39 +90,53 @@ export class DnsZones {
     if (place.at === 'apex') return this.apex(zone, owner, type);
     if (place.at === 'partial') return this.noData(zone);
     if (place.at === 'nothing') return this.nxDomain(zone);
-    const listing = await this.listing(zone, place.key);
-    if (!listing) return this.nxDomain(zone);
+    const listing = this.listing(zone, place.key);
+    return listing instanceof Promise ? listing.then((read) => this.keyAnswer(zone, owner, type, place.key, read)) : this.keyAnswer(zone, owner, type, place.key, listing);
+  }
+
+  private keyAnswer(zone: ZoneKind, owner: string, type: string, key: string, listed: ListedName | undefined): ZoneAnswer {
+    if (!listed) return this.nxDomain(zone);
     const ttl = this.settings.ttlSeconds;
-    const a: ZoneRecord = { type: 'A', name: owner, ttl, data: listing === TEST_LISTING ? TEST_ADDRESS : listingCode(listing, scoringHour(this.now())) };
-    const txt: ZoneRecord = { type: 'TXT', name: owner, ttl, data: [listing === TEST_LISTING ? 'RFC 5782 test entry' : listingText(listing)] };
-    const naptr: ZoneRecord[] = zone === 'numbers' ? [{ type: 'NAPTR', name: owner, ttl, data: listingNaptr(place.key, listing) }] : [];
     // ANY gets one record set (RFC 8482): the A, which carries the decision.
-    const answers = type === 'A' || type === 'ANY' ? [a] : type === 'TXT' ? [txt] : type === 'NAPTR' ? naptr : [];
+    const answers: ZoneRecord[] =
+      type === 'A' || type === 'ANY'
+        ? [{ type: 'A', name: owner, ttl, data: listed.code }]
+        : type === 'TXT'
+          ? [{ type: 'TXT', name: owner, ttl, data: [listed.text] }]
+          : type === 'NAPTR' && zone === 'numbers'
+            ? [{ type: 'NAPTR', name: owner, ttl, data: listingNaptr(key, listed.listing) }]
+            : [];
     return answers.length > 0 ? { zone, rcode: 'NOERROR', answers, authorities: [] } : this.noData(zone);
   }
 
-  /** Whether a key is listed, and how: read from the shared data set only. */
-  private async listing(zone: ZoneKind, key: string): Promise<Listing | undefined> {
-    if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_LISTING;
+  /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
+  private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
+    if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const kept = this.cache.fresh(kind, key, SHARED);
-    const seen = kept
-      ? kept.value
-      : !this.knownKeys.mayExist(kind, key)
-        ? undefined
-        : kind === 'number'
-          ? await this.cache.read('number', key, SHARED, () => this.repo.phoneNumber([...SHARED], key))
-          : await this.cache.read('ip', key, SHARED, () => this.repo.ipAddress([...SHARED], key, TOP_USER_AGENTS));
+    if (kept) return this.listed(kept.value);
+    if (!this.knownKeys.mayExist(kind, key)) return undefined;
+    const read = kind === 'number' ? this.cache.read('number', key, SHARED, () => this.repo.phoneNumber([...SHARED], key)) : this.cache.read('ip', key, SHARED, () => this.repo.ipAddress([...SHARED], key, TOP_USER_AGENTS));
+    return read.then((seen) => this.listed(seen));
+  }
+
+  /**
+   * A kept aggregate's listing, its code and its text, worked out once per aggregate the memory
+   * keeps (as the lookups keep their answers: as of the read, for as long as the memory keeps
+   * it); undefined under the threshold.
+   */
+  private listed(seen: NumberAggregate | IpAggregate | undefined): ListedName | undefined {
     if (!seen) return undefined;
-    let listing = this.listings.get(seen);
-    if (!listing) {
+    let listed = this.listings.get(seen);
+    if (!listed) {
       // Scored as the feeds score (at the start of the hour), so a name is listed exactly when
       // it is in a trusted account's feed at the zone's threshold, and in the zone files.
       const at = scoringHour(this.now());
-      listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring) : numberListing(seen, at, this.scoring);
-      this.listings.set(seen, listing);
+      const listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring) : numberListing(seen, at, this.scoring);
+      listed = { listing, code: listingCode(listing, at), text: listingText(listing) };
+      this.listings.set(seen, listed);
     }
-    return listing.score >= this.settings.minScore ? listing : undefined;
+    return listed.listing.score >= this.settings.minScore ? listed : undefined;
   }
 
   private apex(zone: ZoneKind, owner: string, type: string): ZoneAnswer {
@@ -154,7 +172,15 @@ export class DnsZones {
   }
 }
 
-const TEST_LISTING: Listing = { score: 100, reasons: [], marked: false, lastSeen: '1970-01-01T00:00:00Z' };
+/** A listed name's listing, with its A code and TXT text. */
+interface ListedName {
+  listing: Listing;
+  code: string;
+  text: string;
+}
+
+/** RFC 5782's test entry: listed, with the test address as its code. */
+const TEST_ENTRY: ListedName = { listing: { score: 100, reasons: [], marked: false, lastSeen: '1970-01-01T00:00:00Z' }, code: TEST_ADDRESS, text: 'RFC 5782 test entry' };
 
 /** The apex's TXT: the code table, for whoever asks the zone what its answers mean. */
 export function zoneDescription(zone: ZoneKind, settings: ZoneSettings): string[] {
