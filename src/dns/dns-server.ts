@@ -170,8 +170,8 @@ const REMEMBERED_CLIENTS = 65_536;
 
 /**
  * The allow-list's verdict per client address, remembered: a resolver asks from one address
- * thousands of times a second, and parsing it against the ranges each time cost more than a
- * tenth of an answer's CPU (bench/dns.ts).
+ * thousands of times a second, and parsing it against the ranges each time showed in a profile
+ * under bench/dns.ts (docs/performance.md, "The DNS zones").
  */
 function rememberedRanges(inRanges: (address: string) => boolean): (address: string) => boolean {
   const verdicts = new Map<string, boolean>();
