@@ -30,7 +30,7 @@ export default defineConfig(async () => {
   // PostgreSQL needs the key secret that seals its keys (docs/operations.md, "Keys"); SQLite
   // runs leave it unset, so they make and use the key file beside each store as a server does.
   const postgresEnv = { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url, TOLLWATCH_KEY_SECRET: 'dG9sbHdhdGNoIHRlc3RzOiBub3QgYSByZWFsIGtleSE=' };
-  const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/dashboard/**/*.test.ts', 'test/durability/**/*.test.ts', 'test/alerts/**/*.test.ts', 'test/intelligence/**/*.test.ts', 'test/taxii/**/*.test.ts'];
+  const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/dashboard/**/*.test.ts', 'test/durability/**/*.test.ts', 'test/alerts/**/*.test.ts', 'test/intelligence/**/*.test.ts', 'test/taxii/**/*.test.ts', 'test/dns/**/*.test.ts'];
   return {
     test: {
       // Integration tests open real stores and real sockets; two cores, so keep workers few.

@@ -68,31 +68,9 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
         const kamailio = await startKamailio(dir, { port: await freeUdpPort(), pbxPort: pbx.port, ...(settings ? { guard: renderGuardConfig(settings) } : {}) });
         try {
           if (settings?.mirror) await waitForMirror(kamailio.lines);
-          // A second's calls first, unmeasured: every process has its connections and pages.
-          await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'warm', calls: rate, rate, proxyPort: kamailio.port, numbers });
-          const cpuBefore = cpuMicros(server.child.pid);
-          const run = await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'bench', calls: rate * SECONDS, rate, proxyPort: kamailio.port, numbers });
-          const cpu = cpuMicros(server.child.pid) - cpuBefore;
-          const row: CallPathRow = {
-            mode,
-            rate,
-            calls: rate * SECONDS,
-            completed: run.successful,
-            failed: run.failed,
-            completedPerSecond: Math.round(run.successful / (run.elapsedMs / 1000)),
-            p50: round(percentile(run.responseMs, 50)),
-            p99: round(percentile(run.responseMs, 99)),
-            tollwatchCpuMicrosPerCall: Math.round(cpu / Math.max(1, run.successful)),
-          };
-          if (alone) {
-            row.addedP50 = round(row.p50 - alone.p50);
-            row.addedP99 = round(row.p99 - alone.p99);
-            row.ratioCompleted = Number((row.completedPerSecond / Math.max(1, alone.completedPerSecond)).toFixed(2));
-          } else {
-            alone = row;
-          }
+          const row = await measureCalls(dir, mode, rate, kamailio.port, numbers, server.child.pid, alone);
+          alone ??= row;
           rows.push(row);
-          log(`  ${mode} @${rate}/s: ${row.completedPerSecond} completed/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed ? `, ${row.failed} failed` : ''}`);
         } finally {
           await kamailio.stop();
           await pbx.stop();
@@ -104,6 +82,36 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
     rmSync(dir, { recursive: true, force: true });
   }
   return rows;
+}
+
+/**
+ * A second's calls at `rate` first, unmeasured (every process then has its connections, pages
+ * and caches), then BENCH_CALL_SECONDS of them, as a row; against `alone` (Kamailio alone at the
+ * same rate, measured before) when given. Also the DNS bench's (bench/dns.ts).
+ */
+export async function measureCalls(dir: string, mode: string, rate: number, proxyPort: number, numbers: string[], tollwatchPid: number | undefined, alone?: CallPathRow): Promise<CallPathRow> {
+  await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'warm', calls: rate, rate, proxyPort, numbers });
+  const cpuBefore = cpuMicros(tollwatchPid);
+  const run = await placeCalls(dir, { scenario: completedCallScenario('[field0]'), number: 'bench', calls: rate * SECONDS, rate, proxyPort, numbers });
+  const cpu = cpuMicros(tollwatchPid) - cpuBefore;
+  const row: CallPathRow = {
+    mode,
+    rate,
+    calls: rate * SECONDS,
+    completed: run.successful,
+    failed: run.failed,
+    completedPerSecond: Math.round(run.successful / (run.elapsedMs / 1000)),
+    p50: round(percentile(run.responseMs, 50)),
+    p99: round(percentile(run.responseMs, 99)),
+    tollwatchCpuMicrosPerCall: Math.round(cpu / Math.max(1, run.successful)),
+  };
+  if (alone) {
+    row.addedP50 = round(row.p50 - alone.p50);
+    row.addedP99 = round(row.p99 - alone.p99);
+    row.ratioCompleted = Number((row.completedPerSecond / Math.max(1, alone.completedPerSecond)).toFixed(2));
+  }
+  log(`  ${mode} @${rate}/s: ${row.completedPerSecond} completed/s, p50 ${row.p50} ms, p99 ${row.p99} ms${row.failed ? `, ${row.failed} failed` : ''}`);
+  return row;
 }
 
 async function waitForMirror(lines: string[]): Promise<void> {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
 import { BENCH_DATA, cachedStore, POOL_NUMBERS, storeCopy } from './cached-stores.ts';
 import { callPathBench, printCallPath, type CallPathRow } from './call-path.ts';
+import { dnsBench, printDns } from './dns.ts';
 import { generateEvents, poolNumber } from './generate-events.ts';
 import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
 import { benchClient, cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support.ts';
@@ -19,13 +20,14 @@ import { requireWrk, runWrk } from './wrk.ts';
  *
  * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000; add 10000000
  * only when you mean it: generating it takes about 25 minutes and 12.5 GB); BENCH_PHASES (default
- * all: 1,2,3,4,5,6,7) to run only some of the numbered phases while working on one. Phase 7 is the
- * call path through Kamailio and the guard (bench/call-path.ts, BENCH_CALL_RATES).
+ * all: 1,2,3,4,5,6,7,8) to run only some of the numbered phases while working on one. Phase 7 is the
+ * call path through Kamailio and the guard (bench/call-path.ts, BENCH_CALL_RATES); phase 8 the DNS
+ * zones against a bare responder, through Unbound, and the guard in DNS mode (bench/dns.ts).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
 const RESULTS = join(ROOT, 'bench/results');
-const PHASES = new Set((process.env.BENCH_PHASES ?? '1,2,3,4,5,6,7').split(',').map(Number));
+const PHASES = new Set((process.env.BENCH_PHASES ?? '1,2,3,4,5,6,7,8').split(',').map(Number));
 
 interface Row {
   phase: string;
@@ -279,12 +281,15 @@ async function main() {
     callPath = await callPathBench();
   }
 
+  const dns = PHASES.has(8) ? await dnsBench() : undefined;
+
   print(growthRatio);
   if (callPath) printCallPath(callPath);
+  if (dns) printDns(dns);
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version }, seconds: SECONDS, rows, growthRatio, callPath }, null, 2));
+  writeFileSync(file, JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version }, seconds: SECONDS, rows, growthRatio, callPath, dns }, null, 2));
   console.log(`\nwritten to ${file}`);
-  if (rows.some((r) => r.unexpected || r.errors) || callPath?.some((r) => r.failed)) {
+  if (rows.some((r) => r.unexpected || r.errors) || callPath?.some((r) => r.failed) || dns?.calls.some((r) => r.failed)) {
     log('some answers had an unexpected status or failed (see the last two columns)');
     process.exitCode = 1;
   }

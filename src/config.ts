@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
 import type { AuditRetentionPolicy } from './domain/audit.ts';
+import { DEFAULT_DNS_ALLOW, settleDnsSettings, type DnsSettings } from './dns/dns-settings.ts';
 import { parseKeySecret } from './domain/key-sealing.ts';
 import { DEFAULT_HALF_LIFE_DAYS, type ScoringSettings } from './domain/scores.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
@@ -47,6 +48,15 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_TAXII_MIN_SCORE: Type.Integer({ default: 50, minimum: 1, maximum: 100, description: 'docs/taxii.md' }),
   TOLLWATCH_TAXII_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, description: 'days' }),
   TOLLWATCH_TAXII_PUBLISH_INTERVAL: Type.Integer({ default: 10, minimum: 1, maximum: 3600, description: 'seconds' }),
+  TOLLWATCH_DNS_LISTEN: Type.Optional(Type.String({ description: 'docs/dns.md' })),
+  TOLLWATCH_DNS_NUMBER_ZONE: Type.String({ default: 'numbers.tollwatch.internal' }),
+  TOLLWATCH_DNS_ADDRESS_ZONE: Type.String({ default: 'addresses.tollwatch.internal' }),
+  TOLLWATCH_DNS_MIN_SCORE: Type.Integer({ default: 50, minimum: 1, maximum: 100 }),
+  TOLLWATCH_DNS_TTL: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'seconds' }),
+  TOLLWATCH_DNS_NEGATIVE_TTL: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'seconds' }),
+  TOLLWATCH_DNS_NAME_SERVER: Type.Optional(Type.String()),
+  TOLLWATCH_DNS_ALLOW: Type.String({ default: DEFAULT_DNS_ALLOW }),
+  TOLLWATCH_DNS_RATE_LIMIT: Type.Integer({ default: 100, minimum: 1, description: 'answers per second per client network' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -131,6 +141,8 @@ export interface Config {
     /** How often silent nodes are looked for. */
     silentCheckMs: number;
   };
+  /** The DNS zones (docs/dns.md): the server's address (unset: off), the zones, who may ask. */
+  dns: DnsSettings;
   logLevel: string;
 }
 
@@ -204,6 +216,7 @@ function settleConfig(raw: RawConfig): Config {
       silentAfterMs: raw.TOLLWATCH_NODE_SILENT_AFTER * 1000,
       silentCheckMs: raw.TOLLWATCH_NODE_SILENT_CHECK * 1000,
     },
+    dns: settleDnsSettings(raw, publicUrl),
     logLevel: raw.LOG_LEVEL,
   };
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import { buildApp } from './app.ts';
 import { loadConfig, type Config } from './config.ts';
+import { startDnsServer, type DnsServer } from './dns/dns-server.ts';
 import { createLogger } from './logger.ts';
 import { answerClusterScrapes } from './metrics/cluster-metrics.ts';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.ts';
@@ -27,17 +28,21 @@ async function serve(config: Config, log: Logger) {
   // One maintenance runner per deployment is enough (on PostgreSQL a lock also guards it): a
   // single process runs it; under WORKERS the primary names the one worker that does.
   const maintenance = services.storeMaintenance;
+  let dns: DnsServer | undefined;
 
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     maintenance.stop();
+    await dns?.close();
     await app.close();
     // Stops the fold's turns (what is not folded yet is folded by the next start).
     await services.close();
   });
 
   await app.listen({ port: config.port, host: config.host });
+  // Off unless TOLLWATCH_DNS_LISTEN is set (docs/dns.md); under WORKERS each worker answers on the shared sockets.
+  if (config.dns.listen) dns = await startDnsServer({ zones: services.dnsZones, settings: config.dns, listen: config.dns.listen, metrics: services.metrics, log });
   services.aggregateFolder.start();
   if (cluster.isWorker) {
     process.on('message', (message) => {

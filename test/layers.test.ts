@@ -18,6 +18,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   'oauth/': ['domain/', 'limits/', 'store/schema.ts', 'store/store-errors.ts', 'metrics/metrics.ts'],
   'delivery/': ['domain/'],
   'metrics/': [],
+  'dns/': ['domain/', 'metrics/metrics.ts'],
   'http/': ['domain/', 'limits/', 'metrics/metrics.ts', 'oauth/', 'services.ts', 'store/store-errors.ts'],
   'web/': ['domain/', 'limits/', 'services.ts', 'http/problem.ts', 'http/security-headers.ts', 'http/fault-class.ts'],
   'cli/': ['domain/', 'services.ts', 'config.ts', 'app.ts', 'import/event-import.ts', '../sdk/src/', '../cli/src/lookup-output.ts'],

@@ -1,3 +1,4 @@
+import { DnsZones } from '../domain/dns-zones.ts';
 import { FeedService } from '../domain/feed-service.ts';
 import type { LookupObserver } from '../domain/lookup-service.ts';
 import { LookupService } from '../domain/lookup-service.ts';
@@ -14,6 +15,8 @@ export interface LookupServices {
   rangeLookups: RangeLookupService;
   /** Blocklist feeds (docs/api.md §14). */
   feeds: FeedService;
+  /** The DNS zones' answers, from the shared data set (docs/dns.md). */
+  dnsZones: DnsZones;
 }
 
 /** `observer` hears of every match: the `lookup.matched` alerts. */
@@ -27,6 +30,8 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
     lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, ...(primary ? { primary } : {}) }),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
+    // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
+    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring }),
     feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag')),
   };
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Run, RunLocal, RunRemote } from './command-group.ts';
+import { renderDnsGuardConfig } from './kamailio-dns-guard-config.ts';
 import { GUARD_DEFAULTS, GuardSettingError, renderGuardConfig, type GuardSettings } from './kamailio-guard-config.ts';
 
 interface KamailioConfigOptions {
@@ -11,7 +12,9 @@ interface KamailioConfigOptions {
   fail: 'open' | 'closed';
   failCode: number;
   source: boolean;
-  mode: 'call' | 'mirror';
+  mode: 'call' | 'mirror' | 'dns';
+  numberZone?: string;
+  addressZone?: string;
   mirrorInterval: number;
   mirrorMisses: 'lookup' | 'pass';
   pollUs: number;
@@ -35,12 +38,27 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
     .addOption(new Option('--fail <mode>', 'past the budget, or with Tollwatch down: let calls through, or refuse them').choices(['open', 'closed']).default('open'))
     .option('--fail-code <code>', 'the 5xx a call gets when failing closed', integer, GUARD_DEFAULTS.failCode)
     .option('--no-source', 'do not check the source address, only the called number')
-    .addOption(new Option('--mode <mode>', 'ask per call, or keep a mirror of the feeds').choices(['call', 'mirror']).default('call'))
+    .addOption(new Option('--mode <mode>', 'ask per call, keep a mirror of the feeds, or ask the DNS zones through the machine’s resolver (docs/dns.md)').choices(['call', 'mirror', 'dns']).default('call'))
+    .option('--number-zone <name>', 'in DNS mode, the number zone (default: TOLLWATCH_DNS_NUMBER_ZONE or numbers.tollwatch.internal)')
+    .option('--address-zone <name>', 'in DNS mode, the address zone (default: TOLLWATCH_DNS_ADDRESS_ZONE or addresses.tollwatch.internal)')
     .option('--mirror-interval <seconds>', 'how often the mirror is refreshed', integer, GUARD_DEFAULTS.mirrorIntervalSeconds)
     .addOption(new Option('--mirror-misses <what>', 'in mirror mode, what is done with a call the mirror does not hold').choices(['lookup', 'pass']).default('lookup'))
     .option('--poll-us <microseconds>', 'how often a lookup process looks for waiting calls', integer, GUARD_DEFAULTS.pollMicros)
     .action(
       runLocal(async ({ env }, options: KamailioConfigOptions) => {
+        // DNS mode has no URL, client or budget: it asks the zones through the machine's resolver.
+        if (options.mode === 'dns') {
+          if (options.fail === 'closed') throw new GuardSettingError('DNS mode fails open only: the enum module cannot tell "not listed" from "no answer"');
+          const dns = {
+            numberZone: options.numberZone ?? env.TOLLWATCH_DNS_NUMBER_ZONE ?? 'numbers.tollwatch.internal',
+            addressZone: options.addressZone ?? env.TOLLWATCH_DNS_ADDRESS_ZONE ?? 'addresses.tollwatch.internal',
+            threshold: options.threshold,
+            refuseCode: options.refuse === '603' ? (603 as const) : (403 as const),
+            checkSource: options.source,
+          };
+          const text = renderDnsGuardConfig(dns).trimEnd();
+          return { json: { config: text, settings: { mode: 'dns', ...dns } }, text };
+        }
         const settings: GuardSettings = {
           url: options.url ?? env.TOLLWATCH_URL ?? '',
           clientId: options.clientId ?? env.TOLLWATCH_CLIENT_ID ?? '',

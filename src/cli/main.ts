@@ -7,6 +7,7 @@ import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } fro
 import { auditCommand } from './audit-command.ts';
 import { backupCommand } from './backup-command.ts';
 import { clientsCommands } from './clients-commands.ts';
+import { dnsZoneCommand } from './dns-zone-command.ts';
 import type { CommandGroup, CommandOutput, Run, RunLocal, RunRemote } from './command-group.ts';
 import { importCommand } from './import-command.ts';
 import { ingestUrlsCommands } from './ingest-urls-commands.ts';
@@ -35,6 +36,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   plansCommands,
   keysCommands,
   aggregatesCommand,
+  dnsZoneCommand,
   importCommand,
   auditCommand,
   openapiCommand,

@@ -10,7 +10,7 @@ import { NO_BARRIER, type OwnWritesBarrier } from './own-writes.ts';
 import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
 import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from './server-secrets.ts';
-import { readScopesOf } from './visibility.ts';
+import { readScopesOf, SHARED_SCOPE } from './visibility.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
 export const MAX_FEED_ENTRIES = 100_000;
@@ -139,7 +139,7 @@ export class FeedService {
   async feed(account: Account, kind: FeedKind, query: FeedQuery): Promise<Feed> {
     await this.ownWrites.ownWritesVisible(account.account_id);
     const scopes = readScopesOf(account);
-    const scoredAt = new Date(Math.floor(this.now().getTime() / HOUR_MS) * HOUR_MS);
+    const scoredAt = scoringHour(this.now());
     const position = await this.repo.foldPosition();
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
     // would give away the position, how many events every account together has sent.
@@ -151,6 +151,17 @@ export class FeedService {
     const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix');
     return { etag: `"${tag}"`, scoredAt, entries };
+  }
+
+  /**
+   * The shared data set's kept aggregates that can reach `minScore` at the current hour, most
+   * recently seen first, uncapped: what the DNS zone files list (docs/dns.md). A zone has no
+   * caller, so it reads no scope but the shared one, as a trusted account's feed does.
+   */
+  sharedKept(kind: FeedKind, minScore: number): { scoredAt: Date; kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> } {
+    const scoredAt = scoringHour(this.now());
+    const since = oldestThatCanReach(minScore, scoredAt, this.scoring);
+    return { scoredAt, kept: kind === 'phone-numbers' ? this.repo.recentNumbers([SHARED_SCOPE], since) : this.repo.recentAddresses([SHARED_SCOPE], since) };
   }
 
   private async *scored(
@@ -168,6 +179,11 @@ export class FeedService {
       if (count >= MAX_FEED_ENTRIES) return;
     }
   }
+}
+
+/** The instant feeds score at: the start of the hour, so an answer changes with the fold and the hour only. */
+export function scoringHour(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
 }
 
 /**

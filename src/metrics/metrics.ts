@@ -18,6 +18,12 @@ export type IntakeOutcome = 'created' | 'replayed' | 'conflict' | 'invalid';
 /** The limits whose refusals (429) are counted: the plan's two allowances, and the failed-authentication throttle. */
 export type RefusingLimit = 'lookups' | 'submissions' | 'event_reads' | 'auth_failures';
 
+/** Which DNS zone answered (docs/dns.md); `none` for a name in neither, or a packet with no question read. */
+export type DnsMetricZone = 'numbers' | 'addresses' | 'none';
+
+/** The rcodes the DNS server answers. */
+export type DnsMetricRcode = 'NOERROR' | 'NXDOMAIN' | 'REFUSED' | 'FORMERR' | 'NOTIMP' | 'SERVFAIL' | 'BADVERS';
+
 /** The label of answers no route took: one value however many distinct paths are asked. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -61,6 +67,10 @@ export interface Metrics {
   tokenRefused(reason: string): void;
   /** A request was refused with 429 by this limit. */
   rateLimited(limit: RefusingLimit): void;
+  /** The DNS server answered a question of `zone` with `rcode` (never the name asked); `truncated` over UDP. */
+  dnsAnswered(zone: DnsMetricZone, rcode: DnsMetricRcode, transport: 'udp' | 'tcp', truncated: boolean): void;
+  /** The DNS server's rate limit dropped an answer, or sent it truncated and empty instead. */
+  dnsLimited(verdict: 'drop' | 'truncate'): void;
   /** Reads store and coordination health from these at each scrape. */
   watchHealth(sources: HealthSources): void;
   /** What `GET /metrics` serves; undefined where nothing is collected (then it is not served). */
@@ -77,6 +87,8 @@ export const NO_METRICS: Metrics = {
   tokenIssued() {},
   tokenRefused() {},
   rateLimited() {},
+  dnsAnswered() {},
+  dnsLimited() {},
   watchHealth() {},
   exposition: undefined,
 };

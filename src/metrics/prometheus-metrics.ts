@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { workerExposition } from './cluster-metrics.ts';
 import { HealthProbe } from './health-probe.ts';
-import type { HealthSources, IntakeOutcome, LookupMetricKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
+import type { DnsMetricRcode, DnsMetricZone, HealthSources, IntakeOutcome, LookupMetricKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
 
 /**
  * Latency buckets in seconds. Lookups answer in about 1 ms and single submissions in 5–15 ms
@@ -37,6 +37,9 @@ export class PrometheusMetrics implements Metrics {
   private readonly refusals: TalliedCounter<'reason'>;
   private readonly refusalsByReason = new Map<string, Child>();
   private readonly limited: Record<RefusingLimit, Child>;
+  private readonly dnsAnswers = new Map<string, Child>();
+  private readonly dnsAnswerCounter: TalliedCounter<'zone' | 'rcode' | 'transport' | 'truncated'>;
+  private readonly dnsLimitedBy: Record<'drop' | 'truncate', Child>;
 
   constructor() {
     const registers = [this.registry];
@@ -89,6 +92,19 @@ export class PrometheusMetrics implements Metrics {
       registers,
     });
     this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.tally(limit));
+    this.dnsAnswerCounter = new TalliedCounter({
+      name: 'tollwatch_dns_answers_total',
+      help: 'DNS answers by zone (numbers, addresses, none), rcode, transport (udp, tcp) and whether they were truncated; never the names asked',
+      labelNames: ['zone', 'rcode', 'transport', 'truncated'],
+      registers,
+    });
+    const dnsLimited = new TalliedCounter({
+      name: 'tollwatch_dns_rate_limited_total',
+      help: 'DNS answers the response-rate limit dropped (drop) or sent truncated and empty instead (truncate)',
+      labelNames: ['verdict'],
+      registers,
+    });
+    this.dnsLimitedBy = bind(['drop', 'truncate'], (verdict) => dnsLimited.tally(verdict));
     // Each worker answers for itself only where there is one process; under WORKERS the
     // primary sums them all (cluster-metrics.ts says why).
     this.exposition = cluster.isWorker ? workerExposition(this.registry) : { contentType: this.registry.contentType, text: () => this.registry.metrics() };
@@ -126,6 +142,21 @@ export class PrometheusMetrics implements Metrics {
 
   rateLimited(limit: RefusingLimit): void {
     this.limited[limit].inc();
+  }
+
+  dnsAnswered(zone: DnsMetricZone, rcode: DnsMetricRcode, transport: 'udp' | 'tcp', truncated: boolean): void {
+    // Every label is one of a fixed set, so the series are at most 3 × 7 × 2 × 2.
+    const key = `${zone} ${rcode} ${transport} ${truncated}`;
+    let child = this.dnsAnswers.get(key);
+    if (!child) {
+      child = this.dnsAnswerCounter.tally(zone, rcode, transport, String(truncated));
+      this.dnsAnswers.set(key, child);
+    }
+    child.inc();
+  }
+
+  dnsLimited(verdict: 'drop' | 'truncate'): void {
+    this.dnsLimitedBy[verdict].inc();
   }
 
   watchHealth({ store, coordination, foldBacklog, foldLagMs, foldRowsKept }: HealthSources): void {

@@ -130,6 +130,8 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_fold_backlog_events: 'gauge',
       tollwatch_fold_lag_seconds: 'gauge',
       tollwatch_fold_rows_kept: 'gauge',
+      tollwatch_dns_answers_total: 'counter',
+      tollwatch_dns_rate_limited_total: 'counter',
     });
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds', 'nodejs_heap_size_used_bytes']) {
       expect(types.has(name), name).toBe(true);

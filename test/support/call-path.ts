@@ -71,7 +71,7 @@ export interface Decision {
  * `withoutGuard` starts the same proxy with the guard's include and call removed: the
  * baseline of the bench.
  */
-export async function startKamailio(dir: string, options: { port: number; pbxPort: number; guard?: string; children?: number }): Promise<Kamailio> {
+export async function startKamailio(dir: string, options: { port: number; pbxPort: number; guard?: string; children?: number; resolvConf?: string; tokenless?: boolean }): Promise<Kamailio> {
   let config = readFileSync(EXAMPLE_CONFIG, 'utf8')
     .replace(/^#!substdef "!PROXY_LISTEN![^!]*!"$/m, `#!substdef "!PROXY_LISTEN!udp:127.0.0.1:${options.port}!"`)
     .replace(/^#!substdef "!PBX_URI![^!]*!"$/m, `#!substdef "!PBX_URI!sip:127.0.0.1:${options.pbxPort}!"`)
@@ -86,7 +86,12 @@ export async function startKamailio(dir: string, options: { port: number; pbxPor
   // -E: log to standard error; -DD: stay in the foreground; 128 MB of shared memory, as
   // docs/call-guard.md advises (the default pool runs out under a burst of calls).
   // Its own process group: Kamailio signals its whole group when it stops.
-  const child = spawn('kamailio', ['-f', join(dir, 'kamailio.cfg'), '-m', '128', '-M', '16', '-DD', '-E', '-Y', dir], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const args = ['-f', join(dir, 'kamailio.cfg'), '-m', '128', '-M', '16', '-DD', '-E', '-Y', dir];
+  // Kamailio reads /etc/resolv.conf only: with `resolvConf`, it runs in a mount namespace of its
+  // own where that file is bound over the machine's (root, as in CI; docs/dns.md).
+  const child = options.resolvConf
+    ? spawn('unshare', ['--mount', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', options.resolvConf, 'kamailio', ...args], { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    : spawn('kamailio', args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   const lines: string[] = [];
   let partial = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -101,7 +106,7 @@ export async function startKamailio(dir: string, options: { port: number; pbxPor
     return sipAnswers(options.port);
   }, Boolean, { timeoutMs: 30_000, everyMs: 200 });
   // The guard is ready once it holds a token: calls before that wait for one.
-  if (options.guard !== undefined) {
+  if (options.guard !== undefined && !options.tokenless) {
     await eventually('the guard to get its access token', () => lines.find((l) => l.includes('tollwatch: access token obtained') || l.includes('tollwatch: no access token')), Boolean, { everyMs: 100 });
   }
   return {
@@ -201,7 +206,7 @@ export interface CallsRun extends SippCounts {
  */
 export async function placeCalls(
   dir: string,
-  options: { scenario: string; number: string; calls: number; rate: number; proxyPort: number; limit?: number; numbers?: readonly string[] },
+  options: { scenario: string; number: string; calls: number; rate: number; proxyPort: number; limit?: number; numbers?: readonly string[]; address?: string },
 ): Promise<CallsRun> {
   const port = await freeUdpPort();
   const name = `calls-${port}`;
@@ -209,7 +214,7 @@ export async function placeCalls(
   writeFileSync(scenario, options.scenario);
   const stats = join(dir, `${name}.csv`);
   const messages = join(dir, `${name}-messages.log`);
-  const args = ['-sf', scenario, '-s', options.number, '-i', '127.0.0.1', '-p', String(port), `127.0.0.1:${options.proxyPort}`];
+  const args = ['-sf', scenario, '-s', options.number, '-i', options.address ?? '127.0.0.1', '-p', String(port), `127.0.0.1:${options.proxyPort}`];
   args.push('-m', String(options.calls), '-r', String(options.rate), '-l', String(options.limit ?? 1000), '-nostdin', '-timer_resol', '1');
   args.push('-trace_stat', '-stf', stats, '-trace_msg', '-message_file', messages, '-recv_timeout', '10000', '-timeout', '300s');
   if (options.numbers) {
