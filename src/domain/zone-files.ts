@@ -3,7 +3,7 @@ import type { KeptAggregate } from './feed-service.ts';
 import type { IpAggregate, NumberAggregate } from './lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
 import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
-import { addressName, numberName, type ZoneKind } from './zone-names.ts';
+import { addressName, numberName, type ZoneFileFormat, type ZoneKind } from './zone-names.ts';
 
 /**
  * The zones as files, for operators who serve them from DNS servers of their own (docs/dns.md,
@@ -12,8 +12,6 @@ import { addressName, numberName, type ZoneKind } from './zone-names.ts';
  * same shared data set at the same threshold, scored at the start of the hour as feeds are.
  */
 
-export const ZONE_FILE_FORMATS = ['rbldnsd', 'bind', 'rpz'] as const;
-export type ZoneFileFormat = (typeof ZONE_FILE_FORMATS)[number];
 
 export interface ZoneFileSource {
   /** The instant scores are computed at. */

@@ -108,3 +108,7 @@ function expandIpv6(address: string): string {
   const middle = Array<string>(8 - left.length - right.length).fill('0');
   return [...left, ...middle, ...right].map((g) => g.padStart(4, '0')).join('');
 }
+
+/** The zone files `tollwatch dns-zone` writes (zone-files.ts); here, where the CLI can name them without loading the scoring. */
+export const ZONE_FILE_FORMATS = ['rbldnsd', 'bind', 'rpz'] as const;
+export type ZoneFileFormat = (typeof ZONE_FILE_FORMATS)[number];

@@ -318,13 +318,18 @@ describe('accounts sharing a receiver take turns', () => {
   });
 
   it("delivers another account's alert ahead of a flood of 300 test alerts to the same host (404 after 100 ms)", async () => {
-    // At most the flood's attempts under way, and those begun within the pass that claims it.
-    expect(await floodAhead(300, 100)).toBeLessThanOrEqual(6);
+    // Only the flood's attempts made while the worker's next pass fans the alert out and claims
+    // it: that pass fans out up to 20 alerts (the flood's among them) before it delivers, which a
+    // loaded PostgreSQL took long enough for 10 of them once (CI), at two attempts of 100 ms at a time.
+    // Before, all 303 of the flood's requests came first.
+    expect(await floodAhead(300, 100)).toBeLessThanOrEqual(60);
   });
 
   it("delivers another account's alert while a flood of 30 test alerts waits on answers 1 s slow", async () => {
-    // The flood holds its own two places; the other account's attempt takes a third at once.
-    expect(await floodAhead(30, 1000)).toBeLessThanOrEqual(2);
+    // The flood holds its own two places; the other account's attempt takes a third in the
+    // worker's next pass, while the flood's two places turn over at most a few times. Before, 28
+    // of the flood's requests would come first, two a second.
+    expect(await floodAhead(30, 1000)).toBeLessThanOrEqual(6);
   });
 });
 
