@@ -327,8 +327,8 @@ describe('accounts sharing a receiver take turns', () => {
 
   it("delivers another account's alert while a flood of 30 test alerts waits on answers 1 s slow", async () => {
     // The flood holds its own two places; the other account's attempt takes a third in the
-    // worker's next pass, while the flood's two places turn over at most a few times. Before, 28
-    // of the flood's requests would come first, two a second.
+    // worker's next pass, while the flood's two places turn over at most a few times. Before, the
+    // flood's whole queue went first, two at a time.
     expect(await floodAhead(30, 1000)).toBeLessThanOrEqual(6);
   });
 });
