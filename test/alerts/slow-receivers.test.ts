@@ -45,6 +45,18 @@ function trickle(socket: import('node:net').Socket, text: string, everyMs: numbe
 
 type Attempt = { at: string; outcome: string; status_code: number | null; error: string | null; duration_ms: number };
 
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** A webhook of `who` to `url`, subscribed to node.silent; its id. */
+async function webhook(who: TestAccount, url: string): Promise<string> {
+  const res = await who.api('/api/integrations', json({ kind: 'webhook', url, alert_types: ['node.silent'] }));
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** Queues a test alert to an integration of `who`. */
+const test = async (who: TestAccount, id: string) => expect((await who.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
+
 /**
  * A receiver slow to accept: a socket listening with the smallest backlog that never accepts,
  * its queue filled by connections held here, so a new connection's handshake is never answered
@@ -87,13 +99,6 @@ describe('receivers that misbehave on purpose (docs/api.md §12, "Delivery")', (
   let slow: TestAccount;
   let other: TestAccount;
 
-  const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  async function webhook(who: TestAccount, url: string): Promise<string> {
-    const res = await who.api('/api/integrations', json({ kind: 'webhook', url, alert_types: ['node.silent'] }));
-    expect(res.status).toBe(201);
-    return ((await res.json()) as { id: string }).id;
-  }
-  const test = async (who: TestAccount, id: string) => expect((await who.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
   const attempts = async (who: TestAccount, id: string) => ((await (await who.api(`/api/integrations/${id}/deliveries`)).json()) as { attempts: Attempt[] }).attempts;
 
   beforeAll(async () => {
@@ -275,13 +280,6 @@ describe('accounts sharing a receiver take turns', () => {
   let h: Harness;
   const receivers: AlertReceiver[] = [];
   let other: TestAccount;
-  const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  async function webhook(who: TestAccount, url: string): Promise<string> {
-    const res = await who.api('/api/integrations', json({ kind: 'webhook', url, alert_types: ['node.silent'] }));
-    expect(res.status).toBe(201);
-    return ((await res.json()) as { id: string }).id;
-  }
-  const test = async (who: TestAccount, id: string) => expect((await who.api(`/api/integrations/${id}/test`, { method: 'POST' })).status).toBe(202);
 
   /**
    * A receiver of the test's own (another test's flood, still retrying, would share it), with
