@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeUdpPort, scratchDir } from '../support/call-path.ts';
 import { dig, dnsToolsMissing, startUnbound, type Unbound } from '../support/dns-tools.ts';
 import { eventually } from '../support/eventually.ts';
-import { sampleEvent } from '../support/harness.ts';
+import { ago, sampleEvent } from '../support/harness.ts';
 import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
@@ -29,9 +29,6 @@ const PRIVATE_NAME = `0.0.0.0.0.0.0.4.1.3.3.${NUMBERS}`;
 const SCANNER_V6 = '2001:db8::7';
 const SCANNER_V6_NAME = `7.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.${ADDRESSES}`;
 
-function ago(minutes: number): string {
-  return new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 describe.skipIf(missing)('DNS zones through a caching Unbound (docs/dns.md)', () => {
   let database: TestDatabase;

@@ -8,7 +8,7 @@ import { NO_METRICS, type Metrics } from '../../src/metrics/metrics.ts';
 import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';
 import { dig, dnsToolsMissing, serveZones } from '../support/dns-tools.ts';
 import { eventually } from '../support/eventually.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
 /**
@@ -38,10 +38,6 @@ const SCANNER_V6 = '2001:db8::7';
 const SCANNER_V6_NAME = `7.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.${ADDRESSES}`;
 const PRIVATE_IP = '198.51.100.99';
 
-/** An event time `minutes` ago, in the node's form. */
-function ago(minutes: number): string {
-  return new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 describe.skipIf(missing)('DNS zones asked with dig (docs/dns.md)', () => {
   let h: Harness;

@@ -6,7 +6,7 @@ import type { DnsServer } from '../../src/dns/dns-server.ts';
 import { freeUdpPort, scratchDir } from '../support/call-path.ts';
 import { dig, dnsToolsMissing, serveZones, startUnbound, type Unbound } from '../support/dns-tools.ts';
 import { eventually } from '../support/eventually.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { spawnCli } from '../support/server-process.ts';
 
 /**
@@ -32,9 +32,6 @@ const PRIVATE_IP_NAME = `99.100.51.198.${ADDRESSES}`;
 const LISTED = [BUSY_NAME, SECOND_NAME, V4_NAME, V6_NAME];
 const UNLISTED = [SCANNED_NAME, PRIVATE_NAME, PRIVATE_IP_NAME, `1.1.1.1.1.1.1.1.${NUMBERS}`, `1.0.0.127.${ADDRESSES}`];
 
-function ago(minutes: number): string {
-  return new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 describe.skipIf(missing)('DNS zone files loaded into rbldnsd, named-checkzone and Unbound (docs/dns.md)', () => {
   let h: Harness;

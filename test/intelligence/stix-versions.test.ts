@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /** An event time `minutes` ago, in the node's form. */
-const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
 
 type Indicator = Record<string, any> & { id: string; created: string; modified: string };
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { headline } from '../../src/delivery/alert-text.ts';
 import { signedIn } from '../dashboard/web-client.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /** An event time `minutes` ago, in the node's form. */
-const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
 
 /**
  * Tags (docs/scoring.md, "Tags"): the tools an address's User-Agents name, in its lookup

@@ -166,6 +166,11 @@ let counter = 0;
  */
 export const SAMPLE_DAY = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
 
+/** An event time `minutes` ago, in the form a SentryPeer node writes (`2026-11-22 06:25:32.918`). */
+export function ago(minutes: number): string {
+  return new Date(Date.now() - minutes * 60_000).toISOString().replace('T', ' ').replace('Z', '');
+}
+
 /** A valid 13-field event; every call gets a fresh event_uuid unless overridden. */
 export function sampleEvent(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   counter += 1;
