@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../src/cli/kamailio-guard-config.ts';
-import { callPathMissing, freeUdpPort, percentile, placeCalls, startKamailio, startPbx } from '../test/support/call-path.ts';
+import { callPathMissing, freeUdpPort, percentile, placeCalls, startKamailio, startPbx, type Decision } from '../test/support/call-path.ts';
 import { completedCallScenario } from '../test/support/sipp-scenarios.ts';
 import { cpuMicros, log, prepareStore, printTable, ROOT, startProcess, type TableColumn } from './support.ts';
 
@@ -18,9 +19,13 @@ import { cpuMicros, log, prepareStore, printTable, ROOT, startProcess, type Tabl
  *     node bench/call-path.ts            (also phase 7 of `npm run bench`)
  *
  * BENCH_CALL_RATES (default 200,500) calls a second; BENCH_CALL_SECONDS (default 10) per run.
+ * BENCH_CALL_LOAD (default 0) busy processes kept spinning beside the runs: the guard's budget
+ * on a machine whose CPU is contended (docs/call-guard.md, "When Tollwatch is slow or away"),
+ * read from its decision lines: when each call was decided, and how many the budget decided.
  */
 const RATES = (process.env.BENCH_CALL_RATES ?? '200,500').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 10);
+const LOAD = Number(process.env.BENCH_CALL_LOAD ?? 0);
 
 export interface CallPathRow {
   mode: string;
@@ -37,6 +42,14 @@ export interface CallPathRow {
   ratioCompleted?: number;
   /** Tollwatch's CPU (user + system) per call, from /proc across the run. */
   tollwatchCpuMicrosPerCall: number;
+  /** With the guard: INVITE's arrival to its decision, as the guard logs it (ms=), over the measured calls. */
+  decidedP50?: number;
+  decidedP99?: number;
+  decidedMax?: number;
+  /** Measured calls the budget decided (`no answer within …`), and the earliest and latest of those decisions. */
+  pastBudget?: number;
+  pastBudgetMinMs?: number;
+  pastBudgetMaxMs?: number;
 }
 
 const MODES: Array<[string, Partial<GuardSettings> | undefined]> = [
@@ -59,6 +72,7 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
   const server = await startProcess('src/server.ts', { DATABASE_URL: databaseUrl }, '/readyz');
   const numbers = Array.from({ length: 10_000 }, (_, i) => `+1555${String(1_000_000 + i)}`);
   const rows: CallPathRow[] = [];
+  const spinners = Array.from({ length: LOAD }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
   try {
     for (const rate of RATES) {
       let alone: CallPathRow | undefined;
@@ -69,6 +83,7 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
         try {
           if (settings?.mirror) await waitForMirror(kamailio.lines);
           const row = await measureCalls(dir, mode, rate, kamailio.port, numbers, server.child.pid, alone);
+          if (settings) Object.assign(row, decisionTimes(kamailio.decisions().slice(-row.calls)));
           alone ??= row;
           rows.push(row);
         } finally {
@@ -78,10 +93,24 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
       }
     }
   } finally {
+    for (const spinner of spinners) spinner.kill('SIGKILL');
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   return rows;
+}
+
+/** When the guard decided the measured calls, and which of them its budget decided. */
+function decisionTimes(decisions: Decision[]): Partial<CallPathRow> {
+  const ms = decisions.map((d) => d.ms);
+  const late = decisions.filter((d) => d.outcome.startsWith('no answer within')).map((d) => d.ms);
+  return {
+    decidedP50: round(percentile(ms, 50)),
+    decidedP99: round(percentile(ms, 99)),
+    decidedMax: round(Math.max(...ms)),
+    pastBudget: late.length,
+    ...(late.length > 0 ? { pastBudgetMinMs: round(Math.min(...late)), pastBudgetMaxMs: round(Math.max(...late)) } : {}),
+  };
 }
 
 /**
@@ -135,6 +164,10 @@ export function printCallPath(rows: CallPathRow[]): void {
     ['+p99 ms', 7, (r) => r.addedP99],
     ['× alone', 7, (r) => r.ratioCompleted],
     ['Tollwatch CPU µs/call', 21, (r) => r.tollwatchCpuMicrosPerCall],
+    ['decided p99 ms', 14, (r) => r.decidedP99],
+    ['decided max ms', 14, (r) => r.decidedMax],
+    ['by budget', 9, (r) => r.pastBudget],
+    ['budget ms min–max', 17, (r) => (r.pastBudget ? `${r.pastBudgetMinMs}–${r.pastBudgetMaxMs}` : undefined)],
   ];
   printTable(columns, rows);
 }
@@ -145,7 +178,7 @@ if (import.meta.main) {
     printCallPath(rows);
     mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
     const file = join(ROOT, 'bench/results', `call-path-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({ seconds: SECONDS, rows }, null, 2));
+    writeFileSync(file, JSON.stringify({ seconds: SECONDS, load: LOAD, rows }, null, 2));
     console.log(`\nwritten to ${file}`);
   }
 }

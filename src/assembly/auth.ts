@@ -3,6 +3,7 @@ import { AccountsService } from '../domain/accounts.ts';
 import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/client-activity.ts';
 import { Sessions } from '../domain/sessions.ts';
 import { UsersService } from '../domain/users.ts';
+import { allowanceMail, AllowanceWatch } from '../limits/allowance-watch.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
 import { ResetRequests } from '../limits/reset-requests.ts';
@@ -91,7 +92,16 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const limiters = limiterFactoryOf(base);
   const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
   const usersRepo = new SqlUsersRepository(database.db);
+  // Allowances running low or out: counted, and the account's owners told (at most hourly).
+  const allowances = new AllowanceWatch({
+    counted: (notice) => base.metrics.allowanceNotice(notice.group, notice.level),
+    told: (notice) => {
+      base.log?.warn({ account: notice.accountId, group: notice.group, level: notice.level, plan: notice.plan.name }, `an account's ${notice.group} allowance is ${notice.level === 'spent' ? 'spent' : 'running low'}`);
+      users.tellOwners(notice.accountId, allowanceMail(notice)).catch((err: unknown) => base.log?.warn({ err }, 'the owners of an account whose allowance ran low could not be told'));
+    },
+  });
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
+  const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer });
   return {
     accounts,
     clientActivity,
@@ -100,7 +110,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
     // Alone, allowances are counted in memory; shared counters only where others share them.
-    limiter: new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined),
+    limiter: new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined, allowances),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     signInLocks: new SignInLocks(limiters, {
       ...DEFAULT_SIGN_IN_LOCKS,
@@ -108,7 +118,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
       ...options.signInLocks,
     }),
     resetRequests: new ResetRequests(limiters),
-    users: new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer }),
+    users,
     sessions,
   };
 }

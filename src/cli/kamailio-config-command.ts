@@ -11,6 +11,7 @@ interface KamailioConfigOptions {
   budgetMs: number;
   fail: 'open' | 'closed';
   failCode: number;
+  quota?: 'open' | 'closed' | 'mirror';
   source: boolean;
   mode: 'call' | 'mirror' | 'dns';
   numberZone?: string;
@@ -37,6 +38,7 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
     .option('--budget-ms <ms>', 'how long a call may wait for Tollwatch', integer, GUARD_DEFAULTS.budgetMs)
     .addOption(new Option('--fail <mode>', 'past the budget, or with Tollwatch down: let calls through, or refuse them').choices(['open', 'closed']).default('open'))
     .option('--fail-code <code>', 'the 5xx a call gets when failing closed', integer, GUARD_DEFAULTS.failCode)
+    .addOption(new Option('--quota <mode>', 'when Tollwatch answers 429 (the allowance spent): let calls through, refuse them, or keep the mirror’s decision (default: as --fail)').choices(['open', 'closed', 'mirror']))
     .option('--no-source', 'do not check the source address, only the called number')
     .addOption(new Option('--mode <mode>', 'ask per call, keep a mirror of the feeds, or ask the DNS zones through the machine’s resolver (docs/dns.md)').choices(['call', 'mirror', 'dns']).default('call'))
     .option('--number-zone <name>', 'in DNS mode, the number zone (default: TOLLWATCH_DNS_NUMBER_ZONE or numbers.tollwatch.internal)')
@@ -68,6 +70,7 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
           budgetMs: options.budgetMs,
           failClosed: options.fail === 'closed',
           failCode: options.failCode,
+          quota: options.quota ?? options.fail,
           checkSource: options.source,
           mirror: options.mode === 'mirror',
           mirrorIntervalSeconds: options.mirrorInterval,

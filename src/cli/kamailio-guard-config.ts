@@ -13,6 +13,8 @@ export interface GuardSettings {
   budgetMs: number;
   failClosed: boolean;
   failCode: number;
+  /** Tollwatch answering 429 (the allowance spent): let the call through, refuse it, or (mirror mode) keep the mirror's decision. */
+  quota: 'open' | 'closed' | 'mirror';
   checkSource: boolean;
   mirror: boolean;
   mirrorIntervalSeconds: number;
@@ -26,6 +28,7 @@ export const GUARD_DEFAULTS: Omit<GuardSettings, 'url' | 'clientId' | 'clientSec
   budgetMs: 100,
   failClosed: false,
   failCode: 503,
+  quota: 'open',
   checkSource: true,
   mirror: false,
   mirrorIntervalSeconds: 60,
@@ -67,8 +70,11 @@ export function renderGuardConfig(settings: GuardSettings, template = readFileSy
     TW_POLL_US: String(checkedInteger('poll interval', settings.pollMicros, 100, 100_000)),
   };
   if (settings.refuseCode !== 403 && settings.refuseCode !== 603) throw new GuardSettingError('the refusal must be 403 or 603');
+  if (settings.quota === 'mirror' && !settings.mirror) throw new GuardSettingError('--quota mirror needs mirror mode (--mode mirror)');
   const defines: Record<string, boolean> = {
     TW_FAIL_CLOSED: settings.failClosed,
+    TW_QUOTA_CLOSED: settings.quota === 'closed',
+    TW_QUOTA_MIRROR: settings.quota === 'mirror',
     TW_SKIP_SOURCE: !settings.checkSource,
     TW_MIRROR: settings.mirror,
     TW_MIRROR_PASS_MISSES: settings.mirror && settings.mirrorPassesMisses,

@@ -58,6 +58,15 @@ export const DEFAULT_PLANS: readonly Plan[] = [
     maxClients: null,
     eventReads: { limit: 60, windowSeconds: 60 },
   },
+  {
+    // A Kamailio call guard's account (docs/call-guard.md): two lookups a call, 500 calls a second.
+    name: 'call_guard',
+    maySubmit: false,
+    lookups: { limit: 1000, windowSeconds: 1 },
+    submissions: null,
+    maxClients: null,
+    eventReads: { limit: 60, windowSeconds: 60 },
+  },
 ];
 
 /** A plan as JSON shows it outside the code (the CLI's `--json`, the audit log): snake_case, as every JSON of Tollwatch. */

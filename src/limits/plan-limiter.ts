@@ -23,6 +23,11 @@ export function allowanceRefusal(plan: Plan, group: LimitGroup, window: RateWind
   return `the ${plan.name} plan allows ${window.limit} ${group} per ${window.windowSeconds} s; retry after ${state.resetSeconds} s`;
 }
 
+/** What is told each answer of PlanLimiter.spend. */
+export interface AllowanceObserver {
+  observe(group: LimitGroup, plan: Plan, accountId: string, window: RateWindow, state: LimitState, cost: number): void;
+}
+
 /** Makes the counter for one (group, limit, window); the store behind it is the factory's choice. */
 export type LimiterFactory = (options: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
 
@@ -103,9 +108,13 @@ export class PlanLimiter {
   /** The same counters by the plan's window object: no key to build per request while the plan table is kept. */
   private readonly byWindow = new Map<LimitGroup, WeakMap<RateWindow, Counters>>();
 
+  /** Told each spend's answer, to notice allowances running low or out (AllowanceWatch). */
+  private readonly watch: AllowanceObserver | undefined;
+
   /** Counts in this process alone unless given the factory of shared counters. */
-  constructor(shared?: LimiterFactory) {
+  constructor(shared?: LimiterFactory, watch?: AllowanceObserver) {
     this.shared = shared;
+    this.watch = watch;
   }
 
   /**
@@ -115,7 +124,14 @@ export class PlanLimiter {
    */
   spend(group: LimitGroup, plan: Plan, accountId: string, cost = 1): { window: RateWindow; state: LimitState | Promise<LimitState> } | undefined {
     const window = allowanceOf(plan, group);
-    return window ? { window, state: this.consume(group, accountId, window, cost) } : undefined;
+    if (!window) return undefined;
+    const state = this.consume(group, accountId, window, cost);
+    const watch = this.watch;
+    if (watch) {
+      if (state instanceof Promise) void state.then((s) => watch.observe(group, plan, accountId, window, s, cost), () => {});
+      else watch.observe(group, plan, accountId, window, state, cost);
+    }
+    return { window, state };
   }
 
   /** Spends `points` of an account's allowance; a refused request spends nothing. */

@@ -67,6 +67,8 @@ export interface Metrics {
   tokenRefused(reason: string): void;
   /** A request was refused with 429 by this limit. */
   rateLimited(limit: RefusingLimit): void;
+  /** An account's allowance of `group` ran low (a tenth or less left) or out, once per window. */
+  allowanceNotice(group: 'lookups' | 'submissions' | 'event_reads', level: 'low' | 'spent'): void;
   /** The DNS server answered a question of `zone` with `rcode` (never the name asked); `truncated` over UDP. */
   dnsAnswered(zone: DnsMetricZone, rcode: DnsMetricRcode, transport: 'udp' | 'tcp', truncated: boolean): void;
   /** The DNS server's rate limit dropped an answer, or sent it truncated and empty instead. */
@@ -87,6 +89,7 @@ export const NO_METRICS: Metrics = {
   tokenIssued() {},
   tokenRefused() {},
   rateLimited() {},
+  allowanceNotice() {},
   dnsAnswered() {},
   dnsLimited() {},
   watchHealth() {},

@@ -40,6 +40,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly dnsAnswers = new Map<string, Child>();
   private readonly dnsAnswerCounter: TalliedCounter<'zone' | 'rcode' | 'transport' | 'truncated'>;
   private readonly dnsLimitedBy: Record<'drop' | 'truncate', Child>;
+  private readonly allowanceNotices: Record<string, Child>;
 
   constructor() {
     const registers = [this.registry];
@@ -92,6 +93,16 @@ export class PrometheusMetrics implements Metrics {
       registers,
     });
     this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.tally(limit));
+    const notices = new TalliedCounter({
+      name: 'tollwatch_allowance_notices_total',
+      help: "Windows in which an account's plan allowance ran low (a tenth or less left) or was spent (a request refused), by group and level",
+      labelNames: ['group', 'level'],
+      registers,
+    });
+    this.allowanceNotices = bind(
+      ['lookups low', 'lookups spent', 'submissions low', 'submissions spent', 'event_reads low', 'event_reads spent'],
+      (key) => notices.tally(...(key.split(' ') as [string, string])),
+    );
     this.dnsAnswerCounter = new TalliedCounter({
       name: 'tollwatch_dns_answers_total',
       help: 'DNS answers by zone (numbers, addresses, none), rcode, transport (udp, tcp) and whether they were truncated; never the names asked',
@@ -142,6 +153,10 @@ export class PrometheusMetrics implements Metrics {
 
   rateLimited(limit: RefusingLimit): void {
     this.limited[limit].inc();
+  }
+
+  allowanceNotice(group: 'lookups' | 'submissions' | 'event_reads', level: 'low' | 'spent'): void {
+    this.allowanceNotices[`${group} ${level}`]!.inc();
   }
 
   dnsAnswered(zone: DnsMetricZone, rcode: DnsMetricRcode, transport: 'udp' | 'tcp', truncated: boolean): void {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { renderGuardConfig, GUARD_DEFAULTS, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
+import { DEFAULT_THROTTLE } from '../../src/limits/failure-throttle.ts';
 import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';
 import type { ServiceOptions } from '../../src/services.ts';
 import { callPathMissing, freeUdpPort, placeCalls, scratchDir, startKamailio, startLink, startPbx, type Decision, type Kamailio, type Pbx, type TollwatchLink } from '../support/call-path.ts';
@@ -55,6 +56,14 @@ async function makeKnown(fleet: TestAccount, number: string, strength: 'high' | 
     });
     expect((await postEvent(fleet, event, { authorization })).status).toBe(201);
   }
+}
+
+/** A plan of `lookups` lookups an hour, saved under a name of its own: a guard's allowance that runs out. */
+let plans = 0;
+async function fewLookupsOn(h: Harness, lookups: number): Promise<string> {
+  const name = `lookups-${lookups}-${++plans}`;
+  await h.services.plans.save({ name, maySubmit: false, lookups: { limit: lookups, windowSeconds: 3600 }, submissions: null, maxClients: null, eventReads: { limit: 1, windowSeconds: 3600 } });
+  return name;
 }
 
 /**
@@ -116,11 +125,12 @@ function callGuardFixture(name: string, options: ServiceOptions = {}) {
     placeCalls(dir.path, { scenario: completedCallScenario(), number, calls, rate, proxyPort: kamailio.port });
   const refused = (kamailio: Kamailio, number: string, calls: number, rate = 50, code = 403, reason = REFUSED_REASON) =>
     placeCalls(dir.path, { scenario: refusedCallScenario(code, reason), number, calls, rate, proxyPort: kamailio.port });
-  return { f, callPath, completed, refused };
+  const fewLookups = (lookups: number) => fewLookupsOn(f.h, lookups);
+  return { f, callPath, completed, refused, fewLookups };
 }
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
-  const { f, callPath, completed, refused } = callGuardFixture('call-guard');
+  const { f, callPath, completed, refused, fewLookups } = callGuardFixture('call-guard');
 
   it('refuses calls to a number above the threshold with 403 and a Reason; the rest reach the PBX and complete', async () => {
     const { kamailio, pbx } = await callPath();
@@ -182,23 +192,38 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     await f.link.set('stall');
     const closed = await refused(kamailio, UNKNOWN, 10, 10, 503, 'SIP;cause=503;text="Tollwatch: no answer"');
     await f.link.set('pass');
+    // The lookup processes the hang held are freed by http_client's timeout (3 s): until then a
+    // call still fails closed. One call at a time until one is declined.
+    await eventually('a call declined once Tollwatch answers', () => refused(kamailio, KNOWN, 1, 10, 603, 'SIP;cause=603;text="Tollwatch: score [0-9]+, '), (run) => run.successful === 1, { everyMs: 200 });
+    const waited = tally(kamailio.decisions())['failed-closed']! - 10;
     const declined = await refused(kamailio, KNOWN, 5, 10, 603, 'SIP;cause=603;text="Tollwatch: score [0-9]+, ');
     const through = await completed(kamailio, UNKNOWN, 5, 10);
     expect(closed).toMatchObject({ successful: 10, failed: 0 });
     expect(declined).toMatchObject({ successful: 5, failed: 0 });
     expect(through).toMatchObject({ successful: 5, failed: 0 });
     expect(await pbx.stop()).toEqual({ successful: 5, failed: 0 });
-    expect(tally(kamailio.decisions())).toEqual({ 'failed-closed': 10, refused: 5, passed: 5 });
+    expect(tally(kamailio.decisions())).toEqual({ 'failed-closed': 10 + waited, refused: 6, passed: 5 });
   });
 
-  it('follows its fail mode when Tollwatch answers 429, and counts each lookup it asks', async () => {
-    await f.h.services.plans.save({ name: 'two-lookups', maySubmit: false, lookups: { limit: 2, windowSeconds: 3600 }, submissions: { limit: 1, windowSeconds: 3600 }, maxClients: null, eventReads: { limit: 1, windowSeconds: 3600 } });
-    const limited = await f.h.account({ plan: 'two-lookups', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+  it('lets calls through when its allowance is spent (429), counting them apart; the account is noticed on Tollwatch’s side', async () => {
+    const limited = await f.h.account({ plan: await fewLookups(2), permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     const { kamailio } = await callPath({ clientId: limited.clientId, clientSecret: limited.clientSecret, checkSource: false });
     const run = await completed(kamailio, UNKNOWN, 5, 5);
     expect(run).toMatchObject({ successful: 5, failed: 0 });
     expect(kamailio.decisions().map((d) => d.decision)).toEqual(['passed', 'passed', 'failed-open', 'failed-open', 'failed-open']);
-    expect(kamailio.decisions().slice(2).every((d) => d.outcome === 'answered 429')).toBe(true);
+    expect(kamailio.decisions().slice(2).every((d) => d.outcome === 'allowance spent (429)')).toBe(true);
+    expect(await kamailio.statistics()).toMatchObject({ over_quota_passed: 3, over_quota_refused: 0, failed_open: 3, passed: 2, lookups: 5 });
+    const metrics = await (await fetch(`${f.h.url}/metrics`)).text();
+    expect(metrics).toMatch(/^tollwatch_allowance_notices_total\{group="lookups",level="spent"\} [1-9]/m);
+  });
+
+  it('refuses calls when its allowance is spent with --quota closed, whatever its fail mode', async () => {
+    const limited = await f.h.account({ plan: await fewLookups(2), permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio } = await callPath({ clientId: limited.clientId, clientSecret: limited.clientSecret, checkSource: false, quota: 'closed', failCode: 503 });
+    expect(await completed(kamailio, UNKNOWN, 2, 5)).toMatchObject({ successful: 2, failed: 0 });
+    expect(await refused(kamailio, UNKNOWN, 3, 5, 503, 'SIP;cause=503;text="Tollwatch: allowance spent"')).toMatchObject({ successful: 3, failed: 0 });
+    expect(kamailio.decisions().map((d) => d.decision)).toEqual(['passed', 'passed', 'failed-closed', 'failed-closed', 'failed-closed']);
+    expect(await kamailio.statistics()).toMatchObject({ over_quota_passed: 0, over_quota_refused: 3, failed_closed: 3 });
   });
 
   it('refuses a call whose source address is known, and checks only the number when told to', async () => {
@@ -216,7 +241,7 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirror', () => {
   const TOKEN_SECONDS = 4;
-  const { f, callPath, completed, refused } = callGuardFixture('call-guard-tokens', { tokenTtlSeconds: TOKEN_SECONDS });
+  const { f, callPath, completed, refused, fewLookups } = callGuardFixture('call-guard-tokens', { tokenTtlSeconds: TOKEN_SECONDS });
 
   it('renews its token before it expires, decides right across renewals, and fails open once its client is deleted', async () => {
     const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
@@ -245,8 +270,11 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirr
     expect(after).toMatchObject({ successful: 3, failed: 0 });
     const last = kamailio.decisions().slice(-3);
     expect(last.map((d) => d.decision)).toEqual(['failed-open', 'failed-open', 'failed-open']);
-    expect(last.every((d) => d.outcome === 'no access token')).toBe(true);
-    expect(kamailio.lines.some((line) => /tollwatch: no access token \(token endpoint answered 401\)/.test(line))).toBe(true);
+    // Lookups that met the refusal before the token was dropped say so; once it is, calls find no token.
+    expect(last.every((d) => d.outcome === 'no access token' || d.outcome === 'answered 401'), JSON.stringify(last)).toBe(true);
+    await eventually('the refused secret to be logged', () => kamailio.lines.some((line) => /tollwatch: no access token \(token endpoint answered 401\)/.test(line)), Boolean);
+    expect(await completed(kamailio, KNOWN, 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    expect(kamailio.decisions().slice(-2).map((d) => `${d.decision} ${d.outcome}`)).toEqual(['failed-open no access token', 'failed-open no access token']);
     // Backing off: not a token request per call.
     expect(tokenRequests()).toBeLessThan(rounds);
   });
@@ -276,5 +304,102 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirr
     expect(performance.now() - known).toBeLessThan(interval * 1000 + 2000);
     expect(await lookups()).toBe(before);
     await pbx.stop();
+  });
+
+  it('mirror mode from the first call: looks calls up until the mirror first loads, loads it at start, and tells its age and a failed refresh', async () => {
+    const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    // The feeds cannot be read: the mirror stays empty, with a refresh interval no test waits for.
+    f.link.refuse(/^GET \/api\/feeds\//);
+    try {
+      const { kamailio } = await callPath({ clientId: guard.clientId, clientSecret: guard.clientSecret, mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: 3600, checkSource: false });
+      await eventually('a failed first load to be logged', () => kamailio.lines.find((l) => l.includes('tollwatch: mirror not loaded: feed unreachable (curl ')), Boolean);
+      // Misses would pass, but an empty mirror has no misses yet: each call is looked up.
+      expect(await refused(kamailio, '0046812118532', 10, 10)).toMatchObject({ successful: 10, failed: 0 });
+      expect(kamailio.decisions().map((d) => `${d.decision} ${d.via}`)).toEqual(Array(10).fill('refused lookup'));
+      const cold = await kamailio.statistics();
+      expect(cold.mirror_loads).toBe(0);
+      expect(cold.mirror_age).toBeGreaterThanOrEqual(1);
+      // Readable again: the next try, a second later, loads it, not an hour later.
+      f.link.refuse(undefined);
+      await eventually('the mirror to load', () => kamailio.lines.find((l) => / n entries at or above /.test(l)), Boolean);
+      expect(await refused(kamailio, '0046812118532', 10, 10)).toMatchObject({ successful: 10, failed: 0 });
+      expect(kamailio.decisions().slice(10).every((d) => d.decision === 'refused' && d.via === 'mirror')).toBe(true);
+      expect((await kamailio.statistics()).mirror_loads).toBe(1);
+    } finally {
+      f.link.refuse(undefined);
+    }
+  });
+
+  it('mirror mode with --quota mirror: once the allowance is spent, the mirror alone decides', async () => {
+    // One lookup for the numbers' feed, two for calls the mirror does not hold, then 429.
+    const limited = await f.h.account({ plan: await fewLookups(3), permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio } = await callPath({ clientId: limited.clientId, clientSecret: limited.clientSecret, mirror: true, quota: 'mirror', mirrorIntervalSeconds: 3600, checkSource: false });
+    await eventually('the mirror to load', () => kamailio.lines.find((l) => / n entries at or above /.test(l)), Boolean);
+    expect(await completed(kamailio, UNKNOWN, 4, 5)).toMatchObject({ successful: 4, failed: 0 });
+    expect(await refused(kamailio, '0046812118532', 2, 5)).toMatchObject({ successful: 2, failed: 0 });
+    expect(kamailio.decisions().map((d) => `${d.decision} ${d.via} ${d.outcome}`)).toEqual([
+      'passed lookup ',
+      'passed lookup ',
+      'passed mirror allowance spent (429)',
+      'passed mirror allowance spent (429)',
+      'refused mirror ',
+      'refused mirror ',
+    ]);
+    expect(await kamailio.statistics()).toMatchObject({ over_quota_passed: 2, failed_open: 0 });
+  });
+
+  it('mirror mode: a refresh that fails keeps what the mirror holds, logs why and how old it is, and its age grows', async () => {
+    const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const interval = 5;
+    const { kamailio } = await callPath({ clientId: guard.clientId, clientSecret: guard.clientSecret, mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: interval, checkSource: false });
+    await eventually('the mirror to load', () => kamailio.lines.find((l) => / n entries at or above /.test(l)), Boolean);
+    f.link.refuse(/^GET \/api\/feeds\//);
+    try {
+      const failed = await eventually('a failed refresh to be logged', () => kamailio.lines.find((l) => l.includes('tollwatch: mirror not refreshed: feed unreachable (curl ')), Boolean, { timeoutMs: 6 * interval * 1000 });
+      expect(failed).toMatch(/keeping what it holds, loaded \d+ s ago, asking again in 5 s/);
+      expect(await refused(kamailio, '0046812118532', 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+      expect(kamailio.decisions().every((d) => d.via === 'mirror')).toBe(true);
+      expect((await kamailio.statistics()).mirror_age).toBeGreaterThanOrEqual(interval);
+    } finally {
+      f.link.refuse(undefined);
+    }
+  });
+});
+
+describe.skipIf(missing !== undefined)('the Kamailio call guard: a secret reset under calls', () => {
+  // Every failed authentication held as long as the throttle ever holds one (docs/api.md §2):
+  // longer than http_client's 1 s lookup timeout, which once made the guard take a refusal for
+  // an unreachable Tollwatch and ask every second.
+  const hold = DEFAULT_THROTTLE.maxDelayMs;
+  const { f, callPath, completed, refused } = callGuardFixture('call-guard-revoked', { throttle: { freeFailures: 0, delayStepMs: hold, maxDelayMs: hold } });
+
+  it('asks for a token at most six times in the minute after its secret is reset, its back-off only growing, while calls follow the fail mode', async () => {
+    const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const { kamailio, pbx } = await callPath({ clientId: guard.clientId, clientSecret: guard.clientSecret, checkSource: false });
+    expect(await refused(kamailio, KNOWN, 3, 10)).toMatchObject({ successful: 3, failed: 0 });
+    const seen = f.link.timed.length;
+    const decided = kamailio.decisions().length;
+    await f.h.services.accounts.resetSecret(guard.clientId);
+    // Two calls a second for 65 s.
+    expect(await completed(kamailio, KNOWN, 130, 2)).toMatchObject({ successful: 130, failed: 0 });
+    expect(await pbx.stop()).toEqual({ successful: 130, failed: 0 });
+
+    const asked = f.link.timed.slice(seen).filter((r) => r.request === 'POST /oauth/token').map((r) => r.at);
+    const firstMinute = asked.filter((at) => at - asked[0]! < 60_000);
+    // docs/call-guard.md: again after at least 1, 2, 4, 8, 16 s… so at most six in a minute.
+    expect(firstMinute.length, `token requests at ${asked.map((at) => Math.round(at - asked[0]!)).join(', ')} ms`).toBeLessThanOrEqual(6);
+    expect(firstMinute.length).toBeGreaterThanOrEqual(4);
+    // Every refusal was answered (held 2 s, within the token request's own timeout), never a
+    // timeout or a 429, and each back-off was longer than the one before, up to the cap.
+    const refusals = kamailio.lines.filter((l) => l.includes('tollwatch: no access token'));
+    expect(refusals.length).toBe(asked.length);
+    expect(refusals.every((l) => l.includes('(token endpoint answered 401)')), refusals.join('\n')).toBe(true);
+    const backoffs = refusals.map((l) => Number(/asking again in (\d+) s/.exec(l)?.[1]));
+    expect(backoffs).toEqual([1, 2, 4, 8, 16, 32, 64, 64].slice(0, backoffs.length));
+    // The calls were decided by the fail mode at once, never by their budget: no lookup process
+    // waited on the token endpoint for another.
+    const after = kamailio.decisions().slice(decided);
+    expect(tally(after)).toEqual({ 'failed-open': 130 });
+    expect(after.every((d) => d.outcome === 'no access token' || d.outcome === 'answered 401'), JSON.stringify(after.map((d) => d.outcome))).toBe(true);
   });
 });

@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
 import { runCli } from '../../src/cli/main.ts';
+import { DEFAULT_THROTTLE } from '../../src/limits/failure-throttle.ts';
 import { callPathMissing, scratchDir } from '../support/call-path.ts';
 
 /** `tollwatch kamailio-config` (docs/cli.md, docs/call-guard.md): the guard with an operator's settings. */
@@ -43,6 +44,23 @@ describe('the guard rendered with settings', () => {
     expect(['TW_FAIL_CLOSED', 'TW_SKIP_SOURCE', 'TW_MIRROR', 'TW_MIRROR_PASS_MISSES'].map((name) => defined(text, name))).toEqual([false, false, false, false]);
     // Misses pass only in mirror mode.
     expect(defined(renderGuardConfig({ ...settings, mirrorPassesMisses: true }), 'TW_MIRROR_PASS_MISSES')).toBe(false);
+  });
+
+  it('decides a 429 as told: through, refused, or by the mirror alone (mirror mode only); by default as it fails', async () => {
+    const switches = (text: string) => ['TW_QUOTA_CLOSED', 'TW_QUOTA_MIRROR'].map((name) => defined(text, name));
+    expect(switches(renderGuardConfig(settings))).toEqual([false, false]);
+    expect(switches(renderGuardConfig({ ...settings, quota: 'closed' }))).toEqual([true, false]);
+    expect(switches(renderGuardConfig({ ...settings, mirror: true, quota: 'mirror' }))).toEqual([false, true]);
+    expect(() => renderGuardConfig({ ...settings, quota: 'mirror' })).toThrow(/--quota mirror needs mirror mode/);
+    const env = { TOLLWATCH_URL: 'http://x', TOLLWATCH_CLIENT_ID: 'twc_a', TOLLWATCH_CLIENT_SECRET: 'tws_a' };
+    expect(switches((await cli(['kamailio-config', '--fail', 'closed'], env)).stdout)).toEqual([true, false]);
+    expect(switches((await cli(['kamailio-config', '--fail', 'closed', '--quota', 'open'], env)).stdout)).toEqual([false, false]);
+    expect(switches((await cli(['kamailio-config'], env)).stdout)).toEqual([false, false]);
+  });
+
+  it('waits for an answer longer than the failed-authentication throttle ever holds one, so a refusal is never taken for a timeout', () => {
+    const seconds = Number(/^modparam\("http_client", "connection_timeout", (\d+)\)$/m.exec(renderGuardConfig(settings))?.[1]);
+    expect(seconds * 1000).toBeGreaterThan(DEFAULT_THROTTLE.maxDelayMs);
   });
 
   it('refuses what Kamailio would read as syntax, or what Tollwatch never issues', () => {

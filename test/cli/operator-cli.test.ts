@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
+import { DEFAULT_PLANS, planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
 import { startHarness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
@@ -162,8 +162,11 @@ describe('operator CLI (docs/api.md §10)', () => {
   });
 
   it('lists and edits plans, refusing nonsense', () => {
-    const names = (json('plans', 'list').plans as Array<{ name: string }>).map((p) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['tester', 'contributor', 'business', 'service_provider']));
+    const plans = json('plans', 'list').plans as Array<{ name: string }>;
+    expect(plans.map((p) => p.name)).toEqual(expect.arrayContaining(['tester', 'contributor', 'business', 'service_provider', 'call_guard']));
+    // A call guard's: two lookups a call at 500 calls a second (docs/call-guard.md).
+    expect(plans.find((p) => p.name === 'call_guard')).toEqual(planJson(DEFAULT_PLANS.find((p) => p.name === 'call_guard')!));
+    expect(plans.find((p) => p.name === 'call_guard')).toMatchObject({ may_submit: false, lookups: { limit: 1000, window_seconds: 1 } });
     expect(
       json('plans', 'set', 'gold', '--may-submit', 'yes', '--lookups', '100/minute', '--submissions', '1000/hour', '--max-clients', 'unlimited', '--event-reads', '20/minute'),
     ).toEqual({

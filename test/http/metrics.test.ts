@@ -126,6 +126,7 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_tokens_issued_total: 'counter',
       tollwatch_token_refusals_total: 'counter',
       tollwatch_rate_limited_total: 'counter',
+      tollwatch_allowance_notices_total: 'counter',
       tollwatch_store_up: 'gauge',
       tollwatch_fold_backlog_events: 'gauge',
       tollwatch_fold_lag_seconds: 'gauge',

@@ -5,6 +5,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from './eventually.ts';
+import { runCommand } from './run-command.ts';
 import { answeringScenario } from './sipp-scenarios.ts';
 
 /**
@@ -51,6 +52,8 @@ export interface Kamailio {
   lines: string[];
   /** The guard's decision lines (`tollwatch: decision=…`), parsed. */
   decisions(): Decision[];
+  /** The guard's statistics as `kamcmd stats.get_statistics script:` reads them, by name (`mirror_age`). */
+  statistics(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -75,7 +78,7 @@ export async function startKamailio(dir: string, options: { port: number; pbxPor
   let config = readFileSync(EXAMPLE_CONFIG, 'utf8')
     .replace(/^#!substdef "!PROXY_LISTEN![^!]*!"$/m, `#!substdef "!PROXY_LISTEN!udp:127.0.0.1:${options.port}!"`)
     .replace(/^#!substdef "!PBX_URI![^!]*!"$/m, `#!substdef "!PBX_URI!sip:127.0.0.1:${options.pbxPort}!"`)
-    .replace(/^#!substdef "!CONTROL_SOCKET![^!]*!"$/m, `#!substdef "!CONTROL_SOCKET!unix:${join(dir, 'kamailio.ctl')}!"`);
+    .replace(/^#!substdef "!CONTROL_SOCKET![^!]*!"$/m, `#!substdef "!CONTROL_SOCKET!unix:${join(dir, `kamailio-${options.port}.ctl`)}!"`);
   if (options.children) config = config.replace(/^children=\d+$/m, `children=${options.children}`);
   if (options.guard === undefined) {
     config = config.replace(/^include_file "tollwatch-guard.cfg"$/m, '').replace(/^\troute\(TOLLWATCH\);$/m, '');
@@ -113,6 +116,10 @@ export async function startKamailio(dir: string, options: { port: number; pbxPor
     port: options.port,
     lines,
     decisions: () => lines.flatMap((line) => parseDecision(line) ?? []),
+    async statistics() {
+      const { stdout } = await runCommand('kamcmd', ['-s', `unix:${join(dir, `kamailio-${options.port}.ctl`)}`, 'stats.get_statistics', 'script:']);
+      return Object.fromEntries([...stdout.matchAll(/^script:tollwatch:(\w+) = (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+    },
     async stop() {
       process.removeListener('exit', reap);
       await stopProcess(child);
@@ -280,8 +287,12 @@ export interface TollwatchLink {
   url: string;
   /** `pass` forwards; `stall` accepts and never answers; `down` refuses connections (the port closed). */
   set(mode: LinkMode): Promise<void>;
+  /** Closes, unanswered, every connection whose request line matches (undefined: none). */
+  refuse(requests: RegExp | undefined): void;
   /** HTTP requests passed on, by their request line (`GET /api/phone-numbers/…`). */
   requests: string[];
+  /** The same requests with when each was seen (`performance.now()`). */
+  timed: Array<{ request: string; at: number }>;
   close(): Promise<void>;
 }
 
@@ -292,8 +303,10 @@ export interface TollwatchLink {
 export async function startLink(target: string): Promise<TollwatchLink> {
   const to = new URL(target);
   const requests: string[] = [];
+  const timed: Array<{ request: string; at: number }> = [];
   const sockets = new Set<Socket>();
   let mode: LinkMode = 'pass';
+  let refused: RegExp | undefined;
   let server: Server | undefined;
   let port = 0;
   const listen = async () => {
@@ -308,9 +321,19 @@ export async function startLink(target: string): Promise<TollwatchLink> {
       upstream.on('error', () => client.destroy());
       client.on('data', (chunk: Buffer) => {
         const line = /^([A-Z]+ \S+) HTTP\/1\.[01]\r\n/.exec(chunk.toString('latin1'));
-        if (line) requests.push(line[1]!);
+        if (line && refused?.test(line[1]!)) {
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        if (line) {
+          requests.push(line[1]!);
+          timed.push({ request: line[1]!, at: performance.now() });
+        }
+        upstream.write(chunk);
       });
-      client.pipe(upstream).pipe(client);
+      client.on('end', () => upstream.end());
+      upstream.pipe(client);
     });
     await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
     port = (server!.address() as { port: number }).port;
@@ -325,6 +348,10 @@ export async function startLink(target: string): Promise<TollwatchLink> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    timed,
+    refuse(requests) {
+      refused = requests;
+    },
     async set(next) {
       if (next === mode) return;
       if (mode === 'down') await listen();

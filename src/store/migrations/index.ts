@@ -25,6 +25,7 @@ import { migration as m022 } from './022-shared-pairs-by-number.ts';
 import { migration as m023 } from './023-taxii-first-pass-position.ts';
 import { migration as m024 } from './024-shared-changes-log.ts';
 import { migration as m025 } from './025-invitation-stand-ins.ts';
+import { migration as m026 } from './026-call-guard-plan.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -58,5 +59,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '023_taxii_first_pass_position': m023(),
     '024_shared_changes_log': m024(caps),
     '025_invitation_stand_ins': m025(),
+    '026_call_guard_plan': m026(),
   };
 }
