@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalisePhoneNumber } from '../../src/domain/phone-number.ts';
+import { pythonSample } from '../support/number-forms.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { runCommand, type CommandRun } from '../support/run-command.ts';
 
@@ -94,16 +94,7 @@ describe.skipIf(!present)('the Python client (clients/python)', () => {
   });
 
   it('works out the same number key as the server on generated numbers (docs/api.md §13)', async () => {
-    // The forms callers write, and the characters where JavaScript's trim() and case folding
-    // differ from Python's strip() and re.IGNORECASE.
-    const edge = fc.oneof(
-      { weight: 3, arbitrary: fc.constant('') },
-      { weight: 1, arbitrary: fc.constantFrom(' ', '\t', '\n', '\u000b', '\u00a0', '\ufeff', '\u3000', '\u2028', '\u001c', '\u001f', '\u0085', '\u180e', '\u200b') },
-    );
-    const written = fc
-      .tuple(edge, fc.constantFrom('', '+', '00', '011', 'tel:', 'TEL:', 'sip:', 'sips:', 'tel:+', '\u017fip:', '0'), fc.stringMatching(/^[0-9A-Za-z*# ().;?@-]{0,20}$/), fc.constantFrom('', '@198.51.100.2', ';user=phone', '?x=y', ' '), edge)
-      .map((parts) => parts.join(''));
-    const inputs = [...fc.sample(written, 3000), ...fc.sample(fc.string({ unit: 'binary', maxLength: 24 }), 1000)];
+    const inputs = pythonSample();
     const script = 'import json, sys; from tollwatch import phone_number_key; print(json.dumps([phone_number_key(v) for v in json.load(sys.stdin)]))';
     const run = await python(['-c', script], { PYTHONPATH: 'clients/python/src' }, JSON.stringify(inputs));
     expect(run.status, report(run)).toBe(0);
