@@ -82,7 +82,7 @@ describe.skipIf(missing !== undefined)('the Kamailio guard reads numbers as the 
   });
   afterAll(async () => {
     await stop();
-    dir.remove();
+    dir?.remove();
   });
 
   /** Sends each value as an INVITE's user, a window of 50 at a time, and collects the readings by Call-ID. */

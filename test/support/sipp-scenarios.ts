@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * SIPp scenarios for the call path (test/call-guard/, bench/call-path.ts), written out by the
  * caller. SIPp's built-in scenarios ignore Record-Route, so the ACK and BYE of a call through a
@@ -91,33 +92,15 @@ export function refusedCallScenario(code: number, reason: string, user = SERVICE
 }
 
 /**
- * The PBX behind the proxy: answers at once, takes the ACK (if it comes before the BYE) and the
- * BYE; echoes Record-Route. It
+ * The PBX behind the proxy, shipped beside the example configuration for operators to try the
+ * guard with (integrations/kamailio/pbx.xml): answers at once, takes the ACK (if it comes before
+ * the BYE) and the BYE; echoes Record-Route. It
  * does not ring first: a 180 and a 200 sent together reach the caller in either order (the
  * proxy's workers relay them in parallel), and SIPp, taking a late 180 for the one it allowed
  * before the 200, loses the call's route set: about one call in a hundred at 500 a second.
  */
 export function answeringScenario(): string {
-  const reply = (status: string, tag: boolean) => `
-  <send${status.startsWith('200') && tag ? ' retrans="500"' : ''}>
-    <![CDATA[
-      SIP/2.0 ${status}
-      [last_Via:]
-      [last_From:]
-      [last_To:]${tag ? ';tag=[pid]SIPpTag01[call_number]' : ''}
-      [last_Call-ID:]
-      [last_CSeq:]${tag ? '\n      [last_Record-Route:]\n      Contact: <sip:[local_ip]:[local_port];transport=[transport]>' : ''}
-      Content-Length: 0
-
-    ]]>
-  </send>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="pbx">
-  <recv request="INVITE" crlf="true"/>${reply('200 OK', true)}
-  <recv request="ACK" optional="true" crlf="true"/>
-  <recv request="BYE"/>${reply('200 OK', false)}
-</scenario>
-`;
+  return readFileSync(new URL('../../integrations/kamailio/pbx.xml', import.meta.url), 'utf8');
 }
 
 function escapeXml(text: string): string {
