@@ -83,7 +83,10 @@ export async function callPathBench(): Promise<CallPathRow[] | undefined> {
         try {
           if (settings?.mirror) await waitForMirror(kamailio.lines);
           const row = await measureCalls(dir, mode, rate, kamailio.port, numbers, server.child.pid, alone);
-          if (settings) Object.assign(row, decisionTimes(kamailio.decisions().slice(-row.calls)));
+          if (settings) {
+            Object.assign(row, decisionTimes(kamailio.decisions().slice(-row.calls)));
+            log(`    decided p50 ${row.decidedP50} ms, p99 ${row.decidedP99} ms, max ${row.decidedMax} ms; by the budget: ${row.pastBudget}${row.pastBudget ? ` (${row.pastBudgetMinMs}–${row.pastBudgetMaxMs} ms)` : ''}`);
+          }
           alone ??= row;
           rows.push(row);
         } finally {
