@@ -185,6 +185,11 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     expect(failed.slice(0, 20).every((d) => d.outcome === `no answer within ${BUDGET_MS} ms`)).toBe(true);
     expect(failed.slice(0, 20).every((d) => d.ms >= BUDGET_MS / 2), JSON.stringify(failed.slice(0, 20).map((d) => d.ms))).toBe(true);
     expect(failed.slice(20).every((d) => /^(unreachable|no answer within)/.test(d.outcome))).toBe(true);
+    // curl's own code and text, not "No error": nothing listens once Tollwatch is down (a
+    // request the hang held when the link went down may end otherwise).
+    const unreachable = failed.slice(20).map((d) => d.outcome).filter((outcome) => outcome.startsWith('unreachable'));
+    expect(unreachable.every((outcome) => /^unreachable \(curl \d+: [^)]+\)$/.test(outcome)), JSON.stringify(unreachable)).toBe(true);
+    expect(unreachable).toContain("unreachable (curl 7: Couldn't connect to server)");
   });
 
   it('fails closed when so configured: the configured 5xx with a Reason, and decides again once Tollwatch returns', async () => {
