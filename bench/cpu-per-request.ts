@@ -14,6 +14,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  *   TOLLWATCH_LOOKUP_CACHE_MS=60000 node bench/cpu-per-request.ts   (every lookup answered from memory)
  *   node bench/cpu-per-request.ts --server bench/fastify-server.ts  (a baseline)
  *   node bench/cpu-per-request.ts --load intake --seconds 10 [--rate 2000]
+ *   node bench/cpu-per-request.ts --log-level info                   (every request logged, as the README's default)
  */
 const { values } = parseArgs({
   options: {
@@ -25,6 +26,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     // Single events paced to this many a second (as phase 2 of npm run bench paces them); 0: flat out.
     rate: { type: 'string', default: '0' },
+    // The server's LOG_LEVEL: at info it logs every request it answers.
+    'log-level': { type: 'string', default: 'warn' },
   },
 });
 /** Events per request of the batch load. */
@@ -35,7 +38,7 @@ const client = await prepareStore(database);
 const numbers = await knownNumbers(database);
 if (values.load === 'found' && numbers.length === 0) throw new Error(`${database} holds no numbers to find: give a store with events, or no --database for the generated one`);
 const ours = values.server === 'src/server.ts';
-const server = await startProcess(values.server, { DATABASE_URL: database }, ours ? '/readyz' : '/api/phone-numbers/1');
+const server = await startProcess(values.server, { DATABASE_URL: database, LOG_LEVEL: values['log-level'] }, ours ? '/readyz' : '/api/phone-numbers/1');
 try {
   const token = ours ? await tokenFor(server.url, client) : 'baseline';
   const intakeNumbers = numbers.length ? numbers : ['+441234567890'];
@@ -53,7 +56,7 @@ try {
   const result = await runWrk(server.url, script, Number(values.connections), Number(values.seconds));
   const cpu = cpuMicros(server.child.pid) - before;
   const perEvent = values.load === 'batch' ? `, ${Math.round(cpu / (result.requests * BATCH))} CPU µs/event` : '';
-  log(`${values.server} ${values.load} @${values.connections}: ${Math.round(result.requests / result.seconds)} req/s, ${Math.round(cpu / result.requests)} CPU µs/request${perEvent}, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
+  log(`${values.server} ${values.load} @${values.connections} (${values['log-level']}): ${Math.round(result.requests / result.seconds)} req/s, ${Math.round(cpu / result.requests)} CPU µs/request${perEvent}, p99 ${result.p99} ms, ${JSON.stringify(result.statuses)}`);
 } finally {
   await server.stop();
 }

@@ -68,7 +68,7 @@ export async function startProcess(script: string, env: Record<string, string>, 
   const port = await freePort();
   const profile = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...profile, join(ROOT, script)], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1', TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}` },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;

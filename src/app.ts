@@ -2,14 +2,14 @@ import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HTTPMethods } from 'fastify';
 import { apiAuthOptions, apiGate } from './http/api-auth.ts';
 import type { IngestGate } from './http/ingest-auth.ts';
 import { apiErrorHandler } from './http/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
 import { clientAddressOf } from './http/client-address.ts';
 import { directIntake } from './http/direct-intake.ts';
-import type { RequestHandler } from './http/direct-lanes.ts';
+import { laneRequestLog, type RequestHandler } from './http/direct-lanes.ts';
 import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
@@ -37,7 +37,8 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const gate = ingestGateOf(services);
   let closing = false;
-  const lanes = directLanesOf(services, options, () => closing);
+  let built: FastifyInstance | undefined;
+  const lanes = directLanesOf(services, options, () => built!, () => closing);
   const timeoutMs = services.config.requestTimeoutMs;
   const app = Fastify({
     // The server Fastify would make (Fastify applies no server setting to a factory's), with the
@@ -72,6 +73,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
     frameworkErrors: badUrlAnswer(services, gate),
   });
+  built = app;
 
   app.addHook('preClose', (done) => {
     closing = true;
@@ -132,13 +134,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 
 /**
  * Fastify's request handler behind the direct lanes (http/direct-lookups.ts,
- * http/direct-intake.ts), each unless configured off; none while requests are logged: at
- * `info`, Fastify writes two lines per request, which the lanes would not.
+ * http/direct-intake.ts), each unless configured off. The lanes find a request's route with
+ * Fastify's own router, and log what they answer as Fastify logs its requests (one line each,
+ * when the logger writes info), so the log level changes what is written, not which path serves.
  */
-function directLanesOf(services: Services, options: AppOptions, closing: () => boolean): (handler: RequestHandler) => RequestHandler {
-  const level = options.loggerInstance?.level;
+function directLanesOf(services: Services, options: AppOptions, app: () => FastifyInstance, closing: () => boolean): (handler: RequestHandler) => RequestHandler {
   const { config } = services;
-  if (level === 'info' || level === 'debug' || level === 'trace') return (handler) => handler;
+  const clientAddress = clientAddressOf(config.trustProxy);
+  const requestLog = laneRequestLog(options.loggerInstance, clientAddress);
   const shared = {
     authenticator: services.authenticator,
     plans: services.plans,
@@ -147,7 +150,10 @@ function directLanesOf(services: Services, options: AppOptions, closing: () => b
     headers: apiHeaders(),
     closing,
     activity: services.clientActivity,
-    clientAddress: clientAddressOf(config.trustProxy),
+    clientAddress,
+    // Lanes answer only once the server listens, when every route is registered.
+    route: (method: string, url: string) => app().findRoute({ method: method as HTTPMethods, url }) as { params: Record<string, string | undefined> } | null,
+    ...(requestLog ? { requestLog } : {}),
   };
   const lookups = config.directLookups ? directLookups({ ...shared, lookups: services.lookups }) : undefined;
   const intake = config.directIntake ? directIntake({ ...shared, intake: services.intake }) : undefined;

@@ -3,10 +3,10 @@ import { PassThrough } from 'node:stream';
 import type { preParsingHookHandler } from 'fastify';
 import type { EventIntake } from '../domain/event-intake.ts';
 import type { LimitState } from '../limits/plan-limiter.ts';
-import { admittedCaller, SPENT_BY_LANE, whenAllowed, type DirectLane, type LaneServices } from './direct-lanes.ts';
+import { admittedCaller, SPENT_BY_LANE, spendThen, writeAnswer, type DirectLane, type LaneServices, type Spent } from './direct-lanes.ts';
 import { JSON_LIKE_MEDIA_TYPES, tryParseJsonText } from './json-body.ts';
-import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
-import { EVENT_BODY_LIMIT } from './routes/events-submit.ts';
+import { EVENT_SUBMISSION } from './laned-endpoints.ts';
+import { countSubmission } from './outcome-metrics.ts';
 
 /** What the lane works with: the services the full pipeline's hooks and route call. */
 export interface DirectIntakeOptions extends LaneServices {
@@ -26,15 +26,13 @@ declare module 'node:http' {
   }
 }
 
-const ACKNOWLEDGEMENT = JSON.stringify({ message: 'Thank you for the event.' });
-const ACKNOWLEDGEMENT_LENGTH = Buffer.byteLength(ACKNOWLEDGEMENT);
 /** A JSON-like media type as clients write it, with at most a UTF-8 charset: anything less plain is the pipeline's to read. */
 const PLAIN_JSON_LIKE = new RegExp(`^(${JSON_LIKE_MEDIA_TYPES.join('|')})( *; *charset=(utf-8|"utf-8"))?$`, 'i');
 
 /**
  * Single-event intake's direct lane (docs/architecture.md, "The direct lanes"): `POST
- * /api/events` answered on the node:http request, ahead of Fastify, by the same services the
- * `/api` pipeline calls, when the request's headers leave the pipeline nothing to decide before
+ * /api/events` answered on the node:http request, ahead of Fastify, from the same endpoint
+ * description as its route (laned-endpoints.ts), when the request's headers leave the pipeline nothing to decide before
  * the body: a bearer token this process admitted before (`ApiAuthenticator.admittedBearer`) with
  * `write:events`, a loaded plan that may submit, a JSON-like media type in no content coding, and
  * a Content-Length within the route's bound. Anything else goes to Fastify untouched.
@@ -55,29 +53,27 @@ const PLAIN_JSON_LIKE = new RegExp(`^(${JSON_LIKE_MEDIA_TYPES.join('|')})( *; *c
  * header.
  */
 export function directIntake(options: DirectIntakeOptions): DirectLane {
-  const { limiter, intake, metrics, headers, activity, clientAddress } = options;
-  const policies = new PolicyFields();
-  const route = metrics.route('/api/events');
+  const { limiter, intake, metrics } = options;
+  const route = metrics.route(EVENT_SUBMISSION.pattern);
 
   /** Whether the pipeline would read this request's body with nothing to say before it. */
   function takes(request: IncomingMessage): boolean {
-    if (request.method !== 'POST' || request.url !== '/api/events') return false;
+    if (request.method !== 'POST' || request.url !== EVENT_SUBMISSION.pattern) return false;
     const h = request.headers;
     // An `Expect: 100-continue` (libcurl sends it before a large body) is taken: node:http has
     // answered 100 before the request reaches any handler, and 417 to any other expectation.
     if (h['transfer-encoding'] !== undefined || h['content-encoding'] !== undefined) return false;
     const length = h['content-length'];
-    if (length === undefined || !/^[1-9][0-9]{0,6}$/.test(length) || Number(length) > EVENT_BODY_LIMIT) return false;
+    if (length === undefined || !/^[1-9][0-9]{0,6}$/.test(length) || Number(length) > EVENT_SUBMISSION.bodyLimit) return false;
     const type = h['content-type'];
     return type === undefined || PLAIN_JSON_LIKE.test(type);
   }
 
   return function lane(request, response, fallback) {
     const started = performance.now();
-    const caller = takes(request) ? admittedCaller(options, request, 'write:events') : undefined;
+    const caller = takes(request) ? admittedCaller(options, request, EVENT_SUBMISSION.permission) : undefined;
     if (!caller?.plan.maySubmit) return fallback(request, response);
     const { principal, plan } = caller;
-    const account = principal.account;
 
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -91,32 +87,18 @@ export function directIntake(options: DirectIntakeOptions): DirectLane {
       };
       const parsed = tryParseJsonText(body.toString('utf8'));
       if (!parsed.ok) return handOver();
-      const allowance = limiter.spend('submissions', plan, account.account_id);
-      if (!allowance) return handOver();
-      const { window, state: spent } = allowance;
-      const submit = (state: LimitState) => {
-        intake.submit(account, parsed.value).then(
-          ({ outcome, eventUuid }) => {
-            const status = outcome === 'created' ? 201 : 200;
-            response.writeHead(status, {
-              ...headers,
-              'ratelimit-policy': policies.of('submissions', window),
-              ratelimit: rateLimitField('submissions', state),
-              location: `/api/events/${eventUuid}`,
-              'content-type': 'application/json; charset=utf-8',
-              'content-length': ACKNOWLEDGEMENT_LENGTH,
-            });
-            response.end(ACKNOWLEDGEMENT);
-            activity.called(principal.client.client_id, clientAddress(request));
-            metrics.eventsIngested('single', outcome === 'created' ? 'created' : 'replayed');
-            route.answered('POST', status, performance.now() - started);
+      const submit = (spent: Spent) => {
+        EVENT_SUBMISSION.answer(intake, principal.account, parsed.value).then(
+          (answered) => {
+            writeAnswer(options, { request, response, started, principal, route }, spent, answered);
+            countSubmission(metrics, answered.status);
           },
-          () => handOver(state),
+          () => handOver(spent.state),
         )
           // Nothing above should throw; if it did, the connection is cut rather than left hanging.
           .catch(() => response.destroy());
       };
-      whenAllowed(spent, submit, () => handOver(), response);
+      spendThen(limiter, { group: EVENT_SUBMISSION.rateGroup, plan, accountId: principal.account.account_id }, submit, () => handOver(), response);
     });
   };
 }

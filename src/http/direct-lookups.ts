@@ -1,44 +1,31 @@
 import type { IncomingMessage } from 'node:http';
-import type { Account } from '../domain/accounts.ts';
-import type { IpAddressAnswer, PhoneNumberAnswer } from '../domain/lookup-answers.ts';
 import type { LookupService } from '../domain/lookup-service.ts';
-import type { Permission } from '../domain/permissions.ts';
-import type { LimitState } from '../limits/plan-limiter.ts';
-import type { LookupMetricKind, RouteMetrics } from '../metrics/metrics.ts';
-import { admittedCaller, SPENT_BY_LANE, whenAllowed, type DirectLane, type LaneServices } from './direct-lanes.ts';
-import { answerJson } from './lookup-serialiser.ts';
-import { MAX_PATH_VALUE_LENGTH } from './malformed-path.ts';
-import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
+import type { RouteMetrics } from '../metrics/metrics.ts';
+import { admittedCaller, SPENT_BY_LANE, spendThen, writeAnswer, type DirectLane, type LaneServices, type Spent } from './direct-lanes.ts';
+import { LOOKUP_ENDPOINTS, type LookupEndpoint } from './laned-endpoints.ts';
+import { countLookup } from './outcome-metrics.ts';
 
 /** What the lane works with: the services the full pipeline's hooks and routes call. */
 export interface DirectLookupsOptions extends LaneServices {
   lookups: LookupService;
 }
 
-interface Route {
-  prefix: string;
-  kind: LookupMetricKind;
-  permission: Permission;
-  metrics: RouteMetrics;
-  answer(lookups: LookupService, account: Account, value: string): Promise<PhoneNumberAnswer | IpAddressAnswer>;
-}
-
 /**
- * The lookups' direct lane (docs/architecture.md, "The direct lane"): `GET
+ * The lookups' direct lane (docs/architecture.md, "The direct lanes"): `GET
  * /api/phone-numbers/{n}` and `GET /api/ip-addresses/{a}` answered on the node:http request,
- * ahead of Fastify, by the same services the `/api` pipeline calls, when everything that
- * pipeline would decide is already in memory: a bearer token this process admitted before and
- * whose revocation check still holds (`ApiAuthenticator.admittedBearer`), its permission, the
- * plan's allowance, and a lookup the service answers found or not found. Anything else (no or
- * unknown token, Basic credentials, a query string, a body, a value the service refuses, an
- * exhausted allowance, a store fault, a closing server) goes to Fastify as it came, so every
- * refusal, challenge, problem document and failure count is the pipeline's own, written once.
+ * ahead of Fastify, from the same endpoint descriptions as their routes (laned-endpoints.ts),
+ * when everything the `/api` pipeline would decide is already in memory: a bearer token this
+ * process admitted before and whose revocation check still holds
+ * (`ApiAuthenticator.admittedBearer`), its permission, the plan's allowance, and a lookup the
+ * service answers found or not found. Anything else (no or unknown token, Basic credentials, a
+ * query string, a body, a value the service refuses, an exhausted allowance, a store fault, a
+ * closing server) goes to Fastify as it came, so every refusal, challenge, problem document and
+ * failure count is the pipeline's own, written once.
  *
  * Why: a lookup is small (a map read, a counter, two primary-key probes or a cache hit), and
- * Fastify's per-request machinery (hook chain, promise per async hook, reply object, compiled
- * serializer, child logger) cost several times that (docs/performance.md). The answer is the
- * pipeline's to the byte but for JSON member order: the same headers, status, body members,
- * metrics and alerts, which `test/http/direct-lookups.test.ts` holds against the full pipeline.
+ * Fastify's per-request machinery (hook chain, promise per async hook, reply object, child
+ * logger) costs several times that (docs/performance.md). `test/http/direct-lookups.test.ts`
+ * holds its answers against the full pipeline's, byte for byte.
  *
  * The allowance is spent before the lookup, as the pipeline spends it before its handler. A
  * refusal spends nothing, so a refused request goes to Fastify, which refuses it again with
@@ -47,79 +34,53 @@ interface Route {
  * counted twice.
  */
 export function directLookups(options: DirectLookupsOptions): DirectLane {
-  const { limiter, lookups, metrics, headers, activity, clientAddress } = options;
-  const policies = new PolicyFields();
-  const routes: Route[] = [
-    {
-      prefix: '/api/phone-numbers/',
-      kind: 'phone',
-      permission: 'read:phone-numbers',
-      metrics: metrics.route('/api/phone-numbers/:phone_number'),
-      answer: (service, account, value) => service.phoneNumber(account, value),
-    },
-    {
-      prefix: '/api/ip-addresses/',
-      kind: 'ip',
-      permission: 'read:ip-addresses',
-      metrics: metrics.route('/api/ip-addresses/:ip_address'),
-      answer: (service, account, value) => service.ipAddress(account, value),
-    },
-  ];
+  const { limiter, lookups, metrics } = options;
+  const served = LOOKUP_ENDPOINTS.map((endpoint) => ({ endpoint, route: metrics.route(endpoint.pattern) }));
 
-  /** The route and path value a request names, if the lane may take it by its request line and headers. */
-  function routeOf(request: IncomingMessage): { route: Route; value: string } | undefined {
-    if (request.method !== 'GET') return undefined;
+  /**
+   * The endpoint and value a request names, if the lane may take it by its request line and
+   * headers: the value as Fastify's router reads it from the path, no query, no body.
+   */
+  function targetOf(request: IncomingMessage): { endpoint: LookupEndpoint; route: RouteMetrics; value: string } | undefined {
     const url = request.url!;
-    const route = url.startsWith(routes[0]!.prefix) ? routes[0]! : url.startsWith(routes[1]!.prefix) ? routes[1]! : undefined;
-    if (!route) return undefined;
-    const raw = url.slice(route.prefix.length);
-    // One path segment, no query, within the router's bound; a body on a GET is Fastify's to judge.
-    if (raw.length === 0 || raw.length > MAX_PATH_VALUE_LENGTH || /[/?#]/.test(raw)) return undefined;
+    if (request.method !== 'GET' || url.includes('?')) return undefined;
+    const target = served.find(({ endpoint }) => url.startsWith(endpoint.prefix));
+    if (!target) return undefined;
+    // A body on a GET is Fastify's to judge.
     if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined) return undefined;
-    let value: string;
+    let value: string | undefined;
     try {
-      value = raw.includes('%') ? decodeURIComponent(raw) : raw;
+      value = options.route('GET', url)?.params[target.endpoint.param];
     } catch {
+      // A path the router cannot decode: Fastify's to refuse.
       return undefined;
     }
-    return { route, value };
+    return value === undefined ? undefined : { ...target, value };
   }
 
   return function lane(request, response, fallback) {
     const started = performance.now();
-    const target = routeOf(request);
-    const caller = target && admittedCaller(options, request, target.route.permission);
+    const target = targetOf(request);
+    const caller = target && admittedCaller(options, request, target.endpoint.permission);
     if (!target || !caller) return fallback(request, response);
     const { principal, plan } = caller;
-    const account = principal.account;
-    const allowance = limiter.spend('lookups', plan, account.account_id);
-    if (!allowance) return fallback(request, response);
-    const { window, state: spent } = allowance;
-    const answer = (state: LimitState) => {
-      target.route.answer(lookups, account, target.value).then(
-        (found) => {
-          const body = answerJson(found);
-          const status = found.found ? 200 : 404;
-          response.writeHead(status, {
-            ...headers,
-            'ratelimit-policy': policies.of('lookups', window),
-            ratelimit: rateLimitField('lookups', state),
-            'content-type': 'application/json; charset=utf-8',
-            'content-length': Buffer.byteLength(body),
-          });
-          response.end(body);
-          activity.called(principal.client.client_id, clientAddress(request));
-          metrics.lookups(target.route.kind, 'single', found.found ? 'found' : 'not_found');
-          target.route.metrics.answered('GET', status, performance.now() - started);
-        },
-        () => {
-          request[SPENT_BY_LANE] = state;
-          fallback(request, response);
-        },
-      )
+    const { endpoint, route, value } = target;
+    const answer = (spent: Spent) => {
+      endpoint
+        .answer(lookups, principal.account, value)
+        .then(
+          (answered) => {
+            writeAnswer(options, { request, response, started, principal, route }, spent, answered);
+            countLookup(metrics, endpoint.kind, answered.status);
+          },
+          () => {
+            request[SPENT_BY_LANE] = spent.state;
+            fallback(request, response);
+          },
+        )
         // Nothing above should throw; if it did, the connection is cut rather than left hanging.
         .catch(() => response.destroy());
     };
-    whenAllowed(spent, answer, () => fallback(request, response), response);
+    spendThen(limiter, { group: endpoint.rateGroup, plan, accountId: principal.account.account_id }, answer, () => fallback(request, response), response);
   };
 }

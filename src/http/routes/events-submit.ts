@@ -5,28 +5,35 @@ import { principalOf } from '../api-auth.ts';
 import { apiAnswers } from '../route-responses.ts';
 import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
+import { ACKNOWLEDGEMENT_MESSAGE, EVENT_SUBMISSION, sendAnswer } from '../laned-endpoints.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'intake' | 'metrics'>;
 
-/** Largest accepted event body: a 64 KiB SIP message plus twelve short fields, JSON-escaped. */
-export const EVENT_BODY_LIMIT = 128 * 1024;
-
 /** The body of a 201 or 200 for a submitted event, through /api or /ingest: apiConventions registers it for both. */
 export const EventAcknowledgement = Type.Object(
-  { message: Type.String({ example: 'Thank you for the event.' }) },
-  { $id: 'EventAcknowledgement', additionalProperties: false, example: { message: 'Thank you for the event.' } },
+  { message: Type.String({ example: ACKNOWLEDGEMENT_MESSAGE }) },
+  { $id: 'EventAcknowledgement', additionalProperties: false, example: { message: ACKNOWLEDGEMENT_MESSAGE } },
 );
 /** The Location header of a 201 or 200 for a submitted event. */
-export const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
+const eventLocation = { Location: { type: 'string' as const, description: 'Where the event is read back: /api/events/{event_uuid}', required: true, example: '/api/events/891da16a-56b1-497f-abef-ca3a2a849bea' } };
+/** The answers of a stored or replayed event, through /api or an ingest URL. */
+export const EVENT_ACKNOWLEDGED = {
+  201: { description: 'Stored, durably', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
+  200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
+};
 
-/** POST /api/events: submit one honeypot event (docs/api.md §5). */
+/**
+ * POST /api/events: submit one honeypot event (docs/api.md §5), from its one description
+ * (laned-endpoints.ts), which its direct lane is built from too.
+ */
 export async function eventsSubmitRoute(app: FastifyInstance, { services }: { services: RouteServices }) {
+  const { path, permission, rateGroup, bodyLimit } = EVENT_SUBMISSION;
   app.post(
-    '/events',
+    path,
     {
-      config: { permission: 'write:events', submission: true, rateGroup: 'submissions' },
-      bodyLimit: EVENT_BODY_LIMIT,
+      config: { permission, submission: true, rateGroup },
+      bodyLimit,
       onResponse: countSubmissionAnswer(services.metrics),
       schema: {
         summary: 'Submit one honeypot event',
@@ -36,20 +43,12 @@ export async function eventsSubmitRoute(app: FastifyInstance, { services }: { se
         tags: ['events'],
         body: jsonBodyContent(Type.Ref('HoneypotEvent')),
         response: apiAnswers({
-          ok: {
-            201: { description: 'Stored, durably', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
-            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
-          },
+          ok: EVENT_ACKNOWLEDGED,
           errors: [400, 409, 413, 415, 422],
           limited: true,
         }),
       },
     },
-    async (request, reply) => {
-      const { account } = principalOf(request);
-      const { outcome, eventUuid } = await services.intake.submit(account, request.body);
-      reply.header('location', `/api/events/${eventUuid}`);
-      return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
-    },
+    async (request, reply) => sendAnswer(reply, await EVENT_SUBMISSION.answer(services.intake, principalOf(request).account, request.body)),
   );
 }

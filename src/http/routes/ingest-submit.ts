@@ -5,7 +5,8 @@ import { apiAnswers } from '../route-responses.ts';
 import { JSON_LIKE_MEDIA_TYPES } from '../json-body.ts';
 import { countSubmissionAnswer } from '../outcome-metrics.ts';
 import { jsonBodyContent } from '../schemas.ts';
-import { EVENT_BODY_LIMIT, eventLocation } from './events-submit.ts';
+import { EVENT_ACKNOWLEDGED } from './events-submit.ts';
+import { EVENT_SUBMISSION, sendAnswer } from '../laned-endpoints.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'intake' | 'metrics'>;
@@ -23,9 +24,10 @@ export async function ingestSubmitRoute(app: FastifyInstance, { services }: { se
   app.post(
     '/:secret',
     {
-      config: { rateGroup: 'submissions' },
+      // Authenticated by its path instead of a token: the event endpoint's allowance and body bound.
+      config: { rateGroup: EVENT_SUBMISSION.rateGroup },
       onResponse: countSubmissionAnswer(services.metrics),
-      bodyLimit: EVENT_BODY_LIMIT,
+      bodyLimit: EVENT_SUBMISSION.bodyLimit,
       schema: {
         summary: 'Submit one honeypot event through a node ingest URL',
         description:
@@ -39,10 +41,7 @@ export async function ingestSubmitRoute(app: FastifyInstance, { services }: { se
         body: jsonBodyContent(Type.Ref('HoneypotEvent')),
         operationId: 'submitEventThroughIngestUrl',
         response: apiAnswers({
-          ok: {
-            201: { description: 'Stored, durably', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
-            200: { description: 'An identical replay of an event already stored: nothing new was stored', schema: Type.Ref('EventAcknowledgement'), headers: eventLocation },
-          },
+          ok: EVENT_ACKNOWLEDGED,
           errors: [400, 404, 409, 413, 415, 422],
           limited: true,
           // No Authorization header is read, so there is no 401 to answer.
@@ -55,12 +54,7 @@ export async function ingestSubmitRoute(app: FastifyInstance, { services }: { se
         }),
       },
     },
-    async (request, reply) => {
-      // Set by the scope's authentication hook, which answers every request it does not admit.
-      const account = request.ingestAccount!;
-      const { outcome, eventUuid } = await services.intake.submit(account, request.body);
-      reply.header('location', `/api/events/${eventUuid}`);
-      return reply.code(outcome === 'created' ? 201 : 200).send({ message: 'Thank you for the event.' });
-    },
+    // The account is set by the scope's authentication hook, which answers every request it does not admit.
+    async (request, reply) => sendAnswer(reply, await EVENT_SUBMISSION.answer(services.intake, request.ingestAccount!, request.body)),
   );
 }
