@@ -52,19 +52,10 @@ export function apiConventions(app: FastifyInstance): AllowedMethods {
 
 /**
  * The `/api` scope. Routes declare what they need in their config (route-config.ts); these
- * hooks act on it, in this order, for every request:
- *
- * 1. onRequest: the version, cache and security headers.
- * 2. onRequest: authentication and the route's permission (api-auth.ts), before any body is
- *    read; unknown paths are authenticated too, then answered 404 (or 405 for a known path).
- * 3. onRequest: submission routes refuse an account whose plan may not submit
- *    (`plan_not_allowed`), still before the body is read.
- * 4. body parsing: one parser for every media type (json-body.ts); a body the intake lane read
- *    before handing its request over is parsed in place of the stream it emptied (direct-intake.ts).
- * 5. preValidation: a path value the router could not read is answered with the route's problem
- *    (malformed-path.ts). No schema validation follows: the domain validates (schemas.ts).
- * 6. preHandler: the plan's allowance is spent and the RateLimit fields set (rate-limit-hook.ts).
- * 7. the handler; anything thrown becomes a problem document (api-errors.ts).
+ * hooks act on it, for every request, in the order and with the numbers of docs/architecture.md
+ * ("An `/api` request, in order"): 1 the headers, 2 authentication and permission, 3 the
+ * submission plan, 4 body parsing (a body a direct lane read is replayed), 5 unreadable path
+ * values, 6 no schema validation, 7 the allowance, 8 the handler and its errors, 9 metrics.
  */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   const allowed = apiConventions(app);
