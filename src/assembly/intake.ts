@@ -41,15 +41,11 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   // intake back when it falls far behind.
   const folding = { onCommitted: (keysByAccount: Map<string, Set<string>>, events: number) => aggregateFolder.committed(keysByAccount, events), beforeCommit: () => aggregateFolder.roomForIntake() };
   // One group at a time on the writer thread: what arrives meanwhile waits and forms the next,
-  // larger group. Two in flight (the next group queued on the thread while one commits) made
-  // smaller groups and fewer events a second: 5,459–5,779 against 6,049–6,303 single events a
-  // second, alternating runs of `BENCH_PHASES=3 npm run bench` on 2026-11-24.
-  // A steady stream makes small commits when the disk syncs fast (2.3 events a commit at 2,000
-  // a second, with a 4 KiB synchronous write at 0.15 ms), and each commit costs the writer thread
-  // CPU of its own whatever it carries. Gathering for 2 ms took the server's CPU per paced
-  // event from 680–707 to 498–563 µs at 1,000 a second, 420–432 to 318–362 at 2,000, 305–318 to
-  // 294–296 at 3,500, and left flat-out intake as it was (docs/performance.md, "Commits gathered
-  // from a stream"). A lone event on a quiet server does not wait.
+  // larger group; two in flight make smaller groups and fewer events a second. A steady stream
+  // makes small commits when the disk syncs fast, and each commit costs the writer thread CPU of
+  // its own whatever it carries, so a group gathers for up to 2 ms, which costs flat-out intake
+  // nothing (docs/performance.md, "Commits gathered from a stream"). A lone event on a quiet
+  // server does not wait.
   const intake = new EventIntake(new GroupCommit(eventsRepo, writer, writer ? { maxInFlight: 1, gathering: WRITER_GATHERING, ...folding } : folding), plans);
   return {
     intake,

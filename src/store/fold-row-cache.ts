@@ -13,8 +13,8 @@ export const FOLD_ROWS_KEPT = 10_000;
  * Rows the fold wrote, kept per table, most recently used last: a key that the previous
  * step wrote is not read back by the next one. Busy numbers and addresses (a scanner's address,
  * a test number dialled all day) are in nearly every step. On PostgreSQL, receiving and
- * converting those rows was 13-28% of the process's CPU per event folded; on SQLite, where the
- * pages are in memory anyway, 1-2% (bench/fold-steps.ts, docs/performance.md).
+ * converting those rows would be 13-28% of the process's CPU per event folded; on SQLite, where
+ * the pages are in memory anyway, 1-2% (bench/fold-steps.ts).
  *
  * What is kept is exactly what the store holds only while nothing else wrote aggregate rows
  * since. Only fold steps and rebuilds write them: so a step that continues this cache's last

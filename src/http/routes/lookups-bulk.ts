@@ -13,8 +13,8 @@ type RouteServices = Pick<Services, 'lookups' | 'metrics'>;
 type BulkField = 'phone_numbers' | 'ip_addresses';
 
 /**
- * The values of a bulk lookup body, `{ <field>: [1 to 1,000 values] }`, or its one problem: worded
- * as the schema validator that used to check this envelope worded it, which clients may match.
+ * The values of a bulk lookup body, `{ <field>: [1 to 1,000 values] }`, or its one problem,
+ * worded as Ajv words a schema's refusal (clients may match the text).
  * Each value is the lookup's own to judge.
  */
 function valuesOf(body: unknown, field: BulkField): unknown[] {

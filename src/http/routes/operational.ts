@@ -45,8 +45,8 @@ export async function operationalRoutes(app: FastifyInstance, { services }: { se
     // do not accept; ES256 signs our access tokens, which the JWKS already tells.
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     // RFC 8414 requires this member, and response types belong to the authorization endpoint,
-    // which a client-credentials-only server does not have: the truthful list is empty. The
-    // `token` we used to list is the implicit grant, which we never supported.
+    // which a client-credentials-only server does not have: the truthful list is empty (`token`
+    // would name the implicit grant, which we do not support).
     response_types_supported: [],
     scopes_supported: [...PERMISSIONS],
     service_documentation: `${config.publicUrl}/docs`,
