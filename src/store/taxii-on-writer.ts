@@ -1,5 +1,6 @@
 import type { IndicatorKind, StixIndicator } from '../domain/stix-indicators.ts';
-import type { CandidatePage, NewVersion, PublicationState, StateChange, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import type { CandidatePage, PublicationState, StateChange, TaxiiPublicationStore } from '../domain/taxii-publication.ts';
+import type { NewVersion } from '../domain/taxii-versions.ts';
 import { pruneInBatches, type SqlTaxiiRepository } from './taxii-repository.ts';
 import type { WriterThread } from './writer-thread.ts';
 

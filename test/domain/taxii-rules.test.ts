@@ -5,7 +5,7 @@ import type { NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
 import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
 import { indicatorId } from '../../src/domain/stix-indicators.ts';
 import { millisecondsOf, nextOf, readRequest, taxiiTimestamp } from '../../src/domain/taxii-collections.ts';
-import { fingerprintOf, nextVersion, type PublishedObject } from '../../src/domain/taxii-publication.ts';
+import { fingerprintOf, nextVersion, type PublishedObject } from '../../src/domain/taxii-versions.ts';
 import { acceptsTaxii } from '../../src/http/taxii-answers.ts';
 
 /** The rules of docs/taxii.md that need no server: parameters, timestamps, Accept, and when a version is due. */
