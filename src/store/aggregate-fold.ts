@@ -6,7 +6,7 @@ import { numberHash } from '../domain/number-hash.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { keepsPairsByAddress } from './distinct-sets.ts';
-import { enqueueFirstSeen } from './alert-outbox.ts';
+import { enqueueFirstSeen } from './first-seen-alerts.ts';
 import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
 import { FOLD_BARRIER_LOCK, type AggregateRow, type AggregateTable, type IngestWrites, type SetTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';

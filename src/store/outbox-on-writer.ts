@@ -1,6 +1,6 @@
 import type { NewAlert } from '../domain/alerts.ts';
 import type { AttemptRecord, ClaimedAlert, DeliveryShare, DisabledIntegration } from '../domain/outbox.ts';
-import type { AlertOutboxWrites, AlertWriteMethod, AttemptedDelivery, SqlAlertOutboxWrites } from './alert-outbox.ts';
+import type { AlertOutboxWrites, AlertWriteMethod, AttemptedDelivery, SqlAlertOutboxWrites } from './alert-outbox-writes.ts';
 import type { WriterThread } from './writer-thread.ts';
 
 /**

@@ -318,7 +318,7 @@ export interface IntegrationsTable {
   min_score: Generated<number>;
 }
 
-/** The outbox's first stage: one row per alert (src/store/alert-outbox.ts). */
+/** The outbox's first stage: one row per alert (src/store/alert-outbox-writes.ts). */
 export interface AlertsTable {
   id: string;
   account_id: string;

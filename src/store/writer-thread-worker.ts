@@ -5,7 +5,7 @@ import { openDatabase, type Database } from './database.ts';
 import { FoldRowCache } from './fold-row-cache.ts';
 import { SqlEventsRepository, type IngestGroup } from './events-repository.ts';
 import { SqlTaxiiRepository } from './taxii-repository.ts';
-import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox.ts';
+import { SqlAlertOutboxWrites, type AlertWriteMethod } from './alert-outbox-writes.ts';
 import { SqlAuditRows } from './audit-trail.ts';
 import { SqlClientActivityRepository } from './client-activity-repository.ts';
 import { SqlIngestUrlsRepository } from './ingest-urls-repository.ts';
