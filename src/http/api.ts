@@ -30,8 +30,8 @@ export function apiHeaders(): Record<string, string> {
 
 /**
  * What a scope answering as `/api` does (the `/api` scope and node ingest URLs alike): its
- * shared schemas, the version and cache headers
- * first of all its onRequest hooks (the security headers come before, from the application's), every body read as JSON, problem
+ * shared schemas, the version and cache headers first of all its onRequest hooks (the security
+ * headers come before, from the application's), every body read as JSON, problem
  * details for anything thrown, and the methods of its routes learnt as they register, for its
  * 405s. Call it before the scope adds any hook of its own.
  */

@@ -9,7 +9,7 @@ import { keepsPairsByAddress } from './distinct-sets.ts';
 import { enqueueFirstSeen } from './alert-outbox.ts';
 import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
 import { holdAdvisoryLock, tryAdvisoryLock } from './advisory-locks.ts';
-import { type AggregateRow, type AggregateTable, type IngestWrites, type SetTable } from './ingest-writes.ts';
+import type { AggregateRow, AggregateTable, IngestWrites, SetTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** The `fold_state` row holding how far the lookup aggregates have folded the events in. */
