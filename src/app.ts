@@ -13,6 +13,7 @@ import { laneRequestLog, type RequestHandler } from './http/direct-lanes.ts';
 import { directLookups } from './http/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
 import { apiHeaders, apiScope } from './http/api.ts';
+import { documentationOnlyValidators } from './http/schemas.ts';
 import { ingestGateOf, ingestScope } from './http/ingest.ts';
 import { taxiiScope } from './http/taxii-scope.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
@@ -70,7 +71,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Behind a proxy the socket address is the proxy's: the failure throttle and the audit
     // trail need the client's, read from X-Forwarded-For of the proxies named here only.
     trustProxy: services.config.trustProxy ?? false,
-    ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
+    // Fastify validates no request, in any scope (http/schemas.ts).
+    schemaController: { compilersFactory: { buildValidator: documentationOnlyValidators } },
     frameworkErrors: badUrlAnswer(services, gate),
   });
   built = app;

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { Tollwatch } from '../../sdk/src/index.ts';
 import { describeApiFailure } from '../../src/cli/api-client.ts';
 import { escapeControlCharacters } from '../../src/cli/terminal-text.ts';
-import { FAILED, FOUND, type OutputFormat } from './lookup-output.ts';
+import { FAILED, FOUND, type OutputFormat } from '../../src/cli/lookup-output.ts';
 import { runLookups } from './lookups.ts';
 import { readSecret } from './secret-input.ts';
 import { configFile, requireSettings, resolveSettings, saveSettings, UsageError, type ClientSettings } from './settings.ts';

@@ -74,7 +74,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   );
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
-  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps.name), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
+  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
   const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>) => [
     ...changes.numbers.map((key) => ({ kind: 'number' as const, key })),
     ...changes.addresses.map((key) => ({ kind: 'ip' as const, key })),
@@ -82,7 +82,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   // A replica replays the fold a little later: what lookups read there meanwhile is forgotten
   // again once it has, and the accounts whose own events were counted read the primary till then.
   const replicaReads =
-    base.reads !== database && base.reads.caps.name === 'postgres' && database.caps.name === 'postgres'
+    base.reads !== database && base.reads.caps.walReplicas && database.caps.walReplicas
       ? new ReplicaReads<AggregateChangeNotice>(
           new PostgresReplicaProgress(database.db, base.reads.db),
           (changes) => (changes === 'everything' ? lookupCache.clear() : lookupCache.invalidate(changedKeys(changes))),

@@ -4,6 +4,7 @@ import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/client-activity.t
 import { Sessions } from '../domain/sessions.ts';
 import { UsersService } from '../domain/users.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
+import { accountAllowance, type SpendAllowance } from '../limits/account-allowance.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
 import { ResetRequests } from '../limits/reset-requests.ts';
 import { DEFAULT_SIGN_IN_LOCKS, SignInLocks, type SignInLockSettings } from '../limits/sign-in-locks.ts';
@@ -13,6 +14,7 @@ import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
 import { SqlAccountsRepository } from '../store/accounts-repository.ts';
 import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
+import { SqlSigningKeys } from '../store/signing-keys-repository.ts';
 import { ClientActivityOnWriter } from '../store/writes-on-writer.ts';
 import { SqlUsersRepository } from '../store/users-repository.ts';
 import type { Foundation } from './foundation.ts';
@@ -35,6 +37,8 @@ export interface AuthServices {
   credentials: CredentialsCache;
   /** Spends plan allowances (lookups, submissions, event reads). */
   limiter: PlanLimiter;
+  /** The same, for a caller holding an account rather than its plan (the dashboard). */
+  spendAllowance: SpendAllowance;
   authFailures: FailureThrottle;
   /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
   signInLocks: SignInLocks;
@@ -72,7 +76,7 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const credentials = new CredentialsCache(accountsRepo, options.credentialsTtlMs ?? CREDENTIALS_TTL_MS, database.externalChangeCounter);
   // A rotation is announced like an access change: every instance then signs with the new key
   // from its next token, instead of at its next reload (KEYS_RELOAD_MS).
-  const keys = await SigningKeys.open(database.db, base.sealer, { reloadMs: options.keysReloadMs, onRotated: base.announce, audit });
+  const keys = await SigningKeys.open(new SqlSigningKeys(database.db), base.sealer, { reloadMs: options.keysReloadMs, onRotated: base.announce, audit });
   const forget = () => {
     credentials.clear();
     plans.clear();
@@ -89,6 +93,8 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     base.announce();
   });
   const limiters = limiterFactoryOf(base);
+  // Alone, allowances are counted in memory; shared counters only where others share them.
+  const limiter = new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined);
   const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
   const usersRepo = new SqlUsersRepository(database.db);
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
@@ -99,8 +105,8 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
-    // Alone, allowances are counted in memory; shared counters only where others share them.
-    limiter: new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined),
+    limiter,
+    spendAllowance: accountAllowance(limiter, plans),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     signInLocks: new SignInLocks(limiters, {
       ...DEFAULT_SIGN_IN_LOCKS,

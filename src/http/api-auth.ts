@@ -6,7 +6,8 @@ import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { InvalidTokenError } from '../oauth/access-tokens.ts';
 import type { ApiAuthenticator, Principal } from '../oauth/api-authenticator.ts';
-import { accountFailure, readBasicCredentials } from '../oauth/client-authentication.ts';
+import { readBasicCredentials } from '../oauth/client-authentication.ts';
+import { accountFailure } from './failed-authentication.ts';
 import type { Services } from '../services.ts';
 import { protectedResourceMetadataUrl } from './routes/operational.ts';
 import { problem, sendProblem, type Problem } from './problem.ts';
@@ -87,12 +88,20 @@ export function apiGate({ authenticator, basicAuth, failures, audit, metrics, re
       return undefined;
     }
     if (needed && !principal.permissions.has(needed)) {
-      reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${needed}"`);
-      send(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
+      refuseScope(reply, needed, send);
       return undefined;
     }
     return principal;
   };
+}
+
+/**
+ * The 403 of a caller whose client lacks `needed` (RFC 6750 §3.1): the challenge names the
+ * permission a new token must carry, the refusal says it in the scope's own shape.
+ */
+export function refuseScope(reply: FastifyReply, needed: Permission, send: RefusalSender = sendProblem): FastifyReply {
+  reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${needed}"`);
+  return send(reply, problem('insufficient_scope', `this client lacks the ${needed} permission`));
 }
 
 /**

@@ -18,7 +18,7 @@ import { bulkLookupRoutes } from './routes/lookups-bulk.ts';
 import { FEED_SCHEMAS, feedRoutes } from './routes/feeds.ts';
 import { RANGE_LOOKUP_SCHEMAS, rangeLookupRoutes } from './routes/range-lookups.ts';
 import { INTEGRATION_SCHEMAS, integrationRoutes } from './routes/integrations.ts';
-import { documentationOnly, FieldErrorSchema, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from './schemas.ts';
+import { FieldErrorSchema, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from './schemas.ts';
 
 /** What an `/api` answer carries beyond every answer's security headers. Answers hold one account's private data: never stored by shared caches. */
 const API_ONLY_HEADERS = { 'api-version': '1', 'cache-control': 'no-store' };
@@ -30,14 +30,13 @@ export function apiHeaders(): Record<string, string> {
 
 /**
  * What a scope answering as `/api` does (the `/api` scope and node ingest URLs alike): its
- * shared schemas, no request validation by Fastify (schemas.ts), the version and cache headers
- * first of all its onRequest hooks (the security headers come before, from the application's), every body read as JSON, problem
+ * shared schemas, the version and cache headers first of all its onRequest hooks (the security
+ * headers come before, from the application's), every body read as JSON, problem
  * details for anything thrown, and the methods of its routes learnt as they register, for its
  * 405s. Call it before the scope adds any hook of its own.
  */
 export function apiConventions(app: FastifyInstance): AllowedMethods {
   for (const schema of [FieldErrorSchema, ProblemSchema, HoneypotEventSchema, EventAcknowledgement]) app.addSchema(schema);
-  app.setValidatorCompiler(documentationOnly);
   // The security headers were set by the application's first hook (app.ts), for every answer.
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(API_ONLY_HEADERS);
@@ -59,8 +58,8 @@ export function apiConventions(app: FastifyInstance): AllowedMethods {
  */
 export async function apiScope(app: FastifyInstance, { services }: { services: Services }) {
   const allowed = apiConventions(app);
-  // Every request and answer body is a named schema, registered here, at the scope's root: a
-  // schema added in a route's own plugin would give it a validator compiler of its own.
+  // Every request and answer body is a named schema, registered here, at the scope's root, where
+  // every route's `$ref` finds it.
   for (const schema of [StoredEventSchema, ...EVENT_QUERY_SCHEMAS, ...EVENT_BATCH_SCHEMAS, ...LOOKUP_SCHEMAS, ...RANGE_LOOKUP_SCHEMAS, ...FEED_SCHEMAS, ...INTEGRATION_SCHEMAS]) {
     app.addSchema(schema);
   }

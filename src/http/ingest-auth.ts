@@ -5,7 +5,7 @@ import type { EventIntake } from '../domain/event-intake.ts';
 import type { IngestUrls, IngestVerdict } from '../domain/ingest-urls.ts';
 import type { FailureThrottle } from '../limits/failure-throttle.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { accountFailure } from '../oauth/client-authentication.ts';
+import { accountFailure } from './failed-authentication.ts';
 import { problem, sendProblem } from './problem.ts';
 
 

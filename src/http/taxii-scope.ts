@@ -7,7 +7,6 @@ import { faultClass, UNAVAILABLE_RETRY_SECONDS } from './fault-class.ts';
 import { problem, serverProblem } from './problem.ts';
 import { rateLimitHook } from './rate-limit-hook.ts';
 import { taxiiRoutes } from './routes/taxii.ts';
-import { documentationOnly } from './schemas.ts';
 import { acceptsTaxii, sendTaxiiError, TAXII_MEDIA_TYPE, TAXII_SCHEMAS } from './taxii-answers.ts';
 
 /**
@@ -25,7 +24,6 @@ import { acceptsTaxii, sendTaxiiError, TAXII_MEDIA_TYPE, TAXII_SCHEMAS } from '.
  */
 export async function taxiiScope(app: FastifyInstance, { services }: { services: Services }) {
   for (const schema of TAXII_SCHEMAS) app.addSchema(schema);
-  app.setValidatorCompiler(documentationOnly);
   const allowed = new AllowedMethods();
   app.addHook('onRoute', allowed.record);
   app.addHook('onRequest', (_request, reply, done) => {

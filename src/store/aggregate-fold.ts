@@ -8,7 +8,8 @@ import type { DialectCapabilities } from './dialect.ts';
 import { keepsPairsByAddress } from './distinct-sets.ts';
 import { enqueueFirstSeen } from './first-seen-alerts.ts';
 import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
-import { FOLD_BARRIER_LOCK, type AggregateRow, type AggregateTable, type IngestWrites, type SetTable } from './ingest-writes.ts';
+import { holdAdvisoryLock, tryAdvisoryLock } from './advisory-locks.ts';
+import type { AggregateRow, AggregateTable, IngestWrites, SetTable } from './ingest-writes.ts';
 import type { Schema } from './schema.ts';
 
 /** The `fold_state` row holding how far the lookup aggregates have folded the events in. */
@@ -19,17 +20,6 @@ export const AGGREGATES_FOLD = 'aggregates';
  * forget every aggregate they keep in memory (src/aggregates/folder.ts).
  */
 export const AGGREGATES_REBUILDS = 'aggregates-rebuilt';
-
-/**
- * Events folded per step, unless behind. A step holds SQLite's one write lock, and on the writer
- * thread intake waits behind it: measured on SQLite here, 2,000 of the benchmark's events (over
- * 200,000 numbers) fold in 80–110 ms, 10,000 in 370 ms. A backlog folds in larger steps
- * (src/aggregates/folder.ts).
- */
-export const FOLD_CHUNK = 2000;
-
-/** PostgreSQL advisory lock (a fixed key of ours): one instance folds at a time; the others skip the turn. */
-const FOLD_LOCK = 727_052;
 
 /** Keys whose aggregates a fold changed, in every scope: what caches of lookups must drop. */
 export interface FoldedKeys {
@@ -98,21 +88,21 @@ interface FoldStore {
 }
 
 /**
- * One fold step: the events stored since the last step, up to FOLD_CHUNK of them, added to the
+ * One fold step: the events stored since the last step, up to `chunk` of them, added to the
  * lookup aggregates in one transaction that also moves the position, so a crash loses both or
  * neither and the next step starts where the last one committed. Each event counts in the scope
  * its account has when it is folded (the shared data set while the account is trusted), as a
  * rebuild counts it. With `rows`, the aggregate rows this process's last step wrote are not
  * read back (fold-row-cache.ts).
  */
-export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: FoldRowCache): Promise<FoldResult> {
+export async function foldStep(store: FoldStore, chunk: number, rows?: FoldRowCache): Promise<FoldResult> {
   const { db, caps } = store;
   const idle: FoldResult = { folded: 0, more: false, behind: 0, changes: { numbers: [], addresses: [] } };
   // A cheap read first: an idle server must not write a transaction every few hundred ms.
   const [state, newest] = await Promise.all([foldState(db), newestEventId(db, caps.concurrentWriters)]);
   const unmoved = { from: state.through, through: state.through, rebuilds: state.rebuilds };
   if (newest <= state.through) return { ...idle, position: unmoved };
-  const settledUpTo = caps.concurrentWriters ? await idsSettled(db) : Number.POSITIVE_INFINITY;
+  const settledUpTo = caps.concurrentWriters ? await idsSettled(db, caps) : Number.POSITIVE_INFINITY;
 
   let written: FoldRowWrites | undefined;
   let result: FoldResult;
@@ -126,12 +116,9 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: Fold
   return rows ? { ...result, rowsKept: rows.size } : result;
 
   async function step(trx: Transaction<Schema>): Promise<FoldResult> {
-    if (caps.concurrentWriters) {
-      const turn = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${FOLD_LOCK}) as locked`.execute(trx);
-      if (!turn.rows[0]?.locked) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved, ...(await waitingSince(trx, state.through)) };
-    } else {
-      await takeSqliteWriteLock(trx);
-    }
+    // One instance folds at a time; the others skip the turn.
+    if (!(await tryAdvisoryLock(trx, caps, 'fold'))) return { ...idle, behind: newest - state.through, skipped: true, position: unmoved, ...(await waitingSince(trx, state.through)) };
+    if (!caps.advisoryLocks) await takeSqliteWriteLock(trx);
     const { through: from, rebuilds } = await foldState(trx);
     written = rows?.begin(from, rebuilds);
     let query = trx
@@ -165,10 +152,9 @@ export async function foldStep(store: FoldStore, chunk = FOLD_CHUNK, rows?: Fold
  * event stored is counted once and the position can pass them all.
  */
 export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: () => Promise<void>): Promise<void> {
-  if (caps.concurrentWriters) {
-    await waitForFoldTurn(trx);
-    await holdIngestBarrier(trx);
-  }
+  await holdAdvisoryLock(trx, caps, 'fold');
+  // Waits until no ingest transaction is in flight, holding new ones off meanwhile (ingest-writes.ts).
+  await holdAdvisoryLock(trx, caps, 'foldBarrier');
   await recompute();
   const through = await newestEventId(trx, caps.concurrentWriters);
   await trx.updateTable('fold_state').set({ through }).where('name', '=', AGGREGATES_FOLD).execute();
@@ -183,20 +169,16 @@ export async function refoldAll(trx: Transaction<Schema>, caps: DialectCapabilit
  * every process forgets what it keeps in memory of the aggregates.
  */
 export async function refoldSome(trx: Transaction<Schema>, caps: DialectCapabilities, recompute: (through: number) => Promise<void>): Promise<void> {
-  if (caps.concurrentWriters) await waitForFoldTurn(trx);
-  else await takeSqliteWriteLock(trx);
+  await holdAdvisoryLock(trx, caps, 'fold');
+  if (!caps.advisoryLocks) await takeSqliteWriteLock(trx);
   await recompute((await foldState(trx)).through);
   await countRebuild(trx);
 }
 
-/** Waits for the fold's turn (PostgreSQL), held until `trx` ends: no fold step runs meanwhile. */
-async function waitForFoldTurn(trx: Transaction<Schema>): Promise<void> {
-  await sql`select pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
-}
-
 /**
  * Takes SQLite's write lock before the fold's position is read, so two processes folding one
- * file (WORKERS, a CLI beside the server) take turns instead of counting the same events twice.
+ * file (WORKERS, a CLI beside the server) take turns instead of counting the same events twice:
+ * where there is no advisory lock to take turns by.
  */
 async function takeSqliteWriteLock(trx: Transaction<Schema>): Promise<void> {
   await trx.updateTable('fold_state').set({ through: sql`through` }).where('name', '=', AGGREGATES_FOLD).execute();
@@ -226,11 +208,6 @@ async function waitingSince(db: Kysely<Schema>, through: number): Promise<{ wait
   return row ? { waitingSince: row.received_at } : {};
 }
 
-/** Waits until no ingest transaction is in flight (PostgreSQL), holding new ones off meanwhile. */
-async function holdIngestBarrier(trx: Transaction<Schema>): Promise<void> {
-  await sql`select pg_advisory_xact_lock(${FOLD_BARRIER_LOCK})`.execute(trx);
-}
-
 /** The fold's position and the count of rebuilds, in one read. */
 async function foldState(db: Kysely<Schema>): Promise<{ through: number; rebuilds: number }> {
   const rows = await db.selectFrom('fold_state').select(['name', 'through']).where('name', 'in', [AGGREGATES_FOLD, AGGREGATES_REBUILDS]).execute();
@@ -250,9 +227,9 @@ async function newestEventId(db: Kysely<Schema>, fromSequence: boolean): Promise
 }
 
 /** The highest id every transaction holding one of the ids up to it has ended with (PostgreSQL). */
-async function idsSettled(db: Kysely<Schema>): Promise<number> {
+async function idsSettled(db: Kysely<Schema>, caps: DialectCapabilities): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    await holdIngestBarrier(trx);
+    await holdAdvisoryLock(trx, caps, 'foldBarrier');
     return newestEventId(trx, true);
   });
 }

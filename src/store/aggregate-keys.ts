@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { KeySource, LookupKind } from '../domain/lookup-aggregates.ts';
+import type { DialectCapabilities } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
 /** Where each kind's keys are kept. */
@@ -14,12 +15,12 @@ const PAGE = 10_000;
 /** The keys of the lookup aggregates, read in pages along their primary key (scope, key). */
 export class SqlAggregateKeys implements KeySource {
   private readonly db: Kysely<Schema>;
-  private readonly store: 'sqlite' | 'postgres';
+  private readonly caps: DialectCapabilities;
   private readonly pageSize: number;
 
-  constructor(db: Kysely<Schema>, store: 'sqlite' | 'postgres', pageSize = PAGE) {
+  constructor(db: Kysely<Schema>, caps: DialectCapabilities, pageSize = PAGE) {
     this.db = db;
-    this.store = store;
+    this.caps = caps;
     this.pageSize = pageSize;
   }
 
@@ -31,7 +32,7 @@ export class SqlAggregateKeys implements KeySource {
    */
   async count(kind: LookupKind): Promise<number> {
     const { table } = TABLES[kind];
-    const counted = this.store === 'sqlite' ? sql`max(rowid)` : sql`count(*)`;
+    const counted = this.caps.rowCountBound === 'max_rowid' ? sql`max(rowid)` : sql`count(*)`;
     const { rows } = await sql<{ n: number | string | null }>`select ${counted} as n from ${sql.table(table)}`.execute(this.db);
     return Number(rows[0]?.n ?? 0);
   }

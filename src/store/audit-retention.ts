@@ -1,6 +1,7 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { FAILURE_ACTIONS, type AuditAction, type AuditRetentionPolicy } from '../domain/audit.ts';
+import { tryAdvisoryLock } from './advisory-locks.ts';
 import type { Database } from './database.ts';
 import type { Schema } from './schema.ts';
 import type { WriterThread } from './writer-thread.ts';
@@ -20,8 +21,6 @@ const DAY_MS = 86_400_000;
  * the intake writer waits for it. Batches of 10,000 take milliseconds each.
  */
 const BATCH = 10_000;
-// Any constant works; it names "audit pruning" among advisory locks (maintenance uses 727_272).
-const LOCK_KEY = 727_273;
 
 /**
  * Keeps the audit log bounded: rows older than the retention go, and of the rows failed
@@ -117,10 +116,7 @@ export class AuditRetention {
     let removed = 0;
     for (;;) {
       const deleted = await db.transaction().execute(async (trx) => {
-        if (caps.advisoryLocks) {
-          const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`.execute(trx);
-          if (!locked.rows[0]?.locked) return 0;
-        }
+        if (!(await tryAdvisoryLock(trx, caps, 'auditPruning'))) return 0;
         const result = await trx.deleteFrom('audit_log').where('id', 'in', batch(trx)).executeTakeFirst();
         return Number(result.numDeletedRows);
       });

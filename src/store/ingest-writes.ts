@@ -1,16 +1,9 @@
 import type SQLiteDatabase from 'better-sqlite3';
 import { sql, type Compilable, type Kysely, type Transaction } from 'kysely';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
+import { holdAdvisoryLock } from './advisory-locks.ts';
+import { POSTGRES } from './dialect.ts';
 import type { Schema } from './schema.ts';
-
-/**
- * PostgreSQL advisory lock (a fixed key of ours). Every ingest transaction holds it shared; the
- * aggregate fold (src/store/aggregate-fold.ts) takes it exclusively for one statement, which
- * waits until no ingest is in flight: every event id handed out by then belongs to a
- * transaction that has ended, so the fold may pass them all. Without it, an id handed out early
- * but committed late would land behind the fold's position and never be counted.
- */
-export const FOLD_BARRIER_LOCK = 727_051;
 
 /** A row of `events`, as inserted. */
 export type EventRow = Omit<Schema['events'], 'id'>;
@@ -148,8 +141,14 @@ const identity = (...parts: unknown[]) => parts.join('\u0000');
  * multi-row VALUES lists of 500 rows did (bench/store-ceiling-postgres.ts writes the same way).
  */
 export class ArrayIngestWrites implements IngestWrites {
+  /**
+   * Holds the fold's barrier shared: the fold (aggregate-fold.ts) takes it exclusively for one
+   * statement, which waits until no ingest is in flight, so every event id handed out by then
+   * belongs to a transaction that has ended and the fold may pass them all. Without it, an id
+   * handed out early but committed late would land behind the fold's position and never count.
+   */
   async beginIngest(trx: Transaction<Schema>): Promise<void> {
-    await sql`select pg_advisory_xact_lock_shared(${FOLD_BARRIER_LOCK})`.execute(trx);
+    await holdAdvisoryLock(trx, POSTGRES, 'foldBarrier', 'shared');
   }
 
   /**

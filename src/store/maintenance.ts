@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { tryAdvisoryLock } from './advisory-locks.ts';
 import { removeEventsAndRecompute, type KeysRecomputed } from './aggregates-rebuild.ts';
 import type { AuditRetentionPolicy } from '../domain/audit.ts';
 import { AuditRetention, type AuditPruneReport } from './audit-retention.ts';
@@ -19,8 +20,6 @@ export interface MaintenanceReport {
 }
 
 const DAY_MS = 86_400_000;
-// Any constant works; it names "the maintenance job" among advisory locks.
-const LOCK_KEY = 727_272;
 
 /**
  * Keeps the store in shape: monthly partitions created ahead (PostgreSQL), the audit log pruned
@@ -86,10 +85,7 @@ export class StoreMaintenance {
     if (cutoff === undefined) return report;
 
     await db.transaction().execute(async (trx) => {
-      if (caps.partitionedEvents) {
-        const locked = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${LOCK_KEY}) as locked`.execute(trx);
-        if (!locked.rows[0]?.locked) return;
-      }
+      if (!(await tryAdvisoryLock(trx, caps, 'maintenance'))) return;
       const partitions = caps.partitionedEvents ? await partitionsBefore(trx, cutoff) : [];
       const remove = async () => {
         for (const partition of partitions) {

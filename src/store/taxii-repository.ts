@@ -7,6 +7,7 @@ import type { TaxiiReads, VersionPage, VersionQuery } from '../domain/taxii-coll
 import { changesReadFrom, type CandidatePage, type PublicationState, type StateChange, type TaxiiPublicationStore } from '../domain/taxii-publication.ts';
 import type { Candidate, NewVersion, PublishedObject } from '../domain/taxii-versions.ts';
 import { SHARED_SCOPE } from '../domain/visibility.ts';
+import { holdAdvisoryLock } from './advisory-locks.ts';
 import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from './aggregate-fold.ts';
 import type { DialectCapabilities } from './dialect.ts';
 import { ADDRESSES, FEED_TOP_USER_AGENTS, keptColumns, NUMBERS, type KeptRow, type KeptShape } from './feeds-repository.ts';
@@ -14,8 +15,6 @@ import { chunks } from './ingest-writes.ts';
 import { ipAggregateOf, numberAggregateOf } from './lookups-repository.ts';
 import type { Schema } from './schema.ts';
 
-/** PostgreSQL advisory lock (a fixed key of ours): date_added is handed out by one transaction at a time. */
-const TAXII_LOCK = 727_119;
 /** Rows per insert statement: seven parameters each, well inside both stores' limits. */
 const ROWS_PER_INSERT = 200;
 /** Versions deleted per statement by the retention. */
@@ -201,7 +200,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
       }
       if (versions.length === 0) return true;
       // Both collections hand out date_added from one sequence: one transaction at a time.
-      if (this.caps.advisoryLocks) await sql`select pg_advisory_xact_lock(${TAXII_LOCK})`.execute(trx);
+      await holdAdvisoryLock(trx, this.caps, 'taxiiVersions');
       const newest = await trx.selectFrom('taxii_versions').select((eb) => eb.fn.max('added_ms').as('newest')).executeTakeFirst();
       // Later than every version before, and than now: unique, whole milliseconds, in commit order.
       let added = Math.max(Date.now(), Number(newest?.newest ?? 0) + 1);

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { collectionNamed, readRequest, taxiiTimestamp, TAXII_COLLECTIONS, type TaxiiCollection, type TaxiiPage } from '../../domain/taxii-collections.ts';
 import type { Services } from '../../services.ts';
-import { principalOf } from '../api-auth.ts';
+import { principalOf, refuseScope } from '../api-auth.ts';
 import { problem } from '../problem.ts';
 import { sendTaxiiError, STIX_MEDIA_TYPE, TAXII_MEDIA_TYPE, taxiiAnswers } from '../taxii-answers.ts';
 
@@ -262,10 +262,7 @@ function collectionOf(request: FastifyRequest): TaxiiCollection {
 async function refuseUnreadable(request: FastifyRequest, reply: FastifyReply) {
   const collection = collectionNamed((request.params as { collectionId: string }).collectionId);
   if (!collection) return sendTaxiiError(reply, problem('not_found', 'no such collection'));
-  if (!principalOf(request).permissions.has(collection.permission)) {
-    reply.header('www-authenticate', `Bearer realm="tollwatch", error="insufficient_scope", scope="${collection.permission}"`);
-    return sendTaxiiError(reply, problem('insufficient_scope', `this client lacks the ${collection.permission} permission`));
-  }
+  if (!principalOf(request).permissions.has(collection.permission)) return refuseScope(reply, collection.permission, sendTaxiiError);
 }
 
 async function refuseWrite(_request: FastifyRequest, reply: FastifyReply) {

@@ -1,9 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEntry } from '../../domain/audit.ts';
 import { isPermission, PERMISSIONS, type Permission } from '../../domain/permissions.ts';
-import { accountFailure, readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from '../../oauth/client-authentication.ts';
+import { readBasicCredentials, verifyClientSecret, type ClientCredentials, type ClientVerdict } from '../../oauth/client-authentication.ts';
 import { invalidClient, invalidRequest, invalidScope, invalidTarget, OAuthError, unsupportedGrantType, type OAuthErrorCode } from '../../oauth/oauth-errors.ts';
 import type { Services } from '../../services.ts';
+import { accountFailure } from '../failed-authentication.ts';
 import { faultClass, UNAVAILABLE_RETRY_SECONDS } from '../fault-class.ts';
 import { securityHeaders } from '../security-headers.ts';
 import { tokenBodyParsers } from './token-body.ts';
@@ -46,8 +47,7 @@ export async function tokenEndpoint(app: FastifyInstance, { services }: { servic
     {
       bodyLimit: TOKEN_BODY_LIMIT,
       schema: tokenRouteSchema,
-      // The schema documents; it must not validate, coerce or reshape (see token-schema.ts).
-      validatorCompiler: () => () => true,
+      // The schema documents; it must not reshape the answer either (see token-schema.ts).
       serializerCompiler: () => (data: unknown) => JSON.stringify(data),
     },
     async (request: FastifyRequest, reply: FastifyReply) => {

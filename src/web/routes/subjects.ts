@@ -17,7 +17,7 @@ import { accountOf } from '../web-session.ts';
 import { spendLookup } from './lookup.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'eventQuery' | 'limiter' | 'lookups' | 'plans'>;
+type RouteServices = Pick<Services, 'eventQuery' | 'lookups' | 'spendAllowance'>;
 
 /** The account's newest events of a number or address that the page reads: its table, chart and pairs. */
 const EVENTS_READ = 500;

@@ -1,6 +1,12 @@
 import type { BulkItemError, IpAddressBulkResult, IpAddressLookup, PhoneNumberBulkResult, PhoneNumberLookup, RangeLookup } from '../../sdk/src/index.ts';
-import { csvField } from '../../src/domain/csv-cells.ts';
-import { terminalJson, terminalText } from '../../src/cli/terminal-text.ts';
+import { csvField } from '../domain/csv-cells.ts';
+import { terminalJson, terminalText } from './terminal-text.ts';
+
+/*
+ * How `lookup` and `ip` write their answers, here and in the standalone `tollwatch-cli`
+ * (cli/src/), which compiles this file in: like everything that package takes from src/, it
+ * imports only the SDK, pure domain modules and node: built-ins (test/layers.test.ts).
+ */
 
 /** Exit statuses of the lookups, for dial plans and scripts (docs/clients.md, docs/cli.md). */
 export const FOUND = 0;
