@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { levels } from 'pino';
 import type { ClientActivity } from '../domain/client-activity.ts';
 import type { Permission } from '../domain/permissions.ts';
 import type { Plan, PlanCatalog, RateWindow } from '../domain/plans.ts';
@@ -49,10 +48,12 @@ export type RequestLog = (request: IncomingMessage, status: number, milliseconds
  * line per answered request, with the request and status as Fastify logs its own (the same
  * serializers, so URLs are redacted alike), where Fastify writes an `incoming request` line too.
  */
-export function laneRequestLog(logger: { level: string; info(fields: object, message: string): void } | undefined, clientAddress: (request: IncomingMessage) => string): RequestLog | undefined {
-  const level = logger && levels.values[logger.level];
-  // A level pino does not number (`silent`) writes nothing.
-  if (!logger || level === undefined || level > levels.values.info!) return undefined;
+export function laneRequestLog(
+  logger: { isLevelEnabled?(level: string): boolean; info(fields: object, message: string): void } | undefined,
+  clientAddress: (request: IncomingMessage) => string,
+): RequestLog | undefined {
+  // The process logger is pino's (logger.ts), which says whether it writes a level.
+  if (!logger?.isLevelEnabled?.('info')) return undefined;
   let next = 0;
   return (request, status, milliseconds) =>
     logger.info(
