@@ -3,29 +3,29 @@ import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HTTPMethods } from 'fastify';
-import { apiAuthOptions, apiGate } from './http/api-auth.ts';
-import type { IngestGate } from './http/ingest-auth.ts';
-import { apiErrorHandler } from './http/api-errors.ts';
+import { apiAuthOptions, apiGate } from './http/api/api-auth.ts';
+import type { IngestGate } from './http/ingest/ingest-auth.ts';
+import { apiErrorHandler } from './http/api/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
 import { clientAddressOf } from './http/client-address.ts';
-import { directIntake } from './http/direct-intake.ts';
-import { laneRequestLog, type RequestHandler } from './http/direct-lanes.ts';
-import { directLookups } from './http/direct-lookups.ts';
+import { directIntake } from './http/lanes/direct-intake.ts';
+import { laneRequestLog, type RequestHandler } from './http/lanes/direct-lanes.ts';
+import { directLookups } from './http/lanes/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
-import { apiHeaders, apiScope } from './http/api.ts';
+import { apiHeaders, apiScope } from './http/api/api.ts';
 import { documentationOnlyValidators } from './http/schemas.ts';
-import { ingestGateOf, ingestScope } from './http/ingest.ts';
-import { taxiiScope } from './http/taxii-scope.ts';
+import { ingestGateOf, ingestScope } from './http/ingest/ingest.ts';
+import { taxiiScope } from './http/taxii/taxii-scope.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { countRequests } from './http/request-metrics.ts';
-import { metricsRoute } from './http/routes/metrics.ts';
-import { operationalRoutes } from './http/routes/operational.ts';
+import { metricsRoute } from './http/operational/metrics.ts';
+import { operationalRoutes } from './http/operational/operational.ts';
 import { problemPages } from './web/problems-page.ts';
 import { integrationConfirmPages } from './web/address-confirmation.ts';
 import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
-import { tokenEndpoint } from './http/routes/token.ts';
+import { tokenEndpoint } from './http/token/token.ts';
 import type { Services } from './services.ts';
 import { webNotFound, webScope } from './web/web-scope.ts';
 
@@ -135,8 +135,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 }
 
 /**
- * Fastify's request handler behind the direct lanes (http/direct-lookups.ts,
- * http/direct-intake.ts), each unless configured off. The lanes find a request's route with
+ * Fastify's request handler behind the direct lanes (http/lanes/direct-lookups.ts,
+ * http/lanes/direct-intake.ts), each unless configured off. The lanes find a request's route with
  * Fastify's own router, and log what they answer as Fastify logs its requests (one line each,
  * when the logger writes info), so the log level changes what is written, not which path serves.
  */

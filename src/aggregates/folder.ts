@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/own-writes.ts';
-import type { FoldedKeys, FoldPosition, FoldResult } from '../store/aggregate-fold.ts';
+import { addressLookupKey, numberLookupKey, type OwnWritesBarrier } from '../domain/events/own-writes.ts';
+import type { FoldedKeys, FoldPosition, FoldResult } from '../store/fold/aggregate-fold.ts';
 
 /** Runs one fold step of at most `chunk` events where this process's store writes (on its writer thread for a SQLite file). */
 export type FoldStepRunner = (chunk: number) => Promise<FoldResult>;
@@ -80,7 +80,7 @@ interface Waiter {
 }
 
 /**
- * Keeps the lookup aggregates folding in the events behind intake (src/store/aggregate-fold.ts):
+ * Keeps the lookup aggregates folding in the events behind intake (src/store/fold/aggregate-fold.ts):
  * soon after this process stores events, and every `intervalMs` for events stored elsewhere.
  * One fold at a time per process; a step that fails (store away) is tried again at the next turn,
  * from the position the store kept.
@@ -186,7 +186,7 @@ export class AggregateFolder implements OwnWritesBarrier {
 
   /**
    * Called with the accounts some of whose acknowledged events the fold has just counted, before
-   * the lookups waiting on them go on (a read replica's guard, domain/replica-reads.ts).
+   * the lookups waiting on them go on (a read replica's guard, domain/lookups/replica-reads.ts).
    */
   onCounted(listener: (accountIds: string[]) => void): void {
     this.countedListeners.push(listener);

@@ -1,4 +1,4 @@
-import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookups/lookup-aggregates.ts';
 
 export interface LookupCacheOptions {
   /**

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
-import { AccountsService } from '../domain/accounts.ts';
-import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/client-activity.ts';
-import { Sessions } from '../domain/sessions.ts';
-import { UsersService } from '../domain/users.ts';
+import { AccountsService } from '../domain/accounts/accounts.ts';
+import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/accounts/client-activity.ts';
+import { Sessions } from '../domain/accounts/sessions.ts';
+import { UsersService } from '../domain/accounts/users.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
 import { accountAllowance, type SpendAllowance } from '../limits/account-allowance.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
@@ -12,11 +12,11 @@ import { AccessTokens } from '../oauth/access-tokens.ts';
 import { ApiAuthenticator } from '../oauth/api-authenticator.ts';
 import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
-import { SqlAccountsRepository } from '../store/accounts-repository.ts';
-import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
-import { SqlSigningKeys } from '../store/signing-keys-repository.ts';
-import { ClientActivityOnWriter } from '../store/writes-on-writer.ts';
-import { SqlUsersRepository } from '../store/users-repository.ts';
+import { SqlAccountsRepository } from '../store/repositories/accounts-repository.ts';
+import { SqlClientActivityRepository } from '../store/repositories/client-activity-repository.ts';
+import { SqlSigningKeys } from '../store/repositories/signing-keys-repository.ts';
+import { ClientActivityOnWriter } from '../store/writer/writes-on-writer.ts';
+import { SqlUsersRepository } from '../store/repositories/users-repository.ts';
 import type { Foundation } from './foundation.ts';
 
 /**

@@ -1,15 +1,15 @@
-import { AccountActivity } from '../domain/account-activity.ts';
-import { EventIntake } from '../domain/event-intake.ts';
-import { EventQuery } from '../domain/event-query.ts';
-import { IngestUrls } from '../domain/ingest-urls.ts';
+import { AccountActivity } from '../domain/accounts/account-activity.ts';
+import { EventIntake } from '../domain/events/event-intake.ts';
+import { EventQuery } from '../domain/events/event-query.ts';
+import { IngestUrls } from '../domain/events/ingest-urls.ts';
 import { EventImport, type ImportSource } from '../import/event-import.ts';
 import { openImportSource, type DatabaseDefaults } from '../import/sentrypeer-files.ts';
-import { SqlAccountActivityRepository } from '../store/account-activity-repository.ts';
-import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/event-indexes.ts';
-import { SqlEventsRepository } from '../store/events-repository.ts';
-import { GroupCommit, type Gathering } from '../store/group-commit.ts';
-import { SqlIngestUrlsRepository } from '../store/ingest-urls-repository.ts';
-import { IngestUrlsOnWriter } from '../store/writes-on-writer.ts';
+import { SqlAccountActivityRepository } from '../store/repositories/account-activity-repository.ts';
+import { dropEventQueryIndexes, ensureEventQueryIndexes } from '../store/maintenance/event-indexes.ts';
+import { SqlEventsRepository } from '../store/repositories/events-repository.ts';
+import { GroupCommit, type Gathering } from '../store/writer/group-commit.ts';
+import { SqlIngestUrlsRepository } from '../store/repositories/ingest-urls-repository.ts';
+import { IngestUrlsOnWriter } from '../store/writer/writes-on-writer.ts';
 import type { AggregatePipeline } from './aggregates.ts';
 import type { AuthServices } from './auth.ts';
 import type { Foundation } from './foundation.ts';
@@ -28,7 +28,7 @@ export interface IntakeServices {
   activity: AccountActivity;
 }
 
-/** How the writer thread's commits gather a stream of single events (store/group-commit.ts). */
+/** How the writer thread's commits gather a stream of single events (store/writer/group-commit.ts). */
 const WRITER_GATHERING: Gathering = { ms: 2, events: 16, streamMs: 10 };
 
 export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeServices> {
@@ -50,7 +50,7 @@ export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 
   return {
     intake,
     ingestUrls: new IngestUrls({
-      // On a SQLite file a use is written through the writer thread (store/writes-on-writer.ts).
+      // On a SQLite file a use is written through the writer thread (store/writer/writes-on-writer.ts).
       repo: writer ? new IngestUrlsOnWriter(database.db, writer) : new SqlIngestUrlsRepository(database.db),
       getAccount: (accountId) => accounts.getAccount(accountId),
       assertMaySubmit: (account) => intake.assertMaySubmit(account),

@@ -1,7 +1,7 @@
-import { TaxiiCollections } from '../domain/taxii-collections.ts';
-import { TaxiiPublisher } from '../domain/taxii-publication.ts';
-import { TaxiiStoreOnWriter } from '../store/taxii-on-writer.ts';
-import { SqlTaxiiRepository } from '../store/taxii-repository.ts';
+import { TaxiiCollections } from '../domain/intelligence/taxii-collections.ts';
+import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
+import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
+import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The TAXII 2.1 server's two halves (docs/taxii.md). */

@@ -1,6 +1,6 @@
 /**
  * The token signer's keys as the store keeps them, and the repository oauth/signing-keys.ts
- * reads and rotates them through (store/signing-keys-repository.ts implements it).
+ * reads and rotates them through (store/repositories/signing-keys-repository.ts implements it).
  */
 
 /** One stored key. Its private half is sealed with the key secret (key-sealing.ts, `signingKeyContext`). */

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
+import type { AuditEntry, AuditTrail } from '../domain/accounts/audit.ts';
 import { auditEntriesFor, slowDown, type FailureThrottle } from '../limits/failure-throttle.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 

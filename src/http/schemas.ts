@@ -15,7 +15,7 @@
  */
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import { Type, type TSchema, type TString } from 'typebox';
-import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/event-fields.ts';
+import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/events/event-fields.ts';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
 import { PROBLEMS } from './problem.ts';
 

@@ -1,5 +1,5 @@
-import type { Account } from '../domain/accounts.ts';
-import type { PlanCatalog } from '../domain/plans.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
+import type { PlanCatalog } from '../domain/accounts/plans.ts';
 import { allowanceRefusal, type LimitGroup, type PlanLimiter } from './plan-limiter.ts';
 
 /** What spending came to, for a caller that answers a refusal in its own shape. */

@@ -1,5 +1,5 @@
-import type { Account, Client } from '../domain/accounts.ts';
-import { secretMatches } from '../domain/secrets.ts';
+import type { Account, Client } from '../domain/accounts/accounts.ts';
+import { secretMatches } from '../domain/accounts/secrets.ts';
 import type { RefusedSubject } from './access-tokens.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
-import { NO_AUDIT, type AuditTrail } from '../domain/audit.ts';
-import { KeySealer, WrongKeySecretError } from '../domain/key-sealing.ts';
-import { signingKeyContext } from '../domain/key-sealing.ts';
+import { NO_AUDIT, type AuditTrail } from '../domain/accounts/audit.ts';
+import { KeySealer, WrongKeySecretError } from '../domain/accounts/key-sealing.ts';
+import { signingKeyContext } from '../domain/accounts/key-sealing.ts';
 import type { SigningKeyRecord, SigningKeyRepository } from '../domain/signing-key-records.ts';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from './token-lifetime.ts';
 
@@ -62,7 +62,7 @@ export interface SigningKeysOptions {
  * The token signer's keys. Kept in the store so tokens survive restarts and every instance
  * shares them; the one key marked current signs, every key not yet retired verifies and is
  * published in the JWKS. Private keys are stored sealed with the key secret
- * (src/store/keys-at-rest.ts).
+ * (src/store/maintenance/keys-at-rest.ts).
  */
 export class SigningKeys {
   private readonly repo: SigningKeyRepository;

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { AccessChangeNotices } from '../domain/access-changes.ts';
+import type { AccessChangeNotices } from '../domain/accounts/access-changes.ts';
 import type { DialectCapabilities } from './dialect.ts';
-import type { IngestWrites } from './ingest-writes.ts';
+import type { IngestWrites } from './fold/ingest-writes.ts';
 import type { StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 
@@ -44,7 +44,7 @@ export interface Database {
   statements: StatementRunner;
   /**
    * Copies the store, consistent as of one commit, into a new file while it serves
-   * (src/store/backup.ts); undefined where the store's own tools do that (PostgreSQL).
+   * (src/store/maintenance/backup.ts); undefined where the store's own tools do that (PostgreSQL).
    */
   onlineBackup: ((destination: string) => Promise<{ pages: number }>) | undefined;
   /**

@@ -1,4 +1,4 @@
-import { ensureEventQueryIndexes } from './event-indexes.ts';
+import { ensureEventQueryIndexes } from './maintenance/event-indexes.ts';
 import { migrateToLatest } from './migrate.ts';
 import { isStoreUnavailable } from './store-errors.ts';
 import { isPostgresUrl } from './store-files.ts';
@@ -12,7 +12,7 @@ export { QUERY_TIMEOUT_MS } from './postgres-database.ts';
 /**
  * Opens the store named by a `DATABASE_URL` and brings its schema up to date, the events'
  * query indexes included (`restoreEventIndexes`: a bulk import that stopped half-way dropped
- * them; src/store/event-indexes.ts). A PostgreSQL server that is not up yet (instances starting
+ * them; src/store/maintenance/event-indexes.ts). A PostgreSQL server that is not up yet (instances starting
  * beside it) is waited for up to `waitMs`.
  */
 export async function openDatabase(

@@ -17,7 +17,7 @@ export interface DialectCapabilities {
   /**
    * Several connections write events at once, each taking ids from a sequence before it
    * commits, so ids commit out of order: the aggregate fold waits for them to settle
-   * (src/store/aggregate-fold.ts). SQLite has one writer at a time, and its ids commit in order.
+   * (src/store/fold/aggregate-fold.ts). SQLite has one writer at a time, and its ids commit in order.
    */
   concurrentWriters: boolean;
   /** Tables keyed by a primary key alone may keep their rows in that key's B-tree (SQLite's WITHOUT ROWID). */

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PostgresChangeNotices } from './change-notices.ts';
 import { POSTGRES } from './dialect.ts';
-import { ArrayIngestWrites } from './ingest-writes.ts';
+import { ArrayIngestWrites } from './fold/ingest-writes.ts';
 import type { StatementRunner } from './prepared-query.ts';
 import type { Schema } from './schema.ts';
 import type { Database } from './database-interface.ts';

@@ -1,8 +1,8 @@
 import SQLiteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import { copySqliteOnline } from './sqlite-online-copy.ts';
+import { copySqliteOnline } from './maintenance/sqlite-online-copy.ts';
 import { SQLITE } from './dialect.ts';
-import { SqliteRowIngestWrites } from './ingest-writes.ts';
+import { SqliteRowIngestWrites } from './fold/ingest-writes.ts';
 import { executorStatements, type StatementRunner } from './prepared-query.ts';
 import { prepareStoreFile, sqlitePath } from './store-files.ts';
 import type { Schema } from './schema.ts';

@@ -1,14 +1,14 @@
 import { request, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TESTER_PLAN } from '../../src/domain/plans.ts';
-import { BODY_READ_BY_LANE, directIntake } from '../../src/http/direct-intake.ts';
-import { SPENT_BY_LANE } from '../../src/http/direct-lanes.ts';
+import { TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
+import { BODY_READ_BY_LANE, directIntake } from '../../src/http/lanes/direct-intake.ts';
+import { SPENT_BY_LANE } from '../../src/http/lanes/direct-lanes.ts';
 import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { laneServer, laneServicesOf } from '../support/lanes.ts';
 
 /**
- * Single-event intake's direct lane (src/http/direct-intake.ts) answers as the full /api
+ * Single-event intake's direct lane (src/http/lanes/direct-intake.ts) answers as the full /api
  * pipeline does, hands everything else to that pipeline, and spends and counts each request once.
  */
 describe('single events submitted ahead of Fastify', () => {

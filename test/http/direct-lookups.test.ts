@@ -1,14 +1,14 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TESTER_PLAN } from '../../src/domain/plans.ts';
-import { directLookups } from '../../src/http/direct-lookups.ts';
+import { TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
+import { directLookups } from '../../src/http/lanes/direct-lookups.ts';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.ts';
 import { laneServer, laneServicesOf } from '../support/lanes.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
- * The lookups' direct lane (src/http/direct-lookups.ts) answers as the full /api pipeline does,
+ * The lookups' direct lane (src/http/lanes/direct-lookups.ts) answers as the full /api pipeline does,
  * and hands everything it cannot decide in memory to that pipeline.
  */
 describe('lookups answered ahead of Fastify', () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createServices } from '../../src/services.ts';
 import { FOLD_CHUNK } from '../../src/aggregates/folder.ts';
-import { FOLDED_ROWS_TOLD, foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { FOLDED_ROWS_TOLD, foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { LOOKUP_VISIBILITY_MS, sampleEvent, startHarness, validSampleEvent, within, type Harness } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';

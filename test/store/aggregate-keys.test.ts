@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { SqlAggregateKeys } from '../../src/store/aggregate-keys.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { SqlAggregateKeys } from '../../src/store/fold/aggregate-keys.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 
 /** What the known-keys filter is loaded from (src/aggregates/known-keys.ts), on the store under test. */

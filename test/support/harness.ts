@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import type { Account } from '../../src/domain/accounts.ts';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { Account } from '../../src/domain/accounts/accounts.ts';
+import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import { AnswerConformance } from './openapi-conformance.ts';
 import { freshDatabase } from './test-database.ts';

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { apiHeaders } from '../../src/http/api.ts';
+import { apiHeaders } from '../../src/http/api/api.ts';
 import { clientAddressOf } from '../../src/http/client-address.ts';
-import type { DirectLane, LaneServices } from '../../src/http/direct-lanes.ts';
+import type { DirectLane, LaneServices } from '../../src/http/lanes/direct-lanes.ts';
 import type { Harness } from './harness.ts';
 
 /**

@@ -1,6 +1,6 @@
-import { toolNames } from '../../domain/scanner-tags.ts';
+import { toolNames } from '../../domain/intelligence/scanner-tags.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../../domain/accounts.ts';
+import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
 import type { Services } from '../../services.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.ts';
-import { MIN_PASSWORD_LENGTH } from '../../domain/passwords.ts';
-import type { AuditEntry } from '../../domain/audit.ts';
+import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/passwords.ts';
+import type { AuditEntry } from '../../domain/accounts/audit.ts';
 import type { LockKey } from '../../limits/sign-in-locks.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
