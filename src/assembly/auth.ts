@@ -26,7 +26,7 @@ import type { Foundation } from './foundation.ts';
 const CREDENTIALS_TTL_MS = 1000;
 
 /** Who may call, and how much: accounts and their clients, tokens, dashboard users and sessions, allowances and throttles. */
-export interface AuthServices {
+export interface AuthAssembly {
   accounts: AccountsService;
   /** Each client's last token grant and API call, noted in memory and flushed (`flush()`: now, for tests). */
   clientActivity: ClientActivity;
@@ -70,7 +70,7 @@ export function limiterFactoryOf(base: Pick<Foundation, 'redis'>): LimiterFactor
   return base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
 }
 
-export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthServices> {
+export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthAssembly> {
   const { config, database, plans, audit } = base;
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, options.credentialsTtlMs ?? CREDENTIALS_TTL_MS, database.externalChangeCounter);

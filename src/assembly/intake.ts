@@ -11,11 +11,11 @@ import { GroupCommit, type Gathering } from '../store/writer/group-commit.ts';
 import { SqlIngestUrlsRepository } from '../store/repositories/ingest-urls-repository.ts';
 import { IngestUrlsOnWriter } from '../store/writer/writes-on-writer.ts';
 import type { AggregatePipeline } from './aggregates.ts';
-import type { AuthServices } from './auth.ts';
+import type { AuthAssembly } from './auth.ts';
 import type { Foundation } from './foundation.ts';
 
 /** Events in and out: submissions, node ingest URLs, the operator's import, an account's own events and nodes. */
-export interface IntakeServices {
+export interface IntakeAssembly {
   intake: EventIntake;
   /** Node ingest URLs: a secret in the path instead of a token (docs/api.md §11). */
   ingestUrls: IngestUrls;
@@ -31,7 +31,7 @@ export interface IntakeServices {
 /** How the writer thread's commits gather a stream of single events (store/writer/group-commit.ts). */
 const WRITER_GATHERING: Gathering = { ms: 2, events: 16, streamMs: 10 };
 
-export async function assembleIntake(base: Foundation, auth: Pick<AuthServices, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeServices> {
+export async function assembleIntake(base: Foundation, auth: Pick<AuthAssembly, 'accounts'>, aggregates: Pick<AggregatePipeline, 'aggregateFolder'>): Promise<IntakeAssembly> {
   const { database, writer, config, audit, plans } = base;
   const { accounts } = auth;
   const { aggregateFolder } = aggregates;

@@ -8,8 +8,12 @@ import { SqlLookupsRepository } from '../store/repositories/lookups-repository.t
 import type { AggregatePipeline } from './aggregates.ts';
 import type { Foundation } from './foundation.ts';
 
-/** What callers ask of the aggregates: number and address lookups, range lookups, feeds. */
-export interface LookupServices {
+/**
+ * What `assembleLookups` builds, one of the groups `Services` is made of: what callers ask of the
+ * aggregates (number and address lookups, range lookups, feeds). `LookupService`, the domain's
+ * service of single and bulk lookups, is one member.
+ */
+export interface LookupsAssembly {
   lookups: LookupService;
   /** Range lookups by a hash prefix (docs/api.md §13). */
   rangeLookups: RangeLookupService;
@@ -20,7 +24,7 @@ export interface LookupServices {
 }
 
 /** `observer` hears of every match: the `lookup.matched` alerts. */
-export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupServices> {
+export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupsAssembly> {
   const { reads, config, database } = base;
   const { aggregateFolder, lookupCache, knownKeys, replicaReads } = aggregates;
   const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);

@@ -6,9 +6,10 @@ import { ServiceError } from '../errors.ts';
 import { hashSecret, isIngestSecretShape, newIngestSecret } from '../accounts/secrets.ts';
 
 /**
- * Node ingest URLs (docs/api.md §11): a URL whose path holds a secret, so that a stock
- * SentryPeer node, which can be given a webhook URL but not our token endpoint, can deliver
- * events to one account. The secret is the whole credential: shown once, stored as its
+ * Node ingest URLs (docs/api.md §11): a URL whose path holds a secret, so that a stock SentryPeer
+ * node, which can be given a webhook URL but not our token endpoint, can deliver events to one
+ * account. ("Ingest" elsewhere in the code, as in `IngestOutcome` and `ingestGroups`, means
+ * storing events, whoever sent them.) The secret is the whole credential: shown once, stored as its
  * SHA-256 hash, good only for submitting events, revoked at once.
  */
 
