@@ -2,13 +2,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
-import { BENCH_DATA, cachedStore, POOL_NUMBERS, storeCopy } from './cached-stores.ts';
-import { callPathBench, printCallPath, type CallPathRow } from './call-path.ts';
-import { dnsBench, printDns } from './dns.ts';
-import { generateEvents, poolNumber } from './generate-events.ts';
-import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './loads.ts';
-import { benchClient, cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support.ts';
-import { requireWrk, runWrk } from './wrk.ts';
+import { BENCH_DATA, cachedStore, POOL_NUMBERS, storeCopy } from './support/cached-stores.ts';
+import { callPathBench, printCallPath, type CallPathRow } from './suites/call-path.ts';
+import { dnsBench, printDns } from './suites/dns.ts';
+import { generateEvents, poolNumber } from './support/generate-events.ts';
+import { batchLoad, notFoundLoad, pathsLoad, singleEventLoad } from './support/loads.ts';
+import { benchClient, cpuMicros, knownNumbers, log, postgresBenchDatabase, prepareStore, printTable, ROOT, rssMiB, startProcess, tokenFor, type TableColumn } from './support/support.ts';
+import { requireWrk, runWrk } from './support/wrk.ts';
 
 /**
  * `npm run bench`: every throughput and latency figure in one run on this machine. Every load is
@@ -21,8 +21,8 @@ import { requireWrk, runWrk } from './wrk.ts';
  * BENCH_SECONDS (default 10) per measurement; BENCH_SIZES (default 10000,1000000; add 10000000
  * only when you mean it: generating it takes about 25 minutes and 12.5 GB); BENCH_PHASES (default
  * all: 1,2,3,4,5,6,7,8) to run only some of the numbered phases while working on one. Phase 7 is the
- * call path through Kamailio and the guard (bench/call-path.ts, BENCH_CALL_RATES); phase 8 the DNS
- * zones against a bare responder, through Unbound, and the guard in DNS mode (bench/dns.ts).
+ * call path through Kamailio and the guard (bench/suites/call-path.ts, BENCH_CALL_RATES); phase 8 the DNS
+ * zones against a bare responder, through Unbound, and the guard in DNS mode (bench/suites/dns.ts).
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
@@ -41,7 +41,7 @@ interface Row {
   p99: number;
   ratioToBare?: number;
   ratioToFastify?: number;
-  /** Against bench/minimal-lookup.ts: the same lookup's work with no framework around it. */
+  /** Against bench/baselines/minimal-lookup.ts: the same lookup's work with no framework around it. */
   ratioToSameWork?: number;
   /** Lookups beside intake: against the same lookups alone, measured right before. */
   ratioToAlone?: number;
@@ -123,7 +123,7 @@ async function withBaselines(script: string, connections: number, phase: () => P
 
 /**
  * Lookups that find (known numbers) and that do not (random numbers), each beside its baselines;
- * on SQLite also beside `sameWork`, the lookup's own work on node:http alone (bench/minimal-lookup.ts).
+ * on SQLite also beside `sameWork`, the lookup's own work on node:http alone (bench/baselines/minimal-lookup.ts).
  */
 async function lookupPhases(label: string, service: Server, token: string, numbers: string[], connectionCounts: number[], sameWork?: Server): Promise<void> {
   const found = pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`));
@@ -166,8 +166,8 @@ async function main() {
   mkdirSync(RESULTS, { recursive: true });
   log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load ${loadavg()[0]!.toFixed(1)}; ${SECONDS} s per measurement`);
   baselines = {
-    bare: await startProcess('bench/bare-server.ts', {}, '/'),
-    fastify: await startProcess('bench/fastify-server.ts', {}, '/api/phone-numbers/1'),
+    bare: await startProcess('bench/baselines/bare-server.ts', {}, '/'),
+    fastify: await startProcess('bench/baselines/fastify-server.ts', {}, '/api/phone-numbers/1'),
   };
   const smallest = await cachedStore(SIZES[0] ?? 10_000);
   const numbers = await knownNumbers(smallest);
@@ -177,7 +177,7 @@ async function main() {
   let { service, token } = await serviceOn(smallUrl);
   if (PHASES.has(1)) {
     log(`1. authenticated phone lookups, SQLite, ${(SIZES[0] ?? 10_000).toLocaleString('en')} events`);
-    const sameWork = await startProcess('bench/minimal-lookup.ts', { DATABASE_URL: smallUrl }, '/healthz');
+    const sameWork = await startProcess('bench/baselines/minimal-lookup.ts', { DATABASE_URL: smallUrl }, '/healthz');
     await lookupPhases('', service, token, numbers, [16, 64], sameWork);
     await sameWork.stop();
   }

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.ts';
-import { generateEvents } from './generate-events.ts';
-import { mixedLoad } from './loads.ts';
-import { benchEvent, heapOf, log, prepareStore, rssMiB, startProcess, tokenFor } from './support.ts';
-import { requireWrk, runWrk } from './wrk.ts';
+import { generateEvents } from './support/generate-events.ts';
+import { mixedLoad } from './support/loads.ts';
+import { benchEvent, heapOf, log, prepareStore, rssMiB, startProcess, tokenFor } from './support/support.ts';
+import { requireWrk, runWrk } from './support/wrk.ts';
 
 /**
  * `npm run soak`: sustained mixed load (lookups, address lookups, submissions, token requests)
@@ -14,7 +14,7 @@ import { requireWrk, runWrk } from './wrk.ts';
  * memory must stop growing: the median of the measured run's last 10 s within 10% of the
  * high-water mark warm-up reached (or of the first 10 s, if higher). Any 5xx or connection
  * error, in warm-up or after, fails the run too. Load
- * goes only to 127.0.0.1, from wrk (bench/wrk.ts), as the benchmark's.
+ * goes only to 127.0.0.1, from wrk (bench/support/wrk.ts), as the benchmark's.
  *
  * Three things legitimately grow at first and then stop: SQLite's page cache (it fills to
  * TOLLWATCH_SQLITE_CACHE_MB as pages are touched), V8's heap reservation, and V8's old

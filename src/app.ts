@@ -2,29 +2,30 @@ import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { apiAuthOptions, apiGate } from './http/api-auth.ts';
-import type { IngestGate } from './http/ingest-auth.ts';
-import { apiErrorHandler } from './http/api-errors.ts';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HTTPMethods } from 'fastify';
+import { apiAuthOptions, apiGate } from './http/api/api-auth.ts';
+import type { IngestGate } from './http/ingest/ingest-auth.ts';
+import { apiErrorHandler } from './http/api/api-errors.ts';
 import { limitConnections } from './http/connection-limits.ts';
 import { clientAddressOf } from './http/client-address.ts';
-import { directIntake } from './http/direct-intake.ts';
-import type { RequestHandler } from './http/direct-lanes.ts';
-import { directLookups } from './http/direct-lookups.ts';
+import { directIntake } from './http/lanes/direct-intake.ts';
+import { laneRequestLog, type RequestHandler } from './http/lanes/direct-lanes.ts';
+import { directLookups } from './http/lanes/direct-lookups.ts';
 import { addressRanges } from './domain/address-ranges.ts';
-import { apiHeaders, apiScope } from './http/api.ts';
-import { ingestGateOf, ingestScope } from './http/ingest.ts';
-import { taxiiScope } from './http/taxii-scope.ts';
+import { apiHeaders, apiScope } from './http/api/api.ts';
+import { documentationOnlyValidators } from './http/schemas.ts';
+import { ingestGateOf, ingestScope } from './http/ingest/ingest.ts';
+import { taxiiScope } from './http/taxii/taxii-scope.ts';
 import { MAX_PATH_VALUE_LENGTH, routeMalformedApiPaths } from './http/malformed-path.ts';
 import { problem, sendProblem } from './http/problem.ts';
 import { countRequests } from './http/request-metrics.ts';
-import { metricsRoute } from './http/routes/metrics.ts';
-import { operationalRoutes } from './http/routes/operational.ts';
+import { metricsRoute } from './http/operational/metrics.ts';
+import { operationalRoutes } from './http/operational/operational.ts';
 import { problemPages } from './web/problems-page.ts';
 import { integrationConfirmPages } from './web/address-confirmation.ts';
 import { UNMATCHED_ROUTE } from './metrics/metrics.ts';
 import { documentationContentSecurityPolicy, securityHeaders } from './http/security-headers.ts';
-import { tokenEndpoint } from './http/routes/token.ts';
+import { tokenEndpoint } from './http/token/token.ts';
 import type { Services } from './services.ts';
 import { webNotFound, webScope } from './web/web-scope.ts';
 
@@ -37,7 +38,8 @@ export interface AppOptions {
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const gate = ingestGateOf(services);
   let closing = false;
-  const lanes = directLanesOf(services, options, () => closing);
+  let built: FastifyInstance | undefined;
+  const lanes = directLanesOf(services, options, () => built!, () => closing);
   const timeoutMs = services.config.requestTimeoutMs;
   const app = Fastify({
     // The server Fastify would make (Fastify applies no server setting to a factory's), with the
@@ -69,9 +71,11 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Behind a proxy the socket address is the proxy's: the failure throttle and the audit
     // trail need the client's, read from X-Forwarded-For of the proxies named here only.
     trustProxy: services.config.trustProxy ?? false,
-    ajv: { customOptions: { allErrors: true, coerceTypes: true, removeAdditional: false } },
+    // Fastify validates no request, in any scope (http/schemas.ts).
+    schemaController: { compilersFactory: { buildValidator: documentationOnlyValidators } },
     frameworkErrors: badUrlAnswer(services, gate),
   });
+  built = app;
 
   app.addHook('preClose', (done) => {
     closing = true;
@@ -131,14 +135,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
 }
 
 /**
- * Fastify's request handler behind the direct lanes (http/direct-lookups.ts,
- * http/direct-intake.ts), each unless configured off; none while requests are logged: at
- * `info`, Fastify writes two lines per request, which the lanes would not.
+ * Fastify's request handler behind the direct lanes (http/lanes/direct-lookups.ts,
+ * http/lanes/direct-intake.ts), each unless configured off. The lanes find a request's route with
+ * Fastify's own router, and log what they answer as Fastify logs its requests (one line each,
+ * when the logger writes info), so the log level changes what is written, not which path serves.
  */
-function directLanesOf(services: Services, options: AppOptions, closing: () => boolean): (handler: RequestHandler) => RequestHandler {
-  const level = options.loggerInstance?.level;
+function directLanesOf(services: Services, options: AppOptions, app: () => FastifyInstance, closing: () => boolean): (handler: RequestHandler) => RequestHandler {
   const { config } = services;
-  if (level === 'info' || level === 'debug' || level === 'trace') return (handler) => handler;
+  const clientAddress = clientAddressOf(config.trustProxy);
+  const requestLog = laneRequestLog(options.loggerInstance, clientAddress);
   const shared = {
     authenticator: services.authenticator,
     plans: services.plans,
@@ -147,7 +152,10 @@ function directLanesOf(services: Services, options: AppOptions, closing: () => b
     headers: apiHeaders(),
     closing,
     activity: services.clientActivity,
-    clientAddress: clientAddressOf(config.trustProxy),
+    clientAddress,
+    // Lanes answer only once the server listens, when every route is registered.
+    route: (method: string, url: string) => app().findRoute({ method: method as HTTPMethods, url }) as { params: Record<string, string | undefined> } | null,
+    ...(requestLog ? { requestLog } : {}),
   };
   const lookups = config.directLookups ? directLookups({ ...shared, lookups: services.lookups }) : undefined;
   const intake = config.directIntake ? directIntake({ ...shared, intake: services.intake }) : undefined;

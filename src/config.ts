@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { Type, type Static } from 'typebox';
-import type { AuditRetentionPolicy } from './domain/audit.ts';
+import type { AuditRetentionPolicy } from './domain/accounts/audit.ts';
 import { DEFAULT_DNS_ALLOW, settleDnsSettings, type DnsSettings } from './dns/dns-settings.ts';
-import { parseKeySecret } from './domain/key-sealing.ts';
-import { DEFAULT_HALF_LIFE_DAYS, type ScoringSettings } from './domain/scores.ts';
+import { parseKeySecret } from './domain/accounts/key-sealing.ts';
+import { DEFAULT_HALF_LIFE_DAYS, type ScoringSettings } from './domain/intelligence/scores.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
@@ -84,9 +84,9 @@ export interface Config {
    * lookup may see an event stored by another process or instance. This process's own are seen at once.
    */
   lookupCacheMs: number;
-  /** Lookups answered ahead of Fastify when everything is in memory (http/direct-lookups.ts). */
+  /** Lookups answered ahead of Fastify when everything is in memory (http/lanes/direct-lookups.ts). */
   directLookups: boolean;
-  /** Single events submitted ahead of Fastify when the headers leave nothing to decide (http/direct-intake.ts). */
+  /** Single events submitted ahead of Fastify when the headers leave nothing to decide (http/lanes/direct-intake.ts). */
   directIntake: boolean;
   publicUrl: string;
   issuer: string;
@@ -117,7 +117,7 @@ export interface Config {
   metricsToken: string | undefined;
   /**
    * Encrypts the keys the store holds. Unset: a key file beside a SQLite store, made on first
-   * start (src/store/keys-at-rest.ts); PostgreSQL refuses to start without it.
+   * start (src/store/maintenance/keys-at-rest.ts); PostgreSQL refuses to start without it.
    */
   keySecret: Uint8Array | undefined;
   /** How long audit rows are kept, and how many failed-authentication rows at most. */

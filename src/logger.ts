@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
-import { INGEST_SECRET_PREFIX, INVITATION_TOKEN_PREFIX } from './domain/secrets.ts';
+import { INGEST_SECRET_PREFIX, INVITATION_TOKEN_PREFIX } from './domain/accounts/secrets.ts';
 
 /**
  * The path value of a link that is its own credential, wherever a path is written: an ingest URL

@@ -1,28 +1,28 @@
 import type { Logger } from 'pino';
 import { assembleAggregates, type AggregatePipeline } from './assembly/aggregates.ts';
-import { assembleAlerts, type AlertServices, type AlertSettings } from './assembly/alerts.ts';
-import { assembleAuth, type AuthOptions, type AuthServices } from './assembly/auth.ts';
+import { assembleAlerts, type AlertsAssembly, type AlertSettings } from './assembly/alerts.ts';
+import { assembleAuth, type AuthOptions, type AuthAssembly } from './assembly/auth.ts';
 import { assembleFoundation } from './assembly/foundation.ts';
-import { assembleIntake, type IntakeServices } from './assembly/intake.ts';
-import { assembleLookups, type LookupServices } from './assembly/lookups.ts';
-import { assembleTaxii, type TaxiiServices } from './assembly/taxii.ts';
+import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
+import { assembleLookups, type LookupsAssembly } from './assembly/lookups.ts';
+import { assembleTaxii, type TaxiiAssembly } from './assembly/taxii.ts';
 import type { Config } from './config.ts';
-import type { AuditTrail } from './domain/audit.ts';
-import type { PlanCatalog } from './domain/plans.ts';
+import type { AuditTrail } from './domain/accounts/audit.ts';
+import type { PlanCatalog } from './domain/accounts/plans.ts';
 import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
-import type { AuditRetention } from './store/audit-retention.ts';
-import { backupStore, type BackupReport } from './store/backup.ts';
+import type { AuditRetention } from './store/maintenance/audit-retention.ts';
+import { backupStore, type BackupReport } from './store/maintenance/backup.ts';
 import { openDatabase, type Database } from './store/database.ts';
-import { StoreMaintenance } from './store/maintenance.ts';
+import { StoreMaintenance } from './store/maintenance/maintenance.ts';
 
 /** Why a store cannot be backed up by `backup`, asked before it is opened (the CLI, on PostgreSQL). */
-export { backupRefusal } from './store/backup.ts';
+export { backupRefusal } from './store/maintenance/backup.ts';
 
 /**
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthServices, IntakeServices, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupServices, AlertServices, TaxiiServices {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;

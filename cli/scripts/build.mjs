@@ -1,6 +1,7 @@
 // `npm run build`, and `npm pack` through prepack: the CLI and the sources it imports from the
-// repository (the SDK, two pure domain modules) compiled into dist/. It builds from a checkout
-// of the whole repository, whose root install has TypeScript and Node's types.
+// repository (the SDK, pure domain modules, what it shares with src/cli/) compiled into dist/.
+// It builds from a checkout of the whole repository, whose root install has TypeScript and
+// Node's types.
 import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

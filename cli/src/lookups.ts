@@ -1,5 +1,5 @@
 import type { CallOptions, Tollwatch } from '../../sdk/src/index.ts';
-import { CSV_HEADER, describeIpAddress, describePhoneNumber, describeRange, FOUND, isItemError, listLine, NOT_FOUND, FAILED, type LookupResult, type OutputFormat } from './lookup-output.ts';
+import { CSV_HEADER, describeIpAddress, describePhoneNumber, describeRange, FOUND, isItemError, listLine, NOT_FOUND, FAILED, type LookupResult, type OutputFormat } from '../../src/cli/lookup-output.ts';
 
 /** Values a bulk request carries (docs/api.md §7): the list is sent 1,000 at a time, answers written as each request returns. */
 const BULK_VALUES = 1000;

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // tollwatch-cli: a Tollwatch API client for shells and dial plans (docs/clients.md). It needs
-// neither the server nor its store: the SDK, a config file and a token cache.
+// neither the server nor its store: the SDK, a config file and a token cache. Not to be confused
+// with `tollwatch` (src/cli/), the server's own CLI, whose `lookup` prints the same lines
+// (src/cli/lookup-output.ts, which this package compiles in).
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Tollwatch } from '../../sdk/src/index.ts';
 import { describeApiFailure } from '../../src/cli/api-client.ts';
 import { escapeControlCharacters } from '../../src/cli/terminal-text.ts';
-import { FAILED, FOUND, type OutputFormat } from './lookup-output.ts';
+import { FAILED, FOUND, type OutputFormat } from '../../src/cli/lookup-output.ts';
 import { runLookups } from './lookups.ts';
 import { readSecret } from './secret-input.ts';
 import { configFile, requireSettings, resolveSettings, saveSettings, UsageError, type ClientSettings } from './settings.ts';

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BloomFilter } from 'bloomfilter';
-import type { KeyFilter, KeySource, LookupChange, LookupKind } from '../domain/lookup-aggregates.ts';
+import type { KeyFilter, KeySource, LookupChange, LookupKind } from '../domain/lookups/lookup-aggregates.ts';
 
 /** False positives the filter is sized for: one lookup in a hundred never seen still reads the store. */
 const FALSE_POSITIVES = 0.01;

@@ -1,4 +1,4 @@
-import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookup-aggregates.ts';
+import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookups/lookup-aggregates.ts';
 
 export interface LookupCacheOptions {
   /**
@@ -91,8 +91,8 @@ class Shelf {
    * Drops the oldest keys while every entry they hold has expired. Keys are kept in the order
    * they were first read, and every entry of a shelf lives as long, so expired ones gather at
    * the front: the shelf then holds about what a lifetime of lookups asked, not maxEntries of
-   * answers long out of date (for a stream of numbers never seen, that was 100,000 entries
-   * kept only to be evicted, each surviving into V8's old generation first).
+   * answers long out of date (for a stream of numbers never seen, 100,000 entries kept only to
+   * be evicted, each surviving into V8's old generation first).
    */
   private dropExpired(now: number): void {
     for (const [id, byScope] of this.keys) {

@@ -1,16 +1,16 @@
 import { AggregateFolder, DEFAULT_FOLDER_SETTINGS, FOLDED_ELSEWHERE_READ } from '../aggregates/folder.ts';
 import { KnownKeys } from '../aggregates/known-keys.ts';
 import { LookupCache, type FoldedValues } from '../aggregates/lookup-cache.ts';
-import { foldStep, keysFoldedBetween, type FoldedRows } from '../store/aggregate-fold.ts';
-import { aggregateOfRow } from '../store/lookups-repository.ts';
-import type { AggregateRow } from '../store/ingest-writes.ts';
-import type { LookupKind } from '../domain/lookup-aggregates.ts';
-import { TOP_USER_AGENTS } from '../domain/lookup-service.ts';
-import { SqlAggregateKeys } from '../store/aggregate-keys.ts';
-import { FoldRowCache } from '../store/fold-row-cache.ts';
-import { rebuildAggregates } from '../store/aggregates-rebuild.ts';
-import { ReplicaReads } from '../domain/replica-reads.ts';
-import { PostgresReplicaProgress } from '../store/replica-progress.ts';
+import { foldStep, keysFoldedBetween, type FoldedRows } from '../store/fold/aggregate-fold.ts';
+import { aggregateOfRow } from '../store/repositories/lookups-repository.ts';
+import type { AggregateRow } from '../store/fold/ingest-writes.ts';
+import type { LookupKind } from '../domain/lookups/lookup-aggregates.ts';
+import { TOP_USER_AGENTS } from '../domain/lookups/lookup-service.ts';
+import { SqlAggregateKeys } from '../store/fold/aggregate-keys.ts';
+import { FoldRowCache } from '../store/fold/fold-row-cache.ts';
+import { rebuildAggregates } from '../store/fold/aggregates-rebuild.ts';
+import { ReplicaReads } from '../domain/lookups/replica-reads.ts';
+import { PostgresReplicaProgress } from '../store/repositories/replica-progress.ts';
 import type { AggregateChangeNotice } from '../aggregates/folder.ts';
 import type { Foundation } from './foundation.ts';
 
@@ -37,7 +37,7 @@ export interface AggregatePipeline {
   lookupCache: LookupCache;
   /** Which keys the aggregates may hold: lookups of keys they cannot skip the store. */
   knownKeys: KnownKeys;
-  /** With a PostgreSQL read replica: who reads the primary meanwhile, and the second forgetting (domain/replica-reads.ts). */
+  /** With a PostgreSQL read replica: who reads the primary meanwhile, and the second forgetting (domain/lookups/replica-reads.ts). */
   replicaReads: ReplicaReads<AggregateChangeNotice> | undefined;
   /** Recomputes every lookup aggregate from the stored events (after bulk loads or trust changes). */
   rebuildAggregates(): Promise<void>;
@@ -74,7 +74,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   );
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
-  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps.name), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
+  const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
   const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>) => [
     ...changes.numbers.map((key) => ({ kind: 'number' as const, key })),
     ...changes.addresses.map((key) => ({ kind: 'ip' as const, key })),
@@ -82,7 +82,7 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   // A replica replays the fold a little later: what lookups read there meanwhile is forgotten
   // again once it has, and the accounts whose own events were counted read the primary till then.
   const replicaReads =
-    base.reads !== database && base.reads.caps.name === 'postgres' && database.caps.name === 'postgres'
+    base.reads !== database && base.reads.caps.walReplicas && database.caps.walReplicas
       ? new ReplicaReads<AggregateChangeNotice>(
           new PostgresReplicaProgress(database.db, base.reads.db),
           (changes) => (changes === 'everything' ? lookupCache.clear() : lookupCache.invalidate(changedKeys(changes))),

@@ -1,16 +1,16 @@
 import type { DeliverySettings } from '../delivery/delivery-worker.ts';
 import { DeliveryWorker } from '../delivery/delivery-worker.ts';
 import { TargetGuard } from '../delivery/target-guard.ts';
-import { Integrations } from '../domain/integrations.ts';
-import { LookupAlerts } from '../domain/lookup-alerts.ts';
-import { LookupService } from '../domain/lookup-service.ts';
-import type { DisabledIntegration } from '../domain/outbox.ts';
-import { SqlAlertOutbox } from '../store/alert-outbox.ts';
-import { AlertOutboxWritesOnWriter } from '../store/outbox-on-writer.ts';
-import { SqlIntegrationsRepository } from '../store/integrations-repository.ts';
-import { SqlLookupsRepository } from '../store/lookups-repository.ts';
+import { Integrations } from '../domain/alerts/integrations.ts';
+import { LookupAlerts } from '../domain/alerts/lookup-alerts.ts';
+import { LookupService } from '../domain/lookups/lookup-service.ts';
+import type { DisabledIntegration } from '../domain/alerts/outbox.ts';
+import { SqlAlertOutbox } from '../store/repositories/alert-outbox.ts';
+import { AlertOutboxWritesOnWriter } from '../store/writer/outbox-on-writer.ts';
+import { SqlIntegrationsRepository } from '../store/repositories/integrations-repository.ts';
+import { SqlLookupsRepository } from '../store/repositories/lookups-repository.ts';
 import { TestAlertLimits, type TestAlertSettings } from '../limits/test-alert-allowance.ts';
-import { limiterFactoryOf, type AuthServices } from './auth.ts';
+import { limiterFactoryOf, type AuthAssembly } from './auth.ts';
 import type { Foundation } from './foundation.ts';
 
 /** How alerts are gathered, de-duplicated and delivered. */
@@ -45,7 +45,7 @@ const ALERT_DEFAULTS: AlertSettings = {
 };
 
 /** Where an account's alerts go, and their way there (docs/api.md §12, docs/architecture.md "The path of an alert"). */
-export interface AlertServices {
+export interface AlertsAssembly {
   integrations: Integrations;
   /** `lookup.matched` alerts gathered off the answer's path; `flush()` writes them now (tests). */
   lookupAlerts: LookupAlerts;
@@ -53,7 +53,7 @@ export interface AlertServices {
   alertWorker: DeliveryWorker;
 }
 
-export function assembleAlerts(base: Foundation, auth: Pick<AuthServices, 'accounts' | 'users'>, settings: Partial<AlertSettings> = {}): AlertServices & { stop(): Promise<void> } {
+export function assembleAlerts(base: Foundation, auth: Pick<AuthAssembly, 'accounts' | 'users'>, settings: Partial<AlertSettings> = {}): AlertsAssembly & { stop(): Promise<void> } {
   const { database, config, log, mailer, audit } = base;
   // Scores for first sightings, as the account's lookups answer them; no observer, so working
   // one out raises no lookup.matched of its own.

@@ -1,10 +1,11 @@
 import cluster from 'node:cluster';
-import { AccountsService } from '../domain/accounts.ts';
-import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/client-activity.ts';
-import { Sessions } from '../domain/sessions.ts';
-import { UsersService } from '../domain/users.ts';
+import { AccountsService } from '../domain/accounts/accounts.ts';
+import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/accounts/client-activity.ts';
+import { Sessions } from '../domain/accounts/sessions.ts';
+import { UsersService } from '../domain/accounts/users.ts';
 import { allowanceMail, AllowanceWatch } from '../limits/allowance-watch.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
+import { accountAllowance, type SpendAllowance } from '../limits/account-allowance.ts';
 import { clusterLimiters, memoryLimiters, PlanLimiter, type LimiterFactory } from '../limits/plan-limiter.ts';
 import { ResetRequests } from '../limits/reset-requests.ts';
 import { DEFAULT_SIGN_IN_LOCKS, SignInLocks, type SignInLockSettings } from '../limits/sign-in-locks.ts';
@@ -12,10 +13,11 @@ import { AccessTokens } from '../oauth/access-tokens.ts';
 import { ApiAuthenticator } from '../oauth/api-authenticator.ts';
 import { CredentialsCache } from '../oauth/credentials-cache.ts';
 import { SigningKeys } from '../oauth/signing-keys.ts';
-import { SqlAccountsRepository } from '../store/accounts-repository.ts';
-import { SqlClientActivityRepository } from '../store/client-activity-repository.ts';
-import { ClientActivityOnWriter } from '../store/writes-on-writer.ts';
-import { SqlUsersRepository } from '../store/users-repository.ts';
+import { SqlAccountsRepository } from '../store/repositories/accounts-repository.ts';
+import { SqlClientActivityRepository } from '../store/repositories/client-activity-repository.ts';
+import { SqlSigningKeys } from '../store/repositories/signing-keys-repository.ts';
+import { ClientActivityOnWriter } from '../store/writer/writes-on-writer.ts';
+import { SqlUsersRepository } from '../store/repositories/users-repository.ts';
 import type { Foundation } from './foundation.ts';
 
 /**
@@ -25,7 +27,7 @@ import type { Foundation } from './foundation.ts';
 const CREDENTIALS_TTL_MS = 1000;
 
 /** Who may call, and how much: accounts and their clients, tokens, dashboard users and sessions, allowances and throttles. */
-export interface AuthServices {
+export interface AuthAssembly {
   accounts: AccountsService;
   /** Each client's last token grant and API call, noted in memory and flushed (`flush()`: now, for tests). */
   clientActivity: ClientActivity;
@@ -36,6 +38,8 @@ export interface AuthServices {
   credentials: CredentialsCache;
   /** Spends plan allowances (lookups, submissions, event reads). */
   limiter: PlanLimiter;
+  /** The same, for a caller holding an account rather than its plan (the dashboard). */
+  spendAllowance: SpendAllowance;
   authFailures: FailureThrottle;
   /** Bounds password guessing at the dashboard's sign-in, per email and per address. */
   signInLocks: SignInLocks;
@@ -67,13 +71,13 @@ export function limiterFactoryOf(base: Pick<Foundation, 'redis'>): LimiterFactor
   return base.redis ? base.redis.limiters() : cluster.isWorker ? clusterLimiters : memoryLimiters;
 }
 
-export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthServices> {
+export async function assembleAuth(base: Foundation, options: AuthOptions): Promise<AuthAssembly> {
   const { config, database, plans, audit } = base;
   const accountsRepo = new SqlAccountsRepository(database.db);
   const credentials = new CredentialsCache(accountsRepo, options.credentialsTtlMs ?? CREDENTIALS_TTL_MS, database.externalChangeCounter);
   // A rotation is announced like an access change: every instance then signs with the new key
   // from its next token, instead of at its next reload (KEYS_RELOAD_MS).
-  const keys = await SigningKeys.open(database.db, base.sealer, { reloadMs: options.keysReloadMs, onRotated: base.announce, audit });
+  const keys = await SigningKeys.open(new SqlSigningKeys(database.db), base.sealer, { reloadMs: options.keysReloadMs, onRotated: base.announce, audit });
   const forget = () => {
     credentials.clear();
     plans.clear();
@@ -90,8 +94,6 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     base.announce();
   });
   const limiters = limiterFactoryOf(base);
-  const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
-  const usersRepo = new SqlUsersRepository(database.db);
   // Allowances running low or out: counted, and the account's owners told (at most hourly).
   const allowances = new AllowanceWatch({
     counted: (notice) => base.metrics.allowanceNotice(notice.group, notice.level),
@@ -100,6 +102,10 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
       users.tellOwners(notice.accountId, allowanceMail(notice)).catch((err: unknown) => base.log?.warn({ err }, 'the owners of an account whose allowance ran low could not be told'));
     },
   });
+  // Alone, allowances are counted in memory; shared counters only where others share them.
+  const limiter = new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined, allowances);
+  const tokens = new AccessTokens(keys, { issuer: config.issuer, audiences: config.audiences, ttlSeconds: options.tokenTtlSeconds ?? config.tokenTtlSeconds });
+  const usersRepo = new SqlUsersRepository(database.db);
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
   const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer });
   return {
@@ -109,8 +115,8 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     signingKeys: keys,
     authenticator: new ApiAuthenticator(tokens, credentials),
     credentials,
-    // Alone, allowances are counted in memory; shared counters only where others share them.
-    limiter: new PlanLimiter(base.redis || cluster.isWorker ? limiters : undefined, allowances),
+    limiter,
+    spendAllowance: accountAllowance(limiter, plans),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
     signInLocks: new SignInLocks(limiters, {
       ...DEFAULT_SIGN_IN_LOCKS,

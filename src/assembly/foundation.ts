@@ -1,19 +1,19 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { RedisCoordination } from '../coordination/redis-coordination.ts';
-import type { AccessChangeNotices } from '../domain/access-changes.ts';
-import { PlanCatalog } from '../domain/plans.ts';
+import type { AccessChangeNotices } from '../domain/accounts/access-changes.ts';
+import { PlanCatalog } from '../domain/accounts/plans.ts';
 import { SmtpMailer } from '../delivery/mailer.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { AuditRetention } from '../store/audit-retention.ts';
-import { SqlAuditTrail } from '../store/audit-trail.ts';
+import { AuditRetention } from '../store/maintenance/audit-retention.ts';
+import { SqlAuditTrail } from '../store/repositories/audit-trail.ts';
 import { openReadDatabase, type Database } from '../store/database.ts';
-import { resolveKeySecret, sealKeysAtRest } from '../store/keys-at-rest.ts';
-import { SqlPlansRepository } from '../store/plans-repository.ts';
-import { SqlServerSecrets } from '../store/server-secrets-repository.ts';
-import { WriterThread } from '../store/writer-thread.ts';
-import { AuditRowsOnWriter } from '../store/writes-on-writer.ts';
-import type { KeySealer } from '../domain/key-sealing.ts';
+import { resolveKeySecret, sealKeysAtRest } from '../store/maintenance/keys-at-rest.ts';
+import { SqlPlansRepository } from '../store/repositories/plans-repository.ts';
+import { SqlServerSecrets } from '../store/repositories/server-secrets-repository.ts';
+import { WriterThread } from '../store/writer/writer-thread.ts';
+import { AuditRowsOnWriter } from '../store/writer/writes-on-writer.ts';
+import type { KeySealer } from '../domain/accounts/key-sealing.ts';
 
 /** How long the plan table is kept before it is read again: the bound when no change notice arrives. */
 const PLANS_TTL_MS = 5000;

@@ -1,15 +1,19 @@
-import { DnsZones } from '../domain/dns-zones.ts';
-import { FeedService } from '../domain/feed-service.ts';
-import type { LookupObserver } from '../domain/lookup-service.ts';
-import { LookupService } from '../domain/lookup-service.ts';
-import { RangeLookupService } from '../domain/range-lookup.ts';
-import { SqlFeedsRepository } from '../store/feeds-repository.ts';
-import { SqlLookupsRepository } from '../store/lookups-repository.ts';
+import { DnsZones } from '../domain/dns/dns-zones.ts';
+import { FeedService } from '../domain/intelligence/feed-service.ts';
+import type { LookupObserver } from '../domain/lookups/lookup-service.ts';
+import { LookupService } from '../domain/lookups/lookup-service.ts';
+import { RangeLookupService } from '../domain/lookups/range-lookup.ts';
+import { SqlFeedsRepository } from '../store/repositories/feeds-repository.ts';
+import { SqlLookupsRepository } from '../store/repositories/lookups-repository.ts';
 import type { AggregatePipeline } from './aggregates.ts';
 import type { Foundation } from './foundation.ts';
 
-/** What callers ask of the aggregates: number and address lookups, range lookups, feeds. */
-export interface LookupServices {
+/**
+ * What `assembleLookups` builds, one of the groups `Services` is made of: what callers ask of the
+ * aggregates (number and address lookups, range lookups, feeds). `LookupService`, the domain's
+ * service of single and bulk lookups, is one member.
+ */
+export interface LookupsAssembly {
   lookups: LookupService;
   /** Range lookups by a hash prefix (docs/api.md §13). */
   rangeLookups: RangeLookupService;
@@ -20,11 +24,11 @@ export interface LookupServices {
 }
 
 /** `observer` hears of every match: the `lookup.matched` alerts. */
-export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupServices> {
+export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupsAssembly> {
   const { reads, config, database } = base;
   const { aggregateFolder, lookupCache, knownKeys, replicaReads } = aggregates;
   const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);
-  // With a replica, an account whose own events the replica may lack reads the primary (domain/replica-reads.ts).
+  // With a replica, an account whose own events the replica may lack reads the primary (domain/lookups/replica-reads.ts).
   const primary = replicaReads && { repo: new SqlLookupsRepository(database.db, database.statements), readsPrimary: (accountId: string) => replicaReads.readsPrimary(accountId) };
   return {
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).

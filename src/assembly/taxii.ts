@@ -1,11 +1,11 @@
-import { TaxiiCollections } from '../domain/taxii-collections.ts';
-import { TaxiiPublisher } from '../domain/taxii-publication.ts';
-import { TaxiiStoreOnWriter } from '../store/taxii-on-writer.ts';
-import { SqlTaxiiRepository } from '../store/taxii-repository.ts';
+import { TaxiiCollections } from '../domain/intelligence/taxii-collections.ts';
+import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
+import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
+import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The TAXII 2.1 server's two halves (docs/taxii.md). */
-export interface TaxiiServices {
+export interface TaxiiAssembly {
   /** What the collections serve: versions read a page at a time (from the replica where there is one). */
   taxii: TaxiiCollections;
   /**
@@ -15,7 +15,7 @@ export interface TaxiiServices {
   taxiiPublisher: TaxiiPublisher;
 }
 
-export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiServices {
+export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiAssembly {
   const { database, reads, config, writer } = base;
   const published = new SqlTaxiiRepository(database.db, database.caps);
   return {

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import type { Account } from '../domain/accounts.ts';
-import { TESTER_PLAN } from '../domain/plans.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
+import { TESTER_PLAN } from '../domain/accounts/plans.ts';
 import { parseYesNo } from './arguments.ts';
 import type { CommandOutput, Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from 'commander';
 import { ServiceError } from '../domain/errors.ts';
 
 // The limits' notation is shared with the dashboard's plan forms.
-export { describeWindow, parseCount, parseWindow } from '../domain/plan-notation.ts';
+export { describeWindow, parseCount, parseWindow } from '../domain/accounts/plan-notation.ts';
 
 /** Reads `yes` or `no`. */
 export function parseYesNo(value: string): boolean {

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { ZONE_FILE_FORMATS, zoneOrigin, type ZoneFileFormat, type ZoneKind } from '../domain/zone-names.ts';
+import { ZONE_FILE_FORMATS, zoneOrigin, type ZoneFileFormat, type ZoneKind } from '../domain/dns/zone-names.ts';
 import type { Run } from './command-group.ts';
 
 interface DnsZoneOptions {
@@ -32,7 +32,7 @@ export function dnsZoneCommand(program: Command, run: Run): void {
       run(async (s, options: DnsZoneOptions) => {
         // Loaded here, not at the top: the scoring it brings costs every CLI start half a second,
         // and a dial plan's `tollwatch lookup` starts once a call.
-        const { zoneFileLines } = await import('../domain/zone-files.ts');
+        const { zoneFileLines } = await import('../domain/dns/zone-files.ts');
         const zones = s.config.dns.zones;
         const settings = { ...zones, minScore: options.minScore ?? zones.minScore };
         const origin = settings.origins[options.zone];

@@ -13,7 +13,7 @@ const LISTED_PROBLEMS = 100;
 /**
  * Events per fold step after a bulk import: nothing else waits on the store, and each busy
  * aggregate row is read and written once for more events. Measured here folding 200,000 of
- * the benchmark's events (bench/import.ts's log): 12.1 s in steps of 20,000, 8.6 s of 100,000.
+ * the benchmark's events (bench/suites/import.ts's log): 12.1 s in steps of 20,000, 8.6 s of 100,000.
  */
 const BULK_FOLD_CHUNK = 100_000;
 

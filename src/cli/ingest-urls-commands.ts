@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { IngestUrl } from '../domain/ingest-urls.ts';
+import type { IngestUrl } from '../domain/events/ingest-urls.ts';
 import type { Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
 

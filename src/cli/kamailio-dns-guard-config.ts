@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { zoneOrigin } from '../domain/zone-names.ts';
+import { zoneOrigin } from '../domain/dns/zone-names.ts';
 import { GuardSettingError } from './kamailio-guard-config.ts';
 
 /** The DNS mode's template, beside the HTTP guard's (docs/dns.md). */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { IpAddressLookup, PhoneNumberLookup, RangeLookup, RetryPolicy } from '../../sdk/src/index.ts';
-import { describeIpAddress, describePhoneNumber, describeRange, FOUND, NOT_FOUND } from '../../cli/src/lookup-output.ts';
+import { describeIpAddress, describePhoneNumber, describeRange, FOUND, NOT_FOUND } from './lookup-output.ts';
 import type { CommandOutput, Run, RunRemote } from './command-group.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { planJson, type PlanChanges } from '../domain/plans.ts';
+import { planJson, type PlanChanges } from '../domain/accounts/plans.ts';
 import { describeWindow, parseCount, parseWindow, parseYesNo } from './arguments.ts';
 import type { Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ServiceError } from '../domain/errors.ts';
-import type { IssuedLink, UserRole } from '../domain/users.ts';
+import type { IssuedLink, UserRole } from '../domain/accounts/users.ts';
 import type { Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
-import type { AccessChangeNotices } from '../domain/access-changes.ts';
+import type { AccessChangeNotices } from '../domain/accounts/access-changes.ts';
 import type { LimiterFactory } from '../limits/plan-limiter.ts';
 
 const CHANNEL = 'tollwatch:access-changed';

@@ -1,5 +1,5 @@
-import type { AlertPayload } from '../domain/alerts.ts';
-import { toolNames } from '../domain/scanner-tags.ts';
+import type { AlertPayload } from '../domain/alerts/alerts.ts';
+import { toolNames } from '../domain/intelligence/scanner-tags.ts';
 
 /**
  * "score 41: called from 2 distinct source addresses": the score and its strongest reason, as

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { TEST_ALERT, type NewAlert } from '../domain/alerts.ts';
-import type { ClaimedAlert, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/outbox.ts';
+import { TEST_ALERT, type NewAlert } from '../domain/alerts/alerts.ts';
+import type { ClaimedAlert, DisabledIntegration, DueDelivery, OutboxStore } from '../domain/alerts/outbox.ts';
 import { send, type Senders } from './senders.ts';
 
 /** How the outbox is worked (docs/operations.md, "Alerts"); tests shorten the times. */

@@ -1,5 +1,5 @@
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { Mailer } from '../domain/integrations.ts';
+import type { Mailer } from '../domain/alerts/integrations.ts';
 
 /** Mail through the operator's SMTP server (TOLLWATCH_SMTP_URL); `configured` false without one. */
 export class SmtpMailer implements Mailer {

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
-import type { AlertPayload } from '../domain/alerts.ts';
-import type { Mailer } from '../domain/integrations.ts';
-import type { DueDelivery } from '../domain/outbox.ts';
+import type { AlertPayload } from '../domain/alerts/alerts.ts';
+import type { Mailer } from '../domain/alerts/integrations.ts';
+import type { DueDelivery } from '../domain/alerts/outbox.ts';
 import { headline, mailText, slackMessage } from './alert-text.ts';
 import { postJson, type PostResult } from './http-post.ts';
 import type { TargetGuard } from './target-guard.ts';

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { isForbiddenAddress } from '../domain/address-policy.ts';
-import type { TargetPolicy } from '../domain/integrations.ts';
+import type { TargetPolicy } from '../domain/alerts/integrations.ts';
 
 /** A target refused by the guard; its message is safe to show the owner and to log. */
 export class TargetRefused extends Error {}

@@ -1,5 +1,5 @@
 import * as dnsPacket from 'dns-packet';
-import type { DnsZones, ZoneAnswer } from '../domain/dns-zones.ts';
+import type { DnsZones, ZoneAnswer } from '../domain/dns/dns-zones.ts';
 
 /**
  * One DNS question's answer as a packet: the protocol around the zones' answers (domain/
@@ -65,7 +65,7 @@ export function respond(query: Query, zones: DnsZones, transport: 'udp' | 'tcp',
   } catch {
     return done('SERVFAIL');
   }
-  // A promise only when the store is read (domain/dns-zones.ts): most answers go out without one.
+  // A promise only when the store is read (domain/dns/dns-zones.ts): most answers go out without one.
   return answer instanceof Promise ? answer.then(answered, () => done('SERVFAIL')) : answered(answer);
 }
 

@@ -3,7 +3,7 @@ import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import type { Logger } from 'pino';
 import { addressRanges } from '../domain/address-ranges.ts';
-import type { DnsZones } from '../domain/dns-zones.ts';
+import type { DnsZones } from '../domain/dns/dns-zones.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { formErr, respond, truncatedOnly, type Answered } from './dns-responder.ts';
 import type { DnsSettings } from './dns-settings.ts';
@@ -171,7 +171,7 @@ const REMEMBERED_CLIENTS = 65_536;
 /**
  * The allow-list's verdict per client address, remembered: a resolver asks from one address
  * thousands of times a second, and parsing it against the ranges each time showed in a profile
- * under bench/dns.ts (docs/performance.md, "The DNS zones").
+ * under bench/suites/dns.ts (docs/performance.md, "The DNS zones").
  */
 function rememberedRanges(inRanges: (address: string) => boolean): (address: string) => boolean {
   const verdicts = new Map<string, boolean>();

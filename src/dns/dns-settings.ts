@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { addressRanges } from '../domain/address-ranges.ts';
-import type { ZoneSettings } from '../domain/dns-zones.ts';
-import { zoneOrigin } from '../domain/zone-names.ts';
+import type { ZoneSettings } from '../domain/dns/dns-zones.ts';
+import { zoneOrigin } from '../domain/dns/zone-names.ts';
 
 /** The DNS server's settings (TOLLWATCH_DNS_*, docs/operations.md, "DNS zones"). */
 export interface DnsSettings {

@@ -1,4 +1,4 @@
-import type { Account } from './accounts.ts';
+import type { Account } from './accounts/accounts.ts';
 
 /** The aggregate scope of the shared data set: trusted accounts' events and operator imports. */
 export const SHARED_SCOPE = '*shared*';

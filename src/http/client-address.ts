@@ -5,7 +5,7 @@ import { addressRanges } from '../domain/address-ranges.ts';
  * The client's address of a request Fastify has not taken yet, as its `request.ip` would read
  * it (@fastify/proxy-addr over TOLLWATCH_TRUST_PROXY): the peer's, or while the sender is a
  * trusted proxy, the `X-Forwarded-For` entry it added, from the right. For the direct lane
- * (http/direct-lookups.ts), which answers ahead of Fastify and tells the same "last API call".
+ * (http/lanes/direct-lookups.ts), which answers ahead of Fastify and tells the same "last API call".
  */
 export function clientAddressOf(trustProxy: true | readonly string[] | undefined): (request: IncomingMessage) => string {
   if (!trustProxy) return (request) => request.socket.remoteAddress ?? '';

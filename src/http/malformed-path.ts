@@ -13,8 +13,7 @@ const flaws = new WeakMap<IncomingMessage, Flaw>();
 
 /**
  * Fastify's `rewriteUrl`. The router refuses a path with malformed %-encoding, or with a value
- * longer than it takes, before any route or hook sees it: such `/api` requests used to be
- * answered without authentication. Here each unreadable segment is replaced (a bad encoding by
+ * longer than it takes, before any route or hook sees it, and so without authentication. Here each unreadable segment is replaced (a bad encoding by
  * its literal text, an over-long value by a stand-in) and the flaw noted, so the request
  * reaches its own route after all: authenticated and permission-checked like any other, then
  * answered by `malformedPathHook` with that route's problem. Other paths are left alone.

@@ -1,5 +1,5 @@
 import type { SwaggerOptions } from '@fastify/swagger';
-import { PERMISSIONS, type Permission } from '../domain/permissions.ts';
+import { PERMISSIONS, type Permission } from '../domain/accounts/permissions.ts';
 import type { Services } from '../services.ts';
 import { liftRequiredHeaders } from './route-responses.ts';
 

@@ -13,20 +13,30 @@ const LOOKUP_RESULT_OF: Partial<Record<number, LookupResult>> = { 200: 'found', 
 
 const INTAKE_OUTCOME_OF: Partial<Record<number, IntakeOutcome>> = { 201: 'created', 200: 'replayed', 409: 'conflict', 422: 'invalid' };
 
+/** Counts a single lookup by the status it was answered, whichever path answered it. */
+export function countLookup(metrics: Metrics, kind: LookupMetricKind, status: number): void {
+  const result = LOOKUP_RESULT_OF[status];
+  if (result) metrics.lookups(kind, 'single', result);
+}
+
+/** Counts a single event by the status it was answered, whichever path answered it. */
+export function countSubmission(metrics: Metrics, status: number): void {
+  const outcome = INTAKE_OUTCOME_OF[status];
+  if (outcome) metrics.eventsIngested('single', outcome);
+}
+
 /** The onResponse hook of GET /api/phone-numbers/{…} or /api/ip-addresses/{…}. */
 export function countLookupAnswer(metrics: Metrics, kind: LookupMetricKind): onResponseHookHandler {
   return (_request, reply, done) => {
-    const result = LOOKUP_RESULT_OF[reply.statusCode];
-    if (result) metrics.lookups(kind, 'single', result);
+    countLookup(metrics, kind, reply.statusCode);
     done();
   };
 }
 
-/** The onResponse hook of POST /api/events. */
+/** The onResponse hook of POST /api/events, and of an ingest URL's. */
 export function countSubmissionAnswer(metrics: Metrics): onResponseHookHandler {
   return (_request, reply, done) => {
-    const outcome = INTAKE_OUTCOME_OF[reply.statusCode];
-    if (outcome) metrics.eventsIngested('single', outcome);
+    countSubmission(metrics, reply.statusCode);
     done();
   };
 }

@@ -1,5 +1,5 @@
 import { serializeList } from 'structured-headers';
-import type { RateWindow } from '../domain/plans.ts';
+import type { RateWindow } from '../domain/accounts/plans.ts';
 import type { LimitGroup, LimitState } from '../limits/plan-limiter.ts';
 
 /**

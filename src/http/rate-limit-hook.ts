@@ -1,10 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../domain/accounts.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
 import { ServiceError } from '../domain/errors.ts';
-import type { PlanCatalog } from '../domain/plans.ts';
+import type { PlanCatalog } from '../domain/accounts/plans.ts';
 import { allowanceOf, allowanceRefusal, type LimitGroup, type PlanLimiter } from '../limits/plan-limiter.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { SPENT_BY_LANE } from './direct-lanes.ts';
+import { SPENT_BY_LANE } from './lanes/direct-lanes.ts';
 import { PolicyFields, rateLimitField } from './rate-limit-headers.ts';
 
 /**

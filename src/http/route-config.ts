@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { Account } from '../domain/accounts.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
 import type { ErrorCode } from '../domain/errors.ts';
-import type { Permission } from '../domain/permissions.ts';
+import type { Permission } from '../domain/accounts/permissions.ts';
 import type { LimitGroup } from '../limits/plan-limiter.ts';
 import type { Principal } from '../oauth/api-authenticator.ts';
 

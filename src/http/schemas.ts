@@ -13,14 +13,24 @@
  * schemas, into serializers. The token endpoint, outside `/api`, documents only too, for its
  * own reason: it answers RFC 6749 errors.
  */
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 import { Type, type TSchema, type TString } from 'typebox';
-import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/event-fields.ts';
+import { EVENT_FIELD_SPECS, FORMAT_RULES, TEXT_RULE, type EventFieldFormat, type EventFieldSpec } from '../domain/events/event-fields.ts';
 import { JSON_LIKE_MEDIA_TYPES } from './json-body.ts';
 import { PROBLEMS } from './problem.ts';
 
-/** The validator compiler of every `/api` route module: none runs (see the rule above). */
+/** The validator of every route: none runs (see the rule above). */
 export const documentationOnly: FastifySchemaCompiler<unknown> = () => () => true;
+
+type ValidatorFactory = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>;
+
+/**
+ * Makes `documentationOnly` the validator of every scope of the application (app.ts). A factory,
+ * not `setValidatorCompiler`: Fastify builds a fresh compiler from its factory for a scope that
+ * adds schemas, where an inherited compiler would be dropped. Fastify types the factory's result
+ * as AJV's compile function; it calls it as the validator compiler it is.
+ */
+export const documentationOnlyValidators = (() => documentationOnly) as unknown as ValidatorFactory;
 
 /** One bad field and why: the items of a problem's `errors`, and of a batch item's. */
 export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() }, { $id: 'FieldError' });

@@ -1,9 +1,9 @@
-import type { Account } from '../domain/accounts.ts';
-import type { AuditTrail } from '../domain/audit.ts';
-import { UnreadableItem, uuidOf } from '../domain/event-intake.ts';
-import type { EventsRepository, IngestOutcome } from '../domain/events.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
+import type { AuditTrail } from '../domain/accounts/audit.ts';
+import { UnreadableItem, uuidOf } from '../domain/events/event-intake.ts';
+import type { EventsRepository, IngestOutcome } from '../domain/events/events.ts';
 import type { FieldError } from '../domain/field-error.ts';
-import { validateHoneypotEvent, type HoneypotEvent } from '../domain/honeypot-event.ts';
+import { validateHoneypotEvent, type HoneypotEvent } from '../domain/events/honeypot-event.ts';
 import { writeScopeOf } from '../domain/visibility.ts';
 import { FoldAlong } from './fold-along.ts';
 
@@ -91,7 +91,7 @@ export interface EventQueryIndexes {
  * 10,000 events hold it 1.7–2.3 s on the machine of docs/performance.md, 20,000 up to 4.1 s.
  * Since the next batch is read while the last one is written (on the writer thread), larger
  * batches no longer pay: a bulk import of the same log ran at 12,379 events/s in batches of
- * 5,000, 11,877 of 10,000, 10,862 of 20,000 and 10,621 of 50,000 (bench/import.ts --bulk).
+ * 5,000, 11,877 of 10,000, 10,862 of 20,000 and 10,621 of 50,000 (bench/suites/import.ts --bulk).
  */
 export const DEFAULT_IMPORT_BATCH = 10_000;
 

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import SQLiteDatabase from 'better-sqlite3';
 import { ServiceError } from '../domain/errors.ts';
 import type { ImportRecord, ImportSource } from './event-import.ts';
-import { UnreadableItem } from '../domain/event-intake.ts';
+import { UnreadableItem } from '../domain/events/event-intake.ts';
 import { canonicalIpAddress } from '../domain/ip-address.ts';
 import { lockFreeSnapshot } from './sqlite-snapshot.ts';
 

@@ -1,4 +1,4 @@
-import type { Plan, RateWindow } from '../domain/plans.ts';
+import type { Plan, RateWindow } from '../domain/accounts/plans.ts';
 import type { LimitGroup, LimitState } from './plan-limiter.ts';
 
 /** How far an allowance has gone: a tenth or less left, or none (a request refused). */

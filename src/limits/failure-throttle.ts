@@ -1,5 +1,5 @@
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { AuditEntry } from '../domain/audit.ts';
+import type { AuditEntry } from '../domain/accounts/audit.ts';
 import type { LimiterFactory } from './plan-limiter.ts';
 
 /** How many failed authentications are tolerated, and how they are slowed before that. */

@@ -1,5 +1,5 @@
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Plan, RateWindow } from '../domain/plans.ts';
+import type { Plan, RateWindow } from '../domain/accounts/plans.ts';
 
 /** Route groups with their own allowance (docs/api.md §9). */
 export type LimitGroup = 'lookups' | 'submissions' | 'event_reads';

@@ -1,5 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { spend } from './failure-throttle.ts';
+import { slowDown, spend } from './failure-throttle.ts';
 import type { LimiterFactory } from './plan-limiter.ts';
 
 /**
@@ -91,6 +91,11 @@ export class SignInLocks {
     }
     const beyond = spent[0]!.consumedPoints - this.settings.freeFailures;
     return { allowed: true, delayMs: beyond > 0 ? Math.min(this.settings.maxDelayMs, beyond * this.settings.delayStepMs) : 0 };
+  }
+
+  /** Waits the delay a wrong password's answer has earned: nothing for an address's first failures. */
+  async slowDown(attempt: Extract<SignInAttempt, { allowed: true }>): Promise<void> {
+    await slowDown(attempt);
   }
 
   /** Gives back the guess a successful sign-in spent. */

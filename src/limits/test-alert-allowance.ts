@@ -1,5 +1,5 @@
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
-import type { TestAlertAllowance } from '../domain/integrations.ts';
+import type { TestAlertAllowance } from '../domain/alerts/integrations.ts';
 import { spend } from './failure-throttle.ts';
 import type { LimiterFactory } from './plan-limiter.ts';
 

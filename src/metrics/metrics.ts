@@ -43,7 +43,7 @@ export interface HealthSources {
   foldBacklog?: () => number;
   /** How long the oldest unfolded event has waited, in ms, as this process knows. */
   foldLagMs?: () => number;
-  /** Aggregate rows the fold keeps in memory (src/store/fold-row-cache.ts), as of its last step here. */
+  /** Aggregate rows the fold keeps in memory (src/store/fold/fold-row-cache.ts), as of its last step here. */
   foldRowsKept?: () => number;
 }
 

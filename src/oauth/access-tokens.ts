@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Permission } from '../domain/permissions.ts';
-import { isPermission } from '../domain/permissions.ts';
+import type { Permission } from '../domain/accounts/permissions.ts';
+import { isPermission } from '../domain/accounts/permissions.ts';
 import type { SigningKeys } from './signing-keys.ts';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from './token-lifetime.ts';
 

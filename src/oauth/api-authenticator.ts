@@ -1,5 +1,5 @@
-import type { Account, Client } from '../domain/accounts.ts';
-import type { Permission } from '../domain/permissions.ts';
+import type { Account, Client } from '../domain/accounts/accounts.ts';
+import type { Permission } from '../domain/accounts/permissions.ts';
 import { InvalidTokenError, type AccessTokens } from './access-tokens.ts';
 import { verifyClientSecret, type ClientCredentials } from './client-authentication.ts';
 import type { CredentialsCache, CredentialsEntry } from './credentials-cache.ts';

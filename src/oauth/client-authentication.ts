@@ -1,16 +1,12 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { Account, Client } from '../domain/accounts.ts';
-import type { AuditEntry, AuditTrail } from '../domain/audit.ts';
-import { secretMatches } from '../domain/secrets.ts';
-import { auditEntriesFor, slowDown, type FailureThrottle } from '../limits/failure-throttle.ts';
-import type { Metrics } from '../metrics/metrics.ts';
+import type { Account, Client } from '../domain/accounts/accounts.ts';
+import { secretMatches } from '../domain/accounts/secrets.ts';
 import type { RefusedSubject } from './access-tokens.ts';
 
 /**
  * Client authentication, one way for both places that take a client id and secret: the token
  * endpoint (docs/api.md §2) and HTTP Basic on `/api` (docs/api.md §3). Each call site keeps its
- * own answer shape (RFC 6749 there, problem details here); the decoding of the header, the
- * check of the secret and the accounting of a failure are these.
+ * own answer shape (RFC 6749 there, problem details here); the decoding of the header and the
+ * check of the secret are these (the accounting of a failure is http/failed-authentication.ts).
  */
 
 /** A client id and secret as the caller sent them. */
@@ -74,29 +70,4 @@ export function verifyClientSecret(found: ClientRecord | undefined, credentials:
     return { ok: false, reason: 'account disabled', subject: { clientId: credentials.clientId, accountId: found.account.account_id } };
   }
   return { ok: true, client: found.client, account: found.account };
-}
-
-/** How a counted failure must be answered: refused (429) now, or after its delay as a 401. */
-export type FailureAnswer = { refused: true; retryAfterSeconds: number } | { refused: false };
-
-/**
- * Accounts for one failed authentication, wherever it happened: spends its point against the
- * address and the client id (the throttle), writes its audit rows without holding the answer
- * (one per failure, or one per throttle once refused), counts a refusal, and waits the delay a
- * 401 has earned. The caller then answers 429 or 401 in its own shape.
- */
-export async function accountFailure(
-  { failures, audit, log, metrics }: { failures: FailureThrottle; audit: AuditTrail; log: FastifyBaseLogger; metrics: Metrics },
-  failure: AuditEntry & { ip: string },
-): Promise<FailureAnswer> {
-  const outcome = await failures.failed(failure.ip, failure.clientId ?? undefined);
-  for (const entry of auditEntriesFor(failure, outcome)) {
-    audit.record(entry).catch((err: unknown) => log.warn({ err }, 'audit write failed'));
-  }
-  if (outcome.refused) {
-    metrics.rateLimited('auth_failures');
-    return { refused: true, retryAfterSeconds: outcome.retryAfterSeconds };
-  }
-  await slowDown(outcome);
-  return { refused: false };
 }

@@ -1,4 +1,4 @@
-import type { Account, AccountsRepository, Client } from '../domain/accounts.ts';
+import type { Account, AccountsRepository, Client } from '../domain/accounts/accounts.ts';
 
 /** What the cache holds of one client; a new object whenever it is read again. */
 export interface CredentialsEntry {

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
-import type { Kysely } from 'kysely';
-import { NO_AUDIT, type AuditTrail } from '../domain/audit.ts';
-import { KeySealer, WrongKeySecretError } from '../domain/key-sealing.ts';
-import { signingKeyContext } from '../domain/key-sealing.ts';
-import type { Schema } from '../store/schema.ts';
+import { NO_AUDIT, type AuditTrail } from '../domain/accounts/audit.ts';
+import { KeySealer, WrongKeySecretError } from '../domain/accounts/key-sealing.ts';
+import { signingKeyContext } from '../domain/accounts/key-sealing.ts';
+import type { SigningKeyRecord, SigningKeyRepository } from '../domain/signing-key-records.ts';
 import { MAX_ISSUED_AT_SKEW_SECONDS, MAX_TOKEN_LIFETIME_SECONDS } from './token-lifetime.ts';
 
 const ALG = 'ES256';
@@ -40,16 +39,6 @@ interface LoadedKey {
   retiresAt: number | undefined;
 }
 
-/** One stored key as `keys list` shows it. */
-export interface SigningKeyEntry {
-  kid: string;
-  created_at: string;
-  /** Whether it signs new tokens. */
-  current: boolean;
-  /** When it stops verifying and leaves the JWKS; null for the current key. */
-  retires_at: string | null;
-}
-
 /** What a rotation did. */
 export interface Rotation {
   /** The new key, which signs new tokens from now on. */
@@ -73,10 +62,10 @@ export interface SigningKeysOptions {
  * The token signer's keys. Kept in the store so tokens survive restarts and every instance
  * shares them; the one key marked current signs, every key not yet retired verifies and is
  * published in the JWKS. Private keys are stored sealed with the key secret
- * (src/store/keys-at-rest.ts).
+ * (src/store/maintenance/keys-at-rest.ts).
  */
 export class SigningKeys {
-  private readonly db: Kysely<Schema>;
+  private readonly repo: SigningKeyRepository;
   private readonly sealer: KeySealer;
   private readonly reloadMs: number;
   private readonly onRotated: () => void;
@@ -88,8 +77,8 @@ export class SigningKeys {
   private reloading: Promise<void> | undefined;
   private lastMissReload = 0;
 
-  private constructor(db: Kysely<Schema>, sealer: KeySealer, options: SigningKeysOptions) {
-    this.db = db;
+  private constructor(repo: SigningKeyRepository, sealer: KeySealer, options: SigningKeysOptions) {
+    this.repo = repo;
     this.sealer = sealer;
     this.reloadMs = options.reloadMs ?? KEYS_RELOAD_MS;
     this.onRotated = options.onRotated ?? (() => {});
@@ -102,11 +91,11 @@ export class SigningKeys {
    * Instances starting together on an empty store each try to insert a first key, and the
    * store takes only one as current (migration 009): all of them then load that one.
    */
-  static async open(db: Kysely<Schema>, sealer: KeySealer, options: SigningKeysOptions = {}): Promise<SigningKeys> {
-    const keys = new SigningKeys(db, sealer, options);
+  static async open(repo: SigningKeyRepository, sealer: KeySealer, options: SigningKeysOptions = {}): Promise<SigningKeys> {
+    const keys = new SigningKeys(repo, sealer, options);
     await keys.reload(true);
     if (!keys.signing) {
-      await keys.insertIfNoCurrent(await keys.newKey());
+      await repo.addFirst(await keys.newKey());
       await keys.reload(true);
     }
     if (!keys.signing) throw new Error('no current signing key could be loaded from the store');
@@ -171,15 +160,9 @@ export class SigningKeys {
     this.loadedAt = 0;
   }
 
-  /** Every stored key, oldest first. */
-  async list(): Promise<SigningKeyEntry[]> {
-    const rows = await this.db
-      .selectFrom('signing_keys')
-      .select(['kid', 'created_at', 'current_key', 'retires_at'])
-      .orderBy('created_at')
-      .orderBy('kid')
-      .execute();
-    return rows.map((row) => ({ kid: row.kid, created_at: row.created_at, current: row.current_key === 1, retires_at: row.retires_at }));
+  /** Every stored key, oldest first, as `keys list` shows them. */
+  list(): ReturnType<SigningKeyRepository['list']> {
+    return this.repo.list();
   }
 
   /**
@@ -192,30 +175,9 @@ export class SigningKeys {
   async rotate(options: { oldKeyLifetimeMs?: number; actor?: string } = {}): Promise<Rotation> {
     const { oldKeyLifetimeMs = OLD_KEY_LIFETIME_MS, actor = 'operator' } = options;
     const key = await this.newKey();
-    const now = new Date(key.created_at);
-    const retiresAt = new Date(now.getTime() + oldKeyLifetimeMs).toISOString();
-    const rotation = await this.db.transaction().execute(async (trx) => {
-      const previous = await trx.selectFrom('signing_keys').select('kid').where('current_key', '=', 1).executeTakeFirst();
-      const past = await trx.selectFrom('signing_keys').select('kid').where('retires_at', '<=', now.toISOString()).execute();
-      if (past.length > 0) await trx.deleteFrom('signing_keys').where('kid', 'in', past.map((row) => row.kid)).execute();
-      if (previous) {
-        await trx
-          .updateTable('signing_keys')
-          .set({ current_key: null, retires_at: retiresAt })
-          .where('kid', '=', previous.kid)
-          .where('current_key', '=', 1)
-          .execute();
-      }
-      const inserted = await trx.insertInto('signing_keys').values(key).onConflict((oc) => oc.doNothing()).executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1) {
-        throw new Error('another key rotation was committed at the same moment; see `tollwatch keys list` before rotating again');
-      }
-      return {
-        kid: key.kid,
-        previous: previous && { kid: previous.kid, retires_at: retiresAt },
-        removed: past.map((row) => row.kid),
-      };
-    });
+    const retiresAt = new Date(Date.parse(key.created_at) + oldKeyLifetimeMs).toISOString();
+    const { previous, removed } = await this.repo.replaceCurrent(key, retiresAt);
+    const rotation: Rotation = { kid: key.kid, previous: previous === undefined ? undefined : { kid: previous, retires_at: retiresAt }, removed };
     await this.reload(false);
     this.onRotated();
     await this.audit.record({
@@ -226,8 +188,8 @@ export class SigningKeys {
     return rotation;
   }
 
-  /** A new key pair, its private half sealed, as a row marked current. */
-  private async newKey() {
+  /** A new key pair, its private half sealed, marked current. */
+  private async newKey(): Promise<SigningKeyRecord> {
     const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
     const kid = randomUUID();
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
@@ -238,14 +200,9 @@ export class SigningKeys {
       private_jwk: this.sealer.seal(JSON.stringify(privateJwk), signingKeyContext(kid)),
       public_jwk: JSON.stringify(publicJwk),
       created_at: new Date().toISOString(),
-      current_key: 1 as const,
+      current: true,
       retires_at: null,
     };
-  }
-
-  /** Inserts a first key unless some key is current already (the unique `current_key` decides a race). */
-  private async insertIfNoCurrent(key: Awaited<ReturnType<SigningKeys['newKey']>>): Promise<void> {
-    await this.db.insertInto('signing_keys').values(key).onConflict((oc) => oc.doNothing()).execute();
   }
 
   /**
@@ -256,13 +213,7 @@ export class SigningKeys {
    */
   private async reload(strict: boolean): Promise<void> {
     const startedAt = Date.now();
-    const rows = await this.db
-      .selectFrom('signing_keys')
-      .selectAll()
-      .where((eb) => eb.or([eb('retires_at', 'is', null), eb('retires_at', '>', new Date(startedAt).toISOString())]))
-      .orderBy('created_at')
-      .orderBy('kid')
-      .execute();
+    const rows = await this.repo.live(new Date(startedAt).toISOString());
     const keys = new Map<string, LoadedKey>();
     let signing: LoadedKey | undefined;
     for (const row of rows) {
@@ -283,7 +234,7 @@ export class SigningKeys {
         retiresAt: row.retires_at === null ? undefined : Date.parse(row.retires_at),
       };
       keys.set(row.kid, loaded);
-      if (row.current_key === 1) signing = loaded;
+      if (row.current) signing = loaded;
     }
     this.keys = keys;
     // No current key readable (removed by hand while we ran): keep signing with the last one.

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { AccessChangeNotices } from '../domain/access-changes.ts';
+import type { AccessChangeNotices } from '../domain/accounts/access-changes.ts';
 
 /** The channel every instance of one database LISTENs on; NOTIFY reaches only that database's sessions. */
 const CHANNEL = 'tollwatch_access_changed';

@@ -1,6 +1,7 @@
 /**
  * What differs between the stores, named once (capability flags, not `if (dialect)`
- * scattered through queries).
+ * scattered through queries). `name` is for logs: code that branches on it instead of a flag
+ * fails test/layers.test.ts.
  */
 export interface DialectCapabilities {
   name: 'sqlite' | 'postgres';
@@ -16,7 +17,7 @@ export interface DialectCapabilities {
   /**
    * Several connections write events at once, each taking ids from a sequence before it
    * commits, so ids commit out of order: the aggregate fold waits for them to settle
-   * (src/store/aggregate-fold.ts). SQLite has one writer at a time, and its ids commit in order.
+   * (src/store/fold/aggregate-fold.ts). SQLite has one writer at a time, and its ids commit in order.
    */
   concurrentWriters: boolean;
   /** Tables keyed by a primary key alone may keep their rows in that key's B-tree (SQLite's WITHOUT ROWID). */
@@ -33,8 +34,9 @@ export interface DialectCapabilities {
   indexCatalogue: 'sqlite_master' | 'pg_indexes';
   /**
    * Processes take turns through advisory locks (PostgreSQL): migrations run under Kysely's, and
-   * maintenance under ours. Without them (SQLite), work two processes may start together is
-   * idempotent or retried.
+   * the jobs store/advisory-locks.ts lists under ours, taken only through it. Without them
+   * (SQLite, one writer at a time), work two processes may start together is idempotent,
+   * retried, or serialised by the write lock.
    */
   advisoryLocks: boolean;
   /**
@@ -56,6 +58,17 @@ export interface DialectCapabilities {
    * a key list on a primary key as a lookup per key anyway.
    */
   lateralJoins: boolean;
+  /**
+   * What a table's row count is bounded by, cheaply: SQLite's largest rowid (a count would walk
+   * the table in the thread that answers requests), PostgreSQL's count (the server works it out).
+   */
+  rowCountBound: 'max_rowid' | 'count';
+  /**
+   * A read replica streams the store's WAL, and how far it has replayed can be read against the
+   * primary's position (PostgreSQL streaming replication): lookups then know when it has caught
+   * up with a fold. A SQLite replica is a file copied by other means, with no such position.
+   */
+  walReplicas: boolean;
 }
 
 export const SQLITE: DialectCapabilities = {
@@ -73,6 +86,8 @@ export const SQLITE: DialectCapabilities = {
   embedded: true,
   accessCounter: true,
   lateralJoins: false,
+  rowCountBound: 'max_rowid',
+  walReplicas: false,
 };
 
 export const POSTGRES: DialectCapabilities = {
@@ -90,4 +105,6 @@ export const POSTGRES: DialectCapabilities = {
   embedded: false,
   accessCounter: false,
   lateralJoins: true,
+  rowCountBound: 'count',
+  walReplicas: true,
 };

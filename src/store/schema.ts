@@ -69,7 +69,7 @@ export interface ClientsTable {
   last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
   /** The address that token was asked for from (migration 017); NULL if never, or not told. */
   last_token_address: ColumnType<string | null, string | null | undefined, string | null>;
-  /** When the client last called the API, and from where (migration 017), as flushed by domain/client-activity.ts. */
+  /** When the client last called the API, and from where (migration 017), as flushed by domain/accounts/client-activity.ts. */
   last_call_at: ColumnType<string | null, string | null | undefined, string | null>;
   last_call_address: ColumnType<string | null, string | null | undefined, string | null>;
 }
@@ -77,7 +77,7 @@ export interface ClientsTable {
 export interface SigningKeysTable {
   kid: string;
   alg: string;
-  /** The private JWK, sealed with the key secret (src/domain/key-sealing.ts). */
+  /** The private JWK, sealed with the key secret (src/domain/accounts/key-sealing.ts). */
   private_jwk: string;
   public_jwk: string;
   created_at: string;
@@ -88,7 +88,7 @@ export interface SigningKeysTable {
 }
 
 /**
- * One text column per event field (src/domain/event-fields.ts), written out rather than derived:
+ * One text column per event field (src/domain/events/event-fields.ts), written out rather than derived:
  * columns are what the migrations made, so a field added to the table without a migration
  * must fail to compile where events-repository.ts selects the fields, not fail in SQL.
  */
@@ -119,7 +119,7 @@ export interface EventsTable {
 /**
  * Aggregates are kept per scope: an account id, or the shared data set (SHARED_SCOPE). One row
  * per scope and key, its named counts inside as JSON objects of at most KEPT_NAMES names
- * (src/domain/kept-counts.ts).
+ * (src/domain/lookups/kept-counts.ts).
  */
 export interface NumberAggregatesTable {
   scope: string;
@@ -217,7 +217,7 @@ export interface EventIdsTable {
 /** Secrets every instance shares (the events cursor key), made once by a migration. */
 export interface ServerSecretsTable {
   name: string;
-  /** The secret's bytes in base64, sealed with the key secret (src/domain/key-sealing.ts). */
+  /** The secret's bytes in base64, sealed with the key secret (src/domain/accounts/key-sealing.ts). */
   value: string;
 }
 
@@ -240,7 +240,7 @@ export interface UsersTable {
   /** Lower-cased, unique. */
   email: string;
   role: string;
-  /** `scrypt$N$r$p$salt$key` (src/domain/passwords.ts); NULL until an invitation is used. */
+  /** `scrypt$N$r$p$salt$key` (src/domain/accounts/passwords.ts); NULL until an invitation is used. */
   password_hash: string | null;
   disabled: Flag;
   created_at: string;
@@ -269,7 +269,7 @@ export interface UserInvitationsTable {
   used_at: string | null;
 }
 
-/** Dashboard sessions by the SHA-256 hash of their id (src/domain/sessions.ts). */
+/** Dashboard sessions by the SHA-256 hash of their id (src/domain/accounts/sessions.ts). */
 export interface UserSessionsTable {
   id_hash: string;
   user_id: string;
@@ -318,7 +318,7 @@ export interface IntegrationsTable {
   min_score: Generated<number>;
 }
 
-/** The outbox's first stage: one row per alert (src/store/alert-outbox.ts). */
+/** The outbox's first stage: one row per alert (src/store/repositories/alert-outbox-writes.ts). */
 export interface AlertsTable {
   id: string;
   account_id: string;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { CONFIRM_PATH } from '../domain/integrations.ts';
+import { CONFIRM_PATH } from '../domain/alerts/integrations.ts';
 import type { Services } from '../services.ts';
 import { html, type Html } from './html.ts';
 import { sendPage } from './layout.ts';

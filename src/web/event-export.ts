@@ -1,8 +1,8 @@
-import type { Account } from '../domain/accounts.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
 import { csvField } from '../domain/csv-cells.ts';
-import { EVENT_FIELDS } from '../domain/event-fields.ts';
-import { MAX_PAGE, type EventQuery, type EventQueryInput } from '../domain/event-query.ts';
-import type { StoredEvent } from '../domain/events.ts';
+import { EVENT_FIELDS } from '../domain/events/event-fields.ts';
+import { MAX_PAGE, type EventQuery, type EventQueryInput } from '../domain/events/event-query.ts';
+import type { StoredEvent } from '../domain/events/events.ts';
 
 /** The columns of an export: the 13 fields as stored, then the two instants. */
 export const EXPORT_COLUMNS: readonly (keyof StoredEvent)[] = [...EVENT_FIELDS, 'event_time', 'received_at'];

@@ -5,7 +5,7 @@ import { SESSION_COOKIE } from './web-session.ts';
 /**
  * Post/redirect/get for a form whose result must be shown once (a new client secret, a
  * webhook's secret, a notice): the POST keeps `view` with the session and answers 303 to the
- * page that shows it, which takes it (domain/sessions.ts `hold`). Reloading that page, or
+ * page that shows it, which takes it (domain/accounts/sessions.ts `hold`). Reloading that page, or
  * going back and forward, repeats no action and shows the secret no more; it is never in a URL.
  */
 export async function redirectShowingOnce(services: Pick<Services, 'sessions'>, request: FastifyRequest, reply: FastifyReply, to: string, view: Record<string, unknown>): Promise<FastifyReply> {

@@ -1,4 +1,4 @@
-import { isAbsentValue } from '../domain/event-fields.ts';
+import { isAbsentValue } from '../domain/events/event-fields.ts';
 import { html, type Html } from './html.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { CountedValue } from '../domain/account-activity.ts';
+import type { CountedValue } from '../domain/accounts/account-activity.ts';
 import { html, type Html } from './html.ts';
 
 /**

@@ -1,5 +1,5 @@
-import type { Account } from '../domain/accounts.ts';
-import type { User } from '../domain/users.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
+import type { User } from '../domain/accounts/users.ts';
 
 /** Who may open a dashboard route (docs/dashboard.md, "Who sees what"). */
 export type WebAccess =

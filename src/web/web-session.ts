@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../domain/accounts.ts';
-import type { User } from '../domain/users.ts';
+import type { Account } from '../domain/accounts/accounts.ts';
+import type { User } from '../domain/accounts/users.ts';
 import type { Services } from '../services.ts';
 import { csrfTokenFor, csrfTokenMatches, newFormSecret } from './csrf.ts';
 import { WebRefusal } from './web-refusal.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { FoldResult } from '../../src/store/aggregate-fold.ts';
+import type { FoldResult } from '../../src/store/fold/aggregate-fold.ts';
 import { AggregateFolder, INTAKE_HOLD_BACKLOG, INTAKE_HOLD_LAG_MS, type AggregateChangeNotice } from '../../src/aggregates/folder.ts';
 
 // The folder's scheduling, over a step function that stands for the store's fold step: each

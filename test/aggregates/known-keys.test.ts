@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KnownKeys } from '../../src/aggregates/known-keys.ts';
-import type { KeySource, LookupKind } from '../../src/domain/lookup-aggregates.ts';
+import type { KeySource, LookupKind } from '../../src/domain/lookups/lookup-aggregates.ts';
 
 /**
  * A store of keys by kind, read in pages of `pageSize`; each load can be held until released, or

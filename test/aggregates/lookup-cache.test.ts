@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
+import type { NumberAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
 import { LookupCache } from '../../src/aggregates/lookup-cache.ts';
 
 const aggregate = (seenCount: number): NumberAggregate => ({

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewAlert } from '../../src/domain/alerts.ts';
-import { KeySealer } from '../../src/domain/key-sealing.ts';
-import { SqlAlertOutbox } from '../../src/store/alert-outbox.ts';
+import type { NewAlert } from '../../src/domain/alerts/alerts.ts';
+import { KeySealer } from '../../src/domain/accounts/key-sealing.ts';
+import { SqlAlertOutbox } from '../../src/store/repositories/alert-outbox.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /** The outbox's leases and retention (docs/guarantees.md §9), driven directly on a real store. */
-describe('the alert outbox (src/store/alert-outbox.ts)', () => {
+describe('the alert outbox (src/store/repositories/alert-outbox.ts)', () => {
   let h: Harness;
   let owner: TestAccount;
   let outbox: SqlAlertOutbox;

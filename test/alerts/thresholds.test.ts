@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertPayload } from '../../src/domain/alerts.ts';
+import type { AlertPayload } from '../../src/domain/alerts/alerts.ts';
 import { headline } from '../../src/delivery/alert-text.ts';
 import { FAST_ALERTS, startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';

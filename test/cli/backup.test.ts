@@ -7,8 +7,9 @@ import SQLiteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { aggregateSnapshot } from '../support/aggregates.ts';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { FOLD_CHUNK } from '../../src/aggregates/folder.ts';
+import { foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { keyFilePath, storeFilePath } from '../../src/store/store-files.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type TestAccount } from '../support/harness.ts';
@@ -138,7 +139,7 @@ describe('tollwatch backup (docs/operations.md, Backups)', () => {
       expect(ids.map((r) => `${r.account_id}/${r.event_uuid}`).sort()).toEqual([...stored.keys()].sort());
       // The copy holds the events its source had folded in and those it had not yet: folded
       // here as the server restored from it would, from the position the copy kept.
-      while ((await foldStep(backup))?.more);
+      while ((await foldStep(backup, FOLD_CHUNK))?.more);
       const kept = await aggregates(backup);
       expect(kept.number_aggregates!.length).toBeGreaterThan(0);
       await rebuildAggregates(backup.db, backup.caps);

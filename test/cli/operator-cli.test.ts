@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PLANS, planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
+import { DEFAULT_PLANS, planJson, TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
 import { startHarness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';

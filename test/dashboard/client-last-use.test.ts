@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClientActivity } from '../../src/domain/client-activity.ts';
-import { SqlClientActivityRepository } from '../../src/store/client-activity-repository.ts';
+import { ClientActivity } from '../../src/domain/accounts/client-activity.ts';
+import { SqlClientActivityRepository } from '../../src/store/repositories/client-activity-repository.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signedIn, type WebClient } from './web-client.ts';
 

@@ -1,8 +1,8 @@
 import * as dnsPacket from 'dns-packet';
 import { describe, expect, it } from 'vitest';
 import { respond } from '../../src/dns/dns-responder.ts';
-import { DnsZones } from '../../src/domain/dns-zones.ts';
-import type { LookupsRepository } from '../../src/domain/lookup-aggregates.ts';
+import { DnsZones } from '../../src/domain/dns/dns-zones.ts';
+import type { LookupsRepository } from '../../src/domain/lookups/lookup-aggregates.ts';
 
 /**
  * What the DNS responder answers when the store cannot be read (docs/dns.md, "The protocol"):

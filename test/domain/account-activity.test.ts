@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { everyBucket } from '../../src/domain/account-activity.ts';
+import { everyBucket } from '../../src/domain/accounts/account-activity.ts';
 
 describe('the overview’s events over time', () => {
   it('has one bucket per hour of the period, 0 where no event fell', () => {

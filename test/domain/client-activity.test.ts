@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ClientActivity, type ClientActivityRepository, type ClientUses } from '../../src/domain/client-activity.ts';
+import { ClientActivity, type ClientActivityRepository, type ClientUses } from '../../src/domain/accounts/client-activity.ts';
 
 /**
  * How ClientActivity gathers clients' uses and writes them in batches, over a repository that

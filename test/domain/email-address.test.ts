@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isMailableAddress } from '../../src/domain/email-address.ts';
+import { isMailableAddress } from '../../src/domain/accounts/email-address.ts';
 
-/** New users' addresses (src/domain/users.ts, validEmail): the form mail servers take from anyone. */
+/** New users' addresses (src/domain/accounts/users.ts, validEmail): the form mail servers take from anyone. */
 describe('isMailableAddress', () => {
   it.each([
     'mate@example.test',

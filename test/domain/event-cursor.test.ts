@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EventCursors } from '../../src/domain/event-cursor.ts';
+import { EventCursors } from '../../src/domain/events/event-cursor.ts';
 
 const KEY = randomBytes(32);
 const POSITION = { eventTime: '2026-11-20T10:24:00.000000024Z', id: 123_456 };

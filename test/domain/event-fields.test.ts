@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EVENT_FIELD_SPECS, EVENT_FIELDS, eventFieldsOf, FORMAT_RULES, TEXT_RULE, type FormatRule } from '../../src/domain/event-fields.ts';
-import { parseEventTimestamp } from '../../src/domain/event-timestamp.ts';
-import { sipMethodError } from '../../src/domain/honeypot-event.ts';
+import { EVENT_FIELD_SPECS, EVENT_FIELDS, eventFieldsOf, FORMAT_RULES, TEXT_RULE, type FormatRule } from '../../src/domain/events/event-fields.ts';
+import { parseEventTimestamp } from '../../src/domain/events/event-timestamp.ts';
+import { sipMethodError } from '../../src/domain/events/honeypot-event.ts';
 import { canonicalIpAddress } from '../../src/domain/ip-address.ts';
 import { canonicalUuid } from '../../src/domain/uuid.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { EventCursors } from '../../src/domain/event-cursor.ts';
-import { EventQuery, RANGE_SCAN } from '../../src/domain/event-query.ts';
-import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from '../../src/domain/events.ts';
+import { EventCursors } from '../../src/domain/events/event-cursor.ts';
+import { EventQuery, RANGE_SCAN } from '../../src/domain/events/event-query.ts';
+import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from '../../src/domain/events/events.ts';
 
 /** The events of one account, newest first, as a repository answers a keyset page. */
 function repositoryOf(sources: string[]): EventsRepository & { reads: number } {

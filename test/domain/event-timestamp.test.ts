@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseEventTimestamp } from '../../src/domain/event-timestamp.ts';
+import { parseEventTimestamp } from '../../src/domain/events/event-timestamp.ts';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EVENT_FIELDS, type EventField } from '../../src/domain/event-fields.ts';
-import { validateHoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import { EVENT_FIELDS, type EventField } from '../../src/domain/events/event-fields.ts';
+import { validateHoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { recordedEvents } from '../support/recorded-requests.ts';
 
 // After every fixture event, and within a day of them.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { indicatorTimes } from '../../src/domain/indicator-versions.ts';
-import { decayWeight } from '../../src/domain/scores.ts';
+import { indicatorTimes } from '../../src/domain/intelligence/indicator-versions.ts';
+import { decayWeight } from '../../src/domain/intelligence/scores.ts';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;

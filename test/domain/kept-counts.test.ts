@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addCount, countsJson, countsOf, KEPT_NAMES } from '../../src/domain/kept-counts.ts';
+import { addCount, countsJson, countsOf, KEPT_NAMES } from '../../src/domain/lookups/kept-counts.ts';
 
 describe('kept counts (space-saving, at most KEPT_NAMES names)', () => {
   it('counts exactly while there are at most KEPT_NAMES names', () => {

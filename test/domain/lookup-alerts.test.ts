@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Account } from "../../src/domain/accounts.ts";
-import type { AlertOutbox, NewAlert } from "../../src/domain/alerts.ts";
+import type { Account } from "../../src/domain/accounts/accounts.ts";
+import type { AlertOutbox, NewAlert } from "../../src/domain/alerts/alerts.ts";
 import {
   LookupAlerts,
   SUBSCRIPTION_MEMORY_MS,
-} from "../../src/domain/lookup-alerts.ts";
+} from "../../src/domain/alerts/lookup-alerts.ts";
 
 /**
  * How LookupAlerts remembers accounts without a lookup.matched integration, over an outbox

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Account } from '../../src/domain/accounts.ts';
-import type { IpAggregate, LookupsRepository, NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
+import type { Account } from '../../src/domain/accounts/accounts.ts';
+import type { IpAggregate, LookupsRepository, NumberAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
 import { LookupCache } from '../../src/aggregates/lookup-cache.ts';
-import { LookupService } from '../../src/domain/lookup-service.ts';
+import { LookupService } from '../../src/domain/lookups/lookup-service.ts';
 
 const account: Account = { account_id: 'a1', name: 'a', plan: 'tester', trusted: false, disabled: false, created_at: '2026-11-01T00:00:00Z' };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkPasswordRules, hashPassword, needsRehash, passwordMatches, SCRYPT_PARAMETERS } from '../../src/domain/passwords.ts';
+import { checkPasswordRules, hashPassword, needsRehash, passwordMatches, SCRYPT_PARAMETERS } from '../../src/domain/accounts/passwords.ts';
 
 describe('dashboard passwords (docs/dashboard.md, "People")', () => {
   it('verifies the password it hashed, and nothing else', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCANNER_TAGS, tagsOfUserAgent, tagsOfUserAgents, toolNames } from '../../src/domain/scanner-tags.ts';
+import { SCANNER_TAGS, tagsOfUserAgent, tagsOfUserAgents, toolNames } from '../../src/domain/intelligence/scanner-tags.ts';
 
 /** A User-Agent each tool has been seen sending, for each tag of the table (docs/scoring.md, "Tags"). */
 const SEEN: Record<string, string[]> = {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
-import { TaxiiPublisher, type PublicationState, type TaxiiPublicationStore } from '../../src/domain/taxii-publication.ts';
-import type { IndicatorKind } from '../../src/domain/stix-indicators.ts';
+import { DEFAULT_SCORING } from '../../src/domain/intelligence/scores.ts';
+import { TaxiiPublisher, type PublicationState, type TaxiiPublicationStore } from '../../src/domain/intelligence/taxii-publication.ts';
+import type { IndicatorKind } from '../../src/domain/intelligence/stix-indicators.ts';
 
 /**
  * A store whose shared data set is `pages` pages of values none of which scores (so nothing is

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/domain/errors.ts';
-import type { KeptAggregate } from '../../src/domain/feed-service.ts';
-import type { NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
-import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
-import { indicatorId } from '../../src/domain/stix-indicators.ts';
-import { millisecondsOf, nextOf, readRequest, taxiiTimestamp } from '../../src/domain/taxii-collections.ts';
-import { fingerprintOf, nextVersion, type PublishedObject } from '../../src/domain/taxii-publication.ts';
-import { acceptsTaxii } from '../../src/http/taxii-answers.ts';
+import type { KeptAggregate } from '../../src/domain/intelligence/feed-service.ts';
+import type { NumberAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
+import { DEFAULT_SCORING } from '../../src/domain/intelligence/scores.ts';
+import { indicatorId } from '../../src/domain/intelligence/stix-indicators.ts';
+import { millisecondsOf, nextOf, readRequest, taxiiTimestamp } from '../../src/domain/intelligence/taxii-collections.ts';
+import { fingerprintOf, nextVersion, type PublishedObject } from '../../src/domain/intelligence/taxii-versions.ts';
+import { acceptsTaxii } from '../../src/http/taxii/taxii-answers.ts';
 
 /** The rules of docs/taxii.md that need no server: parameters, timestamps, Accept, and when a version is due. */
 describe('TAXII request parameters (TAXII 2.1 §3.4)', () => {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalIpAddress } from '../../src/domain/ip-address.ts';
-import { listingCode, listingText, type Listing } from '../../src/domain/zone-listing.ts';
-import { addressName, numberName, placeOf } from '../../src/domain/zone-names.ts';
+import { listingCode, listingText, type Listing } from '../../src/domain/dns/zone-listing.ts';
+import { addressName, numberName, placeOf } from '../../src/domain/dns/zone-names.ts';
 
 /** The names of the DNS zones and the codes of their answers (docs/dns.md), as pure functions. */
 

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { seededRandom } from '../support/seeded-random.ts';
@@ -14,7 +14,7 @@ const CHILD = new URL('../support/fold-crash-child.ts', import.meta.url).pathnam
 
 /**
  * The fold moves its position in the transaction that adds the events to the aggregates
- * (src/store/aggregate-fold.ts), so a crash loses both or neither: nothing counted is lost or
+ * (src/store/fold/aggregate-fold.ts), so a crash loses both or neither: nothing counted is lost or
  * counted twice. A child process stores events and folds them, in steps of random sizes, and
  * is killed with SIGKILL at random points, again and again; what it left, folded to the end,
  * must be what a rebuild from the events makes.

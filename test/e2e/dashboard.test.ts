@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditAction, AuditRecord } from '../../src/domain/audit.ts';
+import type { AuditAction, AuditRecord } from '../../src/domain/accounts/audit.ts';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 import { eventually } from '../support/eventually.ts';

@@ -1,12 +1,14 @@
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TESTER_PLAN } from '../../src/domain/plans.ts';
-import { directLookups } from '../../src/http/direct-lookups.ts';
+import { TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
+import { directLookups } from '../../src/http/lanes/direct-lookups.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/logger.ts';
 import { laneServer, laneServicesOf } from '../support/lanes.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
- * The lookups' direct lane (src/http/direct-lookups.ts) answers as the full /api pipeline does,
+ * The lookups' direct lane (src/http/lanes/direct-lookups.ts) answers as the full /api pipeline does,
  * and hands everything it cannot decide in memory to that pipeline.
  */
 describe('lookups answered ahead of Fastify', () => {
@@ -34,14 +36,14 @@ describe('lookups answered ahead of Fastify', () => {
     await direct?.close();
   });
 
-  /** Status, headers but the date and the allowance left, and the parsed body. */
+  /** Status, headers but the date and the allowance left, and the body's text. */
   async function answer(h: Harness, token: string, path: string) {
     const res = await fetch(`${h.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     const headers = Object.fromEntries([...res.headers].filter(([name]) => name !== 'date' && name !== 'ratelimit'));
-    return { status: res.status, headers, ratelimit: res.headers.get('ratelimit'), body: await res.json() };
+    return { status: res.status, headers, ratelimit: res.headers.get('ratelimit'), body: await res.text() };
   }
 
-  it('gives the full pipeline’s status, headers and body, found and not found, however the value is written', async () => {
+  it('gives the full pipeline’s status, headers and body byte for byte, found and not found, however the value is written', async () => {
     const caller = await direct.account({ permissions: ['read:phone-numbers', 'read:ip-addresses'] });
     const token = await caller.token();
     const paths = [
@@ -91,7 +93,7 @@ describe('lookups answered ahead of Fastify', () => {
     let basic: string;
 
     beforeAll(async () => {
-      const lane = directLookups({ ...laneServicesOf(direct.services, told), lookups: direct.services.lookups });
+      const lane = directLookups({ ...laneServicesOf(direct, told), lookups: direct.services.lookups });
       ({ server, url } = await laneServer(lane, (request) => void handedOver.push(`${request.method} ${request.url}`)));
       const caller = await direct.account({ permissions: ['read:phone-numbers'] });
       callerId = caller.clientId;
@@ -152,6 +154,57 @@ describe('lookups answered ahead of Fastify', () => {
       expect(await send('/api/phone-numbers/100', { headers: { authorization: `Bearer ${revoked}` } })).toEqual({ status: 404, handedOver: false });
       await direct.services.accounts.resetSecret(caller.clientId);
       expect(await send('/api/phone-numbers/100', { headers: { authorization: `Bearer ${revoked}` } })).toEqual({ status: 299, handedOver: true });
+    });
+  });
+
+  describe('whatever the log level', () => {
+    /** The lines a harness's logger wrote at `level`, parsed. */
+    async function logged(level: string, requests: (h: Harness, token: string) => Promise<void>) {
+      const lines: Array<Record<string, any>> = [];
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+          done();
+        },
+      });
+      const h = await startHarness({ DATABASE_URL: direct.config.databaseUrl }, {}, { loggerInstance: createLogger(level, sink) });
+      try {
+        const caller = await h.account({ permissions: ['read:phone-numbers'] });
+        await requests(h, await caller.token());
+      } finally {
+        await h.close();
+      }
+      return lines;
+    }
+
+    it('serves lookups ahead of Fastify at info too, and logs each answered lookup with its status and time', async () => {
+      const lines = await logged('info', async (h, token) => {
+        // The first admits the token through the pipeline; the next two are the lane's.
+        for (const value of ['%2B46812118532', '%2B46812118532', '%2B15550000000']) {
+          expect((await fetch(`${h.url}/api/phone-numbers/${value}`, { headers: { authorization: `Bearer ${token}` } })).status).toBeGreaterThan(0);
+        }
+      });
+      const completed = lines.filter((line) => line.msg === 'request completed' && String(line.req?.url ?? '').startsWith('/api/phone-numbers/'));
+      // The pipeline's line of completion has no request (its "incoming request" line does); the lane's one line has both.
+      const pipeline = lines.filter((line) => line.msg === 'incoming request' && String(line.req?.url).startsWith('/api/phone-numbers/'));
+      expect(pipeline.map((line) => line.req.url)).toEqual(['/api/phone-numbers/%2B46812118532']);
+      expect(completed.map((line) => [line.req.method, line.req.url, line.res.statusCode])).toEqual([
+        ['GET', '/api/phone-numbers/%2B46812118532', 200],
+        ['GET', '/api/phone-numbers/%2B15550000000', 404],
+      ]);
+      for (const line of completed) {
+        expect(line.level).toBe(30);
+        expect(line.responseTime).toBeGreaterThan(0);
+        expect(line.req.remoteAddress).toBe('127.0.0.1');
+        expect(JSON.stringify(line)).not.toContain('Bearer');
+      }
+    });
+
+    it('writes no line for a lookup when the level is above info', async () => {
+      const lines = await logged('warn', async (h, token) => {
+        for (let i = 0; i < 3; i++) await fetch(`${h.url}/api/phone-numbers/%2B46812118532`, { headers: { authorization: `Bearer ${token}` } });
+      });
+      expect(lines.filter((line) => String(line.req?.url ?? '').startsWith('/api/phone-numbers/'))).toEqual([]);
     });
   });
 });

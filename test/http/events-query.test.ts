@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUERY_PARAMETERS } from '../../src/domain/event-query.ts';
-import { resolveKeySecret } from '../../src/store/keys-at-rest.ts';
+import { QUERY_PARAMETERS } from '../../src/domain/events/event-query.ts';
+import { resolveKeySecret } from '../../src/store/maintenance/keys-at-rest.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { freshDatabase } from '../support/test-database.ts';
 

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_FIELDS } from '../../src/domain/event-fields.ts';
+import { EVENT_FIELDS } from '../../src/domain/events/event-fields.ts';
 import { postEvent, SAMPLE_DAY, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 async function expectProblem(res: Response, status: number, error: string) {

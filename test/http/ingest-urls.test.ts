@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INGEST_URL_USE_RESOLUTION_MS } from '../../src/domain/ingest-urls.ts';
+import { INGEST_URL_USE_RESOLUTION_MS } from '../../src/domain/events/ingest-urls.ts';
 import { sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { rateLimitOf } from '../support/rate-limit.ts';
 import { eventually } from '../support/eventually.ts';

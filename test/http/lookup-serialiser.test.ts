@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SHARED_PART, type IpAddressAnswer, type PhoneNumberAnswer } from '../../src/domain/lookup-answers.ts';
-import { answerJson } from '../../src/http/lookup-serialiser.ts';
+import { SHARED_PART, type IpAddressAnswer, type PhoneNumberAnswer } from '../../src/domain/lookups/lookup-answers.ts';
+import { answerJson } from '../../src/http/api/lookup-serialiser.ts';
 
 describe('answerJson: a lookup answer as JSON, its shared part serialized once per kept aggregate', () => {
   const number = {

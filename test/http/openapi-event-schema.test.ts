@@ -2,8 +2,8 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_FIELD_SPECS, EVENT_FIELDS, FORMAT_RULES, TEXT_RULE, type EventFieldSpec } from '../../src/domain/event-fields.ts';
-import { validateHoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import { EVENT_FIELD_SPECS, EVENT_FIELDS, FORMAT_RULES, TEXT_RULE, type EventFieldSpec } from '../../src/domain/events/event-fields.ts';
+import { validateHoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { recordedEvents } from '../support/recorded-requests.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashSecret } from '../../src/domain/secrets.ts';
-import { SqlAccountsRepository } from '../../src/store/accounts-repository.ts';
+import { hashSecret } from '../../src/domain/accounts/secrets.ts';
+import { SqlAccountsRepository } from '../../src/store/repositories/accounts-repository.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { recordedEvents, recordedRequests, type RecordedRequest } from '../support/recorded-requests.ts';
 

@@ -1,10 +1,10 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { Account } from '../../src/domain/accounts.ts';
-import type { AuditTrail } from '../../src/domain/audit.ts';
+import type { Account } from '../../src/domain/accounts/accounts.ts';
+import type { AuditTrail } from '../../src/domain/accounts/audit.ts';
 import { EventImport, type ImportProblem, type ImportSource } from '../../src/import/event-import.ts';
-import type { IngestOutcome } from '../../src/domain/events.ts';
-import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { IngestOutcome } from '../../src/domain/events/events.ts';
+import type { HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { sampleEvent } from '../support/harness.ts';
 
 const ACCOUNT = { account_id: '6f1d2a3b-0c4d-4e5f-8a9b-0c1d2e3f4a5b', trusted: false } as Account;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Account } from '../../src/domain/accounts.ts';
-import { FeedService, MAX_FEED_ENTRIES, type FeedEntry, type FeedsRepository, type KeptAggregate } from '../../src/domain/feed-service.ts';
-import type { IpAggregate, NumberAggregate } from '../../src/domain/lookup-aggregates.ts';
+import type { Account } from '../../src/domain/accounts/accounts.ts';
+import { FeedService, MAX_FEED_ENTRIES, type FeedEntry, type FeedsRepository, type KeptAggregate } from '../../src/domain/intelligence/feed-service.ts';
+import type { IpAggregate, NumberAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
 
 const account = { account_id: 'a1', trusted: false } as Account;
 

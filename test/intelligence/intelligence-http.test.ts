@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { readScopesOf } from '../../src/domain/visibility.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decayWeight, ipScore, IP_PARTS, numberScore, NUMBER_PARTS, type IpEvidence, type NumberEvidence } from '../../src/domain/scores.ts';
+import { decayWeight, ipScore, IP_PARTS, numberScore, NUMBER_PARTS, type IpEvidence, type NumberEvidence } from '../../src/domain/intelligence/scores.ts';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 const DAY = 86_400_000;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /** An event time `minutes` ago, in the node's form. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Plan } from '../../src/domain/plans.ts';
+import type { Plan } from '../../src/domain/accounts/plans.ts';
 import { allowanceMail, AllowanceWatch, type AllowanceNotice } from '../../src/limits/allowance-watch.ts';
 import { PlanLimiter } from '../../src/limits/plan-limiter.ts';
 import { PrometheusMetrics } from '../../src/metrics/prometheus-metrics.ts';

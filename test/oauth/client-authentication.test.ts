@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Account, Client } from '../../src/domain/accounts.ts';
-import { hashSecret } from '../../src/domain/secrets.ts';
+import type { Account, Client } from '../../src/domain/accounts/accounts.ts';
+import { hashSecret } from '../../src/domain/accounts/secrets.ts';
 import { readBasicCredentials, verifyClientSecret } from '../../src/oauth/client-authentication.ts';
 
 const basic = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Account, AccountsRepository, Client } from '../../src/domain/accounts.ts';
+import type { Account, AccountsRepository, Client } from '../../src/domain/accounts/accounts.ts';
 import { CredentialsCache } from '../../src/oauth/credentials-cache.ts';
 
 const account: Account = { account_id: 'a1', name: 'a', plan: 'tester', trusted: false, disabled: false, created_at: '2026-11-01T00:00:00Z' };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_FIELDS } from '../../src/domain/event-fields.ts';
+import { EVENT_FIELDS } from '../../src/domain/events/event-fields.ts';
 import { sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**

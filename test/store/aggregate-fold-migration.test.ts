@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openReadDatabase, type Database } from '../../src/store/database.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createServices } from '../../src/services.ts';
-import { FOLDED_ROWS_TOLD, foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { FOLD_CHUNK } from '../../src/aggregates/folder.ts';
+import { FOLDED_ROWS_TOLD, foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { LOOKUP_VISIBILITY_MS, sampleEvent, startHarness, validSampleEvent, within, type Harness } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
@@ -70,7 +71,7 @@ describe('folding events into the lookup aggregates', () => {
     const owner = { accountId, scope: accountId };
     const store = h.services.database;
     await repo.ingest(owner, [validSampleEvent({ called_number: '+441234000003', source_ip: '198.51.100.31' }), validSampleEvent({ called_number: '+441234000003', source_ip: '198.51.100.32' })]);
-    const small = await foldStep(store);
+    const small = await foldStep(store, FOLD_CHUNK);
     const stored = await store.db.selectFrom('number_aggregates').selectAll().where('number_key', '=', '+441234000003').executeTakeFirstOrThrow();
     expect(small.changes.rows?.numbers).toEqual([
       expect.objectContaining({ scope: accountId, key: '+441234000003', seen_count: Number(stored.seen_count), distinct_count: 2, last_seen: stored.last_seen, counts: [stored.sip_methods, stored.forms, stored.nodes] }),
@@ -117,7 +118,7 @@ describe('folding events into the lookup aggregates', () => {
     await isInserted;
     // A later one commits first, with a higher id.
     await repo.ingest(owner, [validSampleEvent({ called_number: '+441234000005' })]);
-    const fold = foldStep(h.services.database);
+    const fold = foldStep(h.services.database, FOLD_CHUNK);
     await new Promise((resolve) => setTimeout(resolve, 200));
     release();
     await early;

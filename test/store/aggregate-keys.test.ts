@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { SqlAggregateKeys } from '../../src/store/aggregate-keys.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { SqlAggregateKeys } from '../../src/store/fold/aggregate-keys.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 
 /** What the known-keys filter is loaded from (src/aggregates/known-keys.ts), on the store under test. */
@@ -20,7 +20,7 @@ describe('the lookup aggregates’ keys', () => {
     await repo.ingest({ accountId: fleet, scope: SHARED_SCOPE }, numbers.map((called_number, i) => validSampleEvent({ called_number, source_ip: `198.51.100.${i + 1}` })));
     await h.services.aggregateFolder.settle();
     const { database } = h.services;
-    const keys = new SqlAggregateKeys(database.db, database.caps.name, 10);
+    const keys = new SqlAggregateKeys(database.db, database.caps, 10);
 
     const pages: string[][] = [];
     for await (const page of keys.keys('number')) pages.push([...page]);

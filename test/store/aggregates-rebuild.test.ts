@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FAILURE_ACTIONS, type AuditAction } from '../../src/domain/audit.ts';
-import { StoreMaintenance } from '../../src/store/maintenance.ts';
+import { FAILURE_ACTIONS, type AuditAction } from '../../src/domain/accounts/audit.ts';
+import { StoreMaintenance } from '../../src/store/maintenance/maintenance.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
 const DAY = 86_400_000;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlanCatalog, planJson, TESTER_PLAN } from '../../src/domain/plans.ts';
-import { SqlAuditTrail } from '../../src/store/audit-trail.ts';
+import { PlanCatalog, planJson, TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
+import { SqlAuditTrail } from '../../src/store/repositories/audit-trail.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { SqlPlansRepository } from '../../src/store/plans-repository.ts';
+import { SqlPlansRepository } from '../../src/store/repositories/plans-repository.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 describe('the audit trail, read back', () => {

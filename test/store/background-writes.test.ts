@@ -8,7 +8,7 @@ import { TEST_STORE } from '../support/test-database.ts';
  * On a SQLite file, the main thread answers every request, and better-sqlite3 waits for the
  * store's one write lock by sleeping the thread: a background job writing there stops lookups
  * for as long as intake or a fold step holds the lock. Background writers write through the
- * writer thread instead (src/store/outbox-on-writer.ts, writes-on-writer.ts; the TAXII
+ * writer thread instead (src/store/writer/outbox-on-writer.ts, writes-on-writer.ts; the TAXII
  * publisher's too, taxii-on-writer.ts). Here another connection holds the lock: their writes
  * must wait for it without stopping the main thread, and finish once it is let go.
  */

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openReadDatabase, type Database } from '../../src/store/database.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { SqlLookupsRepository } from '../../src/store/lookups-repository.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { SqlLookupsRepository } from '../../src/store/repositories/lookups-repository.ts';
 import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
@@ -11,7 +11,7 @@ import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
 /**
  * The shared data set keeps its (number, address) pairs by number alone; accounts' own scopes
- * keep them by address too (src/store/distinct-sets.ts). Lookups across both scopes count each
+ * keep them by address too (src/store/fold/distinct-sets.ts). Lookups across both scopes count each
  * member once (also through HTTP: test/http/lookups.test.ts, "merges with the caller's own events").
  */
 describe('distinct sets', () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.ts';
-import { dropEventQueryIndexes, ensureEventQueryIndexes, EVENT_QUERY_INDEXES } from '../../src/store/event-indexes.ts';
+import { dropEventQueryIndexes, ensureEventQueryIndexes, EVENT_QUERY_INDEXES } from '../../src/store/maintenance/event-indexes.ts';
 import { eventIndexDefinitions } from '../support/event-indexes.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
-describe('the events’ query indexes, set aside for a bulk import (src/store/event-indexes.ts)', () => {
+describe('the events’ query indexes, set aside for a bulk import (src/store/maintenance/event-indexes.ts)', () => {
   let store: TestDatabase;
   let asMigrated: Record<string, string>;
 

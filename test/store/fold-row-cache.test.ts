@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { FoldRowCache } from '../../src/store/fold-row-cache.ts';
-import type { AggregateTable, IngestWrites } from '../../src/store/ingest-writes.ts';
+import { foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { FoldRowCache } from '../../src/store/fold/fold-row-cache.ts';
+import type { AggregateTable, IngestWrites } from '../../src/store/fold/ingest-writes.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';

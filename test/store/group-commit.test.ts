@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { IngestOutcome } from '../../src/domain/events.ts';
-import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
-import type { IngestGroup, SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { GroupCommit, type GroupWriter } from '../../src/store/group-commit.ts';
+import type { IngestOutcome } from '../../src/domain/events/events.ts';
+import type { HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
+import type { IngestGroup, SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { GroupCommit, type GroupWriter } from '../../src/store/writer/group-commit.ts';
 
 /**
  * The grouping policy alone, over a writer that records what it was asked: the store's own

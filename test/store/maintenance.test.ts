@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StoreMaintenance } from '../../src/store/maintenance.ts';
-import { ensurePartitions } from '../../src/store/partitions.ts';
+import { StoreMaintenance } from '../../src/store/maintenance/maintenance.ts';
+import { ensurePartitions } from '../../src/store/maintenance/partitions.ts';
 import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { AGGREGATES_FOLD, AGGREGATES_REBUILDS, foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { StoreMaintenance } from '../../src/store/maintenance.ts';
-import { ensurePartitions } from '../../src/store/partitions.ts';
+import { AGGREGATES_FOLD, AGGREGATES_REBUILDS, foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { StoreMaintenance } from '../../src/store/maintenance/maintenance.ts';
+import { ensurePartitions } from '../../src/store/maintenance/partitions.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
 import { startHarness, validSampleEvent, type Harness } from '../support/harness.ts';
 import { seededRandom } from '../support/seeded-random.ts';

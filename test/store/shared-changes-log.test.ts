@@ -2,12 +2,12 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
-import { foldStep } from '../../src/store/aggregate-fold.ts';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { foldStep } from '../../src/store/fold/aggregate-fold.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openDatabase, openReadDatabase, type Database } from '../../src/store/database.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { migrateToLatest, migrateUpTo } from '../../src/store/migrate.ts';
-import { LOG_PRUNE_BATCH, SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
+import { LOG_PRUNE_BATCH, SqlTaxiiRepository } from '../../src/store/repositories/taxii-repository.ts';
 import { validSampleEvent } from '../support/harness.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 

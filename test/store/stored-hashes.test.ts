@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { ArrayIngestWrites } from '../../src/store/ingest-writes.ts';
+import { ArrayIngestWrites } from '../../src/store/fold/ingest-writes.ts';
 import type { Schema } from '../../src/store/schema.ts';
 import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
 

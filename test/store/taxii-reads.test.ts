@@ -2,12 +2,12 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql, SqliteDialect, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SCORING } from '../../src/domain/scores.ts';
-import { TaxiiPublisher, type TaxiiPublicationStore } from '../../src/domain/taxii-publication.ts';
+import { DEFAULT_SCORING } from '../../src/domain/intelligence/scores.ts';
+import { TaxiiPublisher, type TaxiiPublicationStore } from '../../src/domain/intelligence/taxii-publication.ts';
 import { SHARED_SCOPE } from '../../src/domain/visibility.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import type { Schema } from '../../src/store/schema.ts';
-import { SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
+import { SqlTaxiiRepository } from '../../src/store/repositories/taxii-repository.ts';
 import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';
 
 /**

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rebuildAggregates } from '../../src/store/aggregates-rebuild.ts';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { StoreMaintenance } from '../../src/store/maintenance.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { StoreMaintenance } from '../../src/store/maintenance/maintenance.ts';
 import { validSampleEvent } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, TEST_STORE, type TestDatabase } from '../support/test-database.ts';

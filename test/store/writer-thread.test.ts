@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 import { isStoreUnavailable } from '../../src/store/store-errors.ts';
-import { WriterThread } from '../../src/store/writer-thread.ts';
+import { WriterThread } from '../../src/store/writer/writer-thread.ts';
 import { validSampleEvent } from '../support/harness.ts';
 import { TEST_STORE } from '../support/test-database.ts';
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { AGGREGATE_TABLES } from '../../src/store/aggregates-rebuild.ts';
+import { AGGREGATE_TABLES } from '../../src/store/fold/aggregates-rebuild.ts';
 import type { Schema } from '../../src/store/schema.ts';
 
 /**

@@ -11,7 +11,7 @@ import { answeringScenario } from './sipp-scenarios.ts';
 /**
  * The real programs of a call path on loopback: Kamailio with the Tollwatch guard, SIPp as the
  * PBX behind it and as callers in front, and a proxy between Kamailio and Tollwatch that can
- * stall or refuse. Used by test/call-guard/ and bench/call-path.ts.
+ * stall or refuse. Used by test/call-guard/ and bench/suites/call-path.ts.
  */
 
 const EXAMPLE_CONFIG = new URL('../../integrations/kamailio/kamailio.cfg', import.meta.url);

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { startDnsServer, type DnsServer } from '../../src/dns/dns-server.ts';
-import type { DnsZones } from '../../src/domain/dns-zones.ts';
+import type { DnsZones } from '../../src/domain/dns/dns-zones.ts';
 import { NO_METRICS, type Metrics } from '../../src/metrics/metrics.ts';
 import { freeUdpPort } from './call-path.ts';
 import { eventually } from './eventually.ts';

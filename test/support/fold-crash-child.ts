@@ -4,10 +4,10 @@
  * store's URL, a seed, then the accounts to store for, each as `<account id>=<scope>`. Says
  * `ready` on stdout once the store is open.
  */
-import { foldStep } from '../../src/store/aggregate-fold.ts';
+import { foldStep } from '../../src/store/fold/aggregate-fold.ts';
 import { openDatabase } from '../../src/store/database.ts';
-import { SqlEventsRepository } from '../../src/store/events-repository.ts';
-import { FoldRowCache } from '../../src/store/fold-row-cache.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
+import { FoldRowCache } from '../../src/store/fold/fold-row-cache.ts';
 import { validSampleEvent } from './harness.ts';
 import { seededRandom } from './seeded-random.ts';
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.ts';
+import { buildApp, type AppOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import type { Account } from '../../src/domain/accounts.ts';
-import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/honeypot-event.ts';
+import type { Account } from '../../src/domain/accounts/accounts.ts';
+import { validateHoneypotEvent, type HoneypotEvent } from '../../src/domain/events/honeypot-event.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import { AnswerConformance } from './openapi-conformance.ts';
 import { freshDatabase } from './test-database.ts';
@@ -43,7 +43,7 @@ export const SENTRYPEER_AUDIENCE = 'https://sentrypeer.com/api';
  * Starts a service over a fresh store of the run's kind; `env` overrides configuration (a
  * given DATABASE_URL shares another harness's store, which that harness removes).
  */
-export async function startHarness(env: Record<string, string> = {}, options: ServiceOptions = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, options: ServiceOptions = {}, appOptions: AppOptions = {}): Promise<Harness> {
   const database = env.DATABASE_URL ? undefined : await freshDatabase();
   const config = loadConfig(
     {
@@ -59,7 +59,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Se
     false,
   );
   const services = await createServices(config, options);
-  const app = await buildApp(services);
+  const app = await buildApp(services, appOptions);
   // PORT 0 (the default here) takes any free port; a test that must know it first passes one.
   await app.listen({ port: config.port, host: '127.0.0.1' });
   services.aggregateFolder.start();

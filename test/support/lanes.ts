@@ -1,14 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { apiHeaders } from '../../src/http/api.ts';
+import { apiHeaders } from '../../src/http/api/api.ts';
 import { clientAddressOf } from '../../src/http/client-address.ts';
-import type { DirectLane, LaneServices } from '../../src/http/direct-lanes.ts';
-import type { Services } from '../../src/services.ts';
+import type { DirectLane, LaneServices } from '../../src/http/lanes/direct-lanes.ts';
+import type { Harness } from './harness.ts';
 
 /**
- * A direct lane's services from a harness's, with the calls it tells recorded in `told`, and
- * the client's address read as behind a proxy on this machine (whom X-Forwarded-For names).
+ * A direct lane's services from a harness's, with the calls it tells recorded in `told`, the
+ * client's address read as behind a proxy on this machine (whom X-Forwarded-For names), and the
+ * harness's router.
  */
-export function laneServicesOf(s: Services, told: Array<[string, string]>): LaneServices {
+export function laneServicesOf(h: Harness, told: Array<[string, string]>): LaneServices {
+  const s = h.services;
   return {
     authenticator: s.authenticator,
     plans: s.plans,
@@ -18,6 +20,7 @@ export function laneServicesOf(s: Services, told: Array<[string, string]>): Lane
     closing: () => false,
     activity: { called: (clientId, address) => void told.push([clientId, address]) },
     clientAddress: clientAddressOf(['loopback']),
+    route: (method, url) => h.app.findRoute({ method: method as 'GET', url }) as ReturnType<LaneServices['route']>,
   };
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 /**
- * SIPp scenarios for the call path (test/call-guard/, bench/call-path.ts), written out by the
+ * SIPp scenarios for the call path (test/call-guard/, bench/suites/call-path.ts), written out by the
  * caller. SIPp's built-in scenarios ignore Record-Route, so the ACK and BYE of a call through a
  * proxy that records its route would miss the proxy: these follow the route set. Every one
  * times INVITE to final response (`start_rtd` / `rtd`), which `-trace_rtt` writes per call.

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { indicatorId } from '../../src/domain/stix-indicators.ts';
-import { TAXII_COLLECTIONS } from '../../src/domain/taxii-collections.ts';
-import { TaxiiPublisher } from '../../src/domain/taxii-publication.ts';
-import { SqlTaxiiRepository } from '../../src/store/taxii-repository.ts';
+import { indicatorId } from '../../src/domain/intelligence/stix-indicators.ts';
+import { TAXII_COLLECTIONS } from '../../src/domain/intelligence/taxii-collections.ts';
+import { TaxiiPublisher } from '../../src/domain/intelligence/taxii-publication.ts';
+import { SqlTaxiiRepository } from '../../src/store/repositories/taxii-repository.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 const TAXII = 'application/taxii+json;version=2.1';

@@ -5,7 +5,7 @@ import type { Migration } from 'kysely/migration';
 export function migration(): Migration {
   return {
     async up(db: Kysely<any>) {
-      // The failure-row cap (src/store/audit-retention.ts) finds the newest rows of a few
+      // The failure-row cap (src/store/maintenance/audit-retention.ts) finds the newest rows of a few
       // actions: by this index, in the rows it keeps, not by scanning every row of the log.
       await db.schema.createIndex('audit_by_action').ifNotExists().on('audit_log').columns(['action', 'id']).execute();
     },

@@ -6,7 +6,7 @@ import type { MigrationCapabilities } from './capabilities.ts';
 export function migration(caps: MigrationCapabilities): Migration {
   return {
     async up(db: Kysely<any>) {
-      // Lookup aggregates are folded in after intake commits (src/store/aggregate-fold.ts),
+      // Lookup aggregates are folded in after intake commits (src/store/fold/aggregate-fold.ts),
       // from the position kept here, in wider rows: one per scope and number and one per
       // scope and address, each with its named counts inside (at most 32 names per map), so
       // a fold writes two rows per event where it wrote six, and a lookup reads one per scope.
@@ -74,7 +74,7 @@ export function migration(caps: MigrationCapabilities): Migration {
       }
       // The new rows recomputed from every stored event, here, before any server takes intake:
       // left to the fold, a big store's backlog would hold intake back for as long as it took.
-      // Written out, not today's rebuild (src/store/aggregates-rebuild.ts): later migrations
+      // Written out, not today's rebuild (src/store/fold/aggregates-rebuild.ts): later migrations
       // change those tables, and this one must keep building them as they are here.
       const scoped = sql`(select case when a.trusted = 1 then '*shared*' else e.account_id end as scope, e.*
         from events e join accounts a on a.account_id = e.account_id)`;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /*
- * Monthly partitions of `events` as the migrations made them (src/store/partitions.ts, commit
+ * Monthly partitions of `events` as the migrations made them (src/store/maintenance/partitions.ts, commit
  * 68f1c4a), copied so that a change to today's partitioning cannot change an old migration.
  */
 /** Months kept ready ahead of the current one, so no event lands in the default partition. */

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../../domain/accounts.ts';
+import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
-import type { UserView } from '../../domain/users.ts';
-import { describeWindow } from '../../domain/plan-notation.ts';
-import type { Plan, RateWindow } from '../../domain/plans.ts';
+import type { UserView } from '../../domain/accounts/users.ts';
+import { describeWindow } from '../../domain/accounts/plan-notation.ts';
+import type { Plan, RateWindow } from '../../domain/accounts/plans.ts';
 import type { LimitGroup } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
 import { durationText, toMinute } from '../time-text.ts';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { IssuedCredentials } from '../../domain/accounts.ts';
-import { CLIENT_USE_FLUSH_MS } from '../../domain/client-activity.ts';
+import type { IssuedCredentials } from '../../domain/accounts/accounts.ts';
+import { CLIENT_USE_FLUSH_MS } from '../../domain/accounts/client-activity.ts';
 import { ServiceError } from '../../domain/errors.ts';
-import { defaultPermissions, PERMISSIONS } from '../../domain/permissions.ts';
+import { defaultPermissions, PERMISSIONS } from '../../domain/accounts/permissions.ts';
 import type { Services } from '../../services.ts';
 import { formList, formText } from '../form.ts';
 import { toMinute } from '../time-text.ts';

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/event-fields.ts';
-import { QUERY_PARAMETERS, type EventPage } from '../../domain/event-query.ts';
+import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/events/event-fields.ts';
+import { QUERY_PARAMETERS, type EventPage } from '../../domain/events/event-query.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';

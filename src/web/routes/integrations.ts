@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ALERT_TYPES } from '../../domain/alerts.ts';
+import { ALERT_TYPES } from '../../domain/alerts/alerts.ts';
 import { ServiceError } from '../../domain/errors.ts';
-import { DEFAULT_MIN_SCORE, INTEGRATION_KINDS, MAX_INTEGRATIONS, type CreatedIntegration, type IntegrationView, type RotatedSecret } from '../../domain/integrations.ts';
+import { DEFAULT_MIN_SCORE, INTEGRATION_KINDS, MAX_INTEGRATIONS, type CreatedIntegration, type IntegrationView, type RotatedSecret } from '../../domain/alerts/integrations.ts';
 import type { Services } from '../../services.ts';
 import { formList, formText } from '../form.ts';
 import { html, type Html } from '../html.ts';

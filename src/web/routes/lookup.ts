@@ -1,9 +1,8 @@
-import { toolNames } from '../../domain/scanner-tags.ts';
+import { toolNames } from '../../domain/intelligence/scanner-tags.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../../domain/accounts.ts';
+import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
-import { allowanceRefusal } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
 import { formText } from '../form.ts';
 import { html, type Html } from '../html.ts';
@@ -13,20 +12,15 @@ import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'limiter' | 'lookups' | 'plans'>;
+type RouteServices = Pick<Services, 'lookups' | 'spendAllowance'>;
 
 /**
- * Spends one lookup of the account's plan, as an API lookup does (`PlanLimiter.spend`), or
- * refuses with 429 when the allowance is spent. The lookup page and the number and address
- * pages each answer with a lookup.
+ * Spends one lookup of the account's plan, as an API lookup does, or refuses with 429 when the
+ * allowance is spent. The lookup page and the number and address pages each answer with a lookup.
  */
-export async function spendLookup(services: Pick<Services, 'limiter' | 'plans'>, account: Account): Promise<void> {
-  const plan = await services.plans.find(account.plan);
-  const spent = plan && services.limiter.spend('lookups', plan, account.account_id);
-  if (plan && spent) {
-    const state = await spent.state;
-    if (!state.allowed) throw new WebRefusal(429, `${capitalised(allowanceRefusal(plan, 'lookups', spent.window, state))}.`, state.resetSeconds);
-  }
+export async function spendLookup(services: Pick<Services, 'spendAllowance'>, account: Account): Promise<void> {
+  const spent = await services.spendAllowance('lookups', account);
+  if (!spent.allowed) throw new WebRefusal(429, `${capitalised(spent.refusal)}.`, spent.retryAfterSeconds);
 }
 
 /**

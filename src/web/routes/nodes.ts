@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { CountedValue, NodeSummary } from '../../domain/account-activity.ts';
+import type { CountedValue, NodeSummary } from '../../domain/accounts/account-activity.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { toSecond } from '../time-text.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { describeWindow, parseCount, parseWindow } from '../../domain/plan-notation.ts';
-import type { Plan, PlanChanges } from '../../domain/plans.ts';
+import { describeWindow, parseCount, parseWindow } from '../../domain/accounts/plan-notation.ts';
+import type { Plan, PlanChanges } from '../../domain/accounts/plans.ts';
 import type { Services } from '../../services.ts';
 import { formText } from '../form.ts';
 import { toSecond } from '../time-text.ts';

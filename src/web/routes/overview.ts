@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { OVERVIEW_PERIODS } from '../../domain/account-activity.ts';
+import { OVERVIEW_PERIODS } from '../../domain/accounts/account-activity.ts';
 import type { Services } from '../../services.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';

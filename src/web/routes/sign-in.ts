@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../domain/errors.ts';
-import { MIN_PASSWORD_LENGTH } from '../../domain/passwords.ts';
-import type { AuditEntry } from '../../domain/audit.ts';
-import { slowDown } from '../../limits/failure-throttle.ts';
+import { MIN_PASSWORD_LENGTH } from '../../domain/accounts/passwords.ts';
+import type { AuditEntry } from '../../domain/accounts/audit.ts';
 import type { LockKey } from '../../limits/sign-in-locks.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
@@ -57,7 +56,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     if (!user) {
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
-      await slowDown(attempt);
+      await services.signInLocks.slowDown(attempt);
       return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email);
     }
     await services.signInLocks.succeeded(request.ip, email);

@@ -1,11 +1,11 @@
-import { toolNames } from '../../domain/scanner-tags.ts';
+import { toolNames } from '../../domain/intelligence/scanner-tags.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CountedValue } from '../../domain/account-activity.ts';
-import type { Account } from '../../domain/accounts.ts';
+import type { CountedValue } from '../../domain/accounts/account-activity.ts';
+import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
-import type { StoredEvent } from '../../domain/events.ts';
+import type { StoredEvent } from '../../domain/events/events.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
-import type { IpAddressAnswer, PhoneNumberAnswer } from '../../domain/lookup-answers.ts';
+import type { IpAddressAnswer, PhoneNumberAnswer } from '../../domain/lookups/lookup-answers.ts';
 import type { Services } from '../../services.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -17,7 +17,7 @@ import { accountOf } from '../web-session.ts';
 import { spendLookup } from './lookup.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'eventQuery' | 'limiter' | 'lookups' | 'plans'>;
+type RouteServices = Pick<Services, 'eventQuery' | 'lookups' | 'spendAllowance'>;
 
 /** The account's newest events of a number or address that the page reads: its table, chart and pairs. */
 const EVENTS_READ = 500;

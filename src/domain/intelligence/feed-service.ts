@@ -1,0 +1,226 @@
+import { tagsOfUserAgents } from './scanner-tags.ts';
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Account } from '../accounts/accounts.ts';
+import { ServiceError } from '../errors.ts';
+import { parseEventTimestamp } from '../events/event-timestamp.ts';
+import type { FieldError } from '../field-error.ts';
+import { queryText } from '../query-text.ts';
+import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
+import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
+import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
+import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
+import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
+
+/** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
+export const MAX_FEED_ENTRIES = 100_000;
+
+/** The score an entry needs when `min_score` is not given. */
+export const DEFAULT_MIN_SCORE = 50;
+
+/** The formats a feed is written in (docs/api.md §14); the HTTP layer maps media types to them. */
+export const FEED_FORMATS = ['text', 'csv', 'json', 'stix'] as const;
+export type FeedFormat = (typeof FEED_FORMATS)[number];
+
+export type FeedKind = 'phone-numbers' | 'ip-addresses';
+
+/** A feed's query, read and checked. */
+export interface FeedQuery {
+  minScore: number;
+  /** Only entries last seen at or after this instant (`event_time` form). */
+  since: string | undefined;
+  format: FeedFormat;
+}
+
+/** One entry of a feed: a number key or an address, with its score and span of sightings. */
+export interface FeedEntry {
+  value: string;
+  score: number;
+  seen_count: number;
+  first_seen: string;
+  last_seen: string;
+  /** Addresses only: the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents. */
+  tags?: string[];
+  /** In a STIX feed: the indicator's version (docs/api.md §14). */
+  stix?: { created: string } & IndicatorTimes;
+}
+
+export interface Feed {
+  /** A strong validator of exactly this answer: same tag, same bytes. */
+  etag: string;
+  /** The instant scores were computed at: the start of the current hour. */
+  scoredAt: Date;
+  entries: AsyncIterable<FeedEntry>;
+}
+
+/** A kept key with its aggregate, merged across the scopes read. */
+export interface KeptAggregate<T> {
+  key: string;
+  aggregate: T;
+  /** When the fold first made its row (the earliest, across scopes) and last changed one (migration 018). */
+  publishedAt: string;
+  changedAt: string;
+}
+
+/** Reads behind the feeds: the fold's position, and aggregates by recency. */
+export interface FeedsRepository {
+  /** How far the fold has counted events: any change to the aggregates moves it. */
+  foldPosition(): Promise<number>;
+  /** Numbers last seen at or after `since` in any of `scopes`, most recent first, each once. */
+  recentNumbers(scopes: string[], since: string): AsyncIterable<KeptAggregate<NumberAggregate>>;
+  /** Addresses likewise. */
+  recentAddresses(scopes: string[], since: string): AsyncIterable<KeptAggregate<IpAggregate>>;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const FAR_FUTURE = new Date(8.64e15);
+const EPOCH = '1970-01-01T00:00:00.000000000Z';
+
+/**
+ * Blocklist feeds (docs/api.md §14): the numbers or addresses the caller may see whose score
+ * reaches `min_score`. Scores are computed at the start of the current hour, so an answer is a
+ * function of the fold's position, that hour and the query, and its ETag can be strong.
+ */
+export class FeedService {
+  private readonly repo: FeedsRepository;
+  private readonly ownWrites: OwnWritesBarrier;
+  private readonly scoring: ScoringSettings;
+  private readonly now: () => Date;
+  private readonly tagKey: Uint8Array;
+
+  /**
+   * `tagKey` keys the ETag: every instance of a deployment must be given the same one (the
+   * store's `feed-tag` secret); without it, a key of this instance's own.
+   */
+  constructor(
+    repo: FeedsRepository,
+    ownWrites: OwnWritesBarrier = NO_BARRIER,
+    scoring: ScoringSettings = DEFAULT_SCORING,
+    now = () => new Date(),
+    tagKey: Uint8Array = randomBytes(FEED_TAG_KEY_BYTES),
+  ) {
+    this.repo = repo;
+    this.ownWrites = ownWrites;
+    this.scoring = scoring;
+    this.now = now;
+    this.tagKey = tagKey;
+  }
+
+  /** Reads a feed's query parameters; one 422 names every bad one. `format` may come from elsewhere (Accept). */
+  parseQuery(input: Readonly<Record<string, unknown>>, fallbackFormat: FeedFormat): FeedQuery {
+    const errors: FieldError[] = [];
+    const refuse = (field: string, message: string) => void errors.push({ field, message });
+    const text = (name: string) => queryText(input, name, refuse);
+    for (const name of Object.keys(input)) if (!['min_score', 'since', 'format'].includes(name)) refuse(name, 'is not a parameter of this route');
+    let minScore = DEFAULT_MIN_SCORE;
+    const min = text('min_score');
+    if (min !== undefined) {
+      if (/^\d{1,3}$/.test(min) && Number(min) <= 100) minScore = Number(min);
+      else refuse('min_score', 'must be an integer from 0 to 100');
+    }
+    let since: string | undefined;
+    const sinceText = text('since');
+    if (sinceText !== undefined) {
+      const parsed = parseEventTimestamp(sinceText, FAR_FUTURE);
+      if ('error' in parsed) refuse('since', parsed.error);
+      else since = parsed.iso;
+    }
+    let format = fallbackFormat;
+    const formatText = text('format');
+    if (formatText !== undefined) {
+      if ((FEED_FORMATS as readonly string[]).includes(formatText)) format = formatText as FeedFormat;
+      else refuse('format', `must be one of: ${FEED_FORMATS.join(', ')}`);
+    }
+    if (errors.length > 0) throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
+    return { minScore, since, format };
+  }
+
+  async feed(account: Account, kind: FeedKind, query: FeedQuery): Promise<Feed> {
+    await this.ownWrites.ownWritesVisible(account.account_id);
+    const scopes = readScopesOf(account);
+    const scoredAt = scoringHour(this.now());
+    const position = await this.repo.foldPosition();
+    // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
+    // would give away the position, how many events every account together has sent.
+    const tag = createHmac('sha256', this.tagKey)
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format]))
+      .digest('base64url')
+      .slice(0, 32);
+    const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
+    const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
+    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix');
+    return { etag: `"${tag}"`, scoredAt, entries };
+  }
+
+  /**
+   * The shared data set's kept aggregates that can reach `minScore` at the current hour, most
+   * recently seen first, uncapped: what the DNS zone files list (docs/dns.md). A zone has no
+   * caller, so it reads no scope but the shared one, as a trusted account's feed does.
+   */
+  sharedKept(kind: FeedKind, minScore: number): { scoredAt: Date; kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> } {
+    const scoredAt = scoringHour(this.now());
+    const since = oldestThatCanReach(minScore, scoredAt, this.scoring);
+    return { scoredAt, kept: kind === 'phone-numbers' ? this.repo.recentNumbers([SHARED_SCOPE], since) : this.repo.recentAddresses([SHARED_SCOPE], since) };
+  }
+
+  private async *scored(
+    kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
+    scoredAt: Date,
+    minScore: number,
+    versioned: boolean,
+  ): AsyncIterable<FeedEntry> {
+    let count = 0;
+    for await (const one of kept) {
+      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined);
+      if (entry.score < minScore) continue;
+      yield entry;
+      count += 1;
+      if (count >= MAX_FEED_ENTRIES) return;
+    }
+  }
+}
+
+/** The instant feeds score at: the start of the hour, so an answer changes with the fold and the hour only. */
+export function scoringHour(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
+}
+
+/**
+ * The oldest last sighting whose score can still reach `minScore` at `at`: fresh evidence scores
+ * under 100, so one last seen more than half-life × log2(100 / (minScore − ½)) days ago rounds
+ * below it. Bounds the rows a feed or a TAXII publication reads to the recent ones.
+ */
+export function oldestThatCanReach(minScore: number, at: Date, scoring: ScoringSettings): string {
+  if (minScore <= 0.5) return EPOCH;
+  const days = scoring.halfLifeDays * Math.log2(100 / (minScore - 0.5));
+  const ms = at.getTime() - days * DAY_MS;
+  return ms <= 0 ? EPOCH : nanoIso(new Date(ms));
+}
+
+/**
+ * A kept aggregate as a feed entry scored at `scoredAt`. With `versionedAt` (a threshold), its
+ * STIX version too: `created`, and the `modified` and `valid_until` of indicator-versions.ts.
+ */
+export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number): FeedEntry {
+  const { key, aggregate, publishedAt, changedAt } = kept;
+  const isAddress = 'userAgents' in aggregate;
+  const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring) : scoreOfNumber(aggregate, scoredAt, scoring);
+  const entry: FeedEntry = { value: key, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
+  if (isAddress) entry.tags = tagsOfUserAgents(aggregate.userAgents);
+  if (versionedAt !== undefined) {
+    const fresh = isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate);
+    const times = indicatorTimes({ fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: versionedAt, halfLifeDays: scoring.halfLifeDays });
+    entry.stix = { created: publishedAt, ...times };
+  }
+  return entry;
+}
+
+/** An instant in `event_time`'s form (nine fraction digits), so text order is time order. */
+function nanoIso(date: Date): string {
+  return date.toISOString().replace('Z', '000000Z');
+}
+
+function laterOf(a: string | undefined, b: string): string {
+  return a !== undefined && a > b ? a : b;
+}

@@ -1,0 +1,361 @@
+import { randomUUID } from 'node:crypto';
+import { oldestThatCanReach } from './feed-service.ts';
+import type { IndicatorKind, StixIndicator } from './stix-indicators.ts';
+import { inCollection, nextVersion, type Candidate, type NewVersion, type PublicationSettings } from './taxii-versions.ts';
+
+/**
+ * The TAXII collections' publisher (docs/taxii.md, "Versions"), the job that applies the rules of
+ * taxii-versions.ts over the store, a page at a time, once across instances by a lease: it turns what the fold keeps of
+ * the shared data set into versions of STIX indicators, each added once with its own date_added,
+ * so that a platform polling with `added_after` gets every change once. A version is published
+ * when an indicator's content changes: the fold changed its aggregate, or decay moved its score
+ * at the turn of an hour. When the score falls below the collection's threshold, or the value
+ * leaves the shared data set, the object is revoked (a new version with `revoked: true`) rather
+ * than dropped, so platforms stop acting on it; a value that scores again later is a new object.
+ */
+
+/** Where a collection's publisher stands (migration 019). */
+export interface PublicationState {
+  /**
+   * The fold's position and rebuild count as the last complete pass began: a pass runs only when
+   * they moved (or an hour turned), so an idle server reads two rows and writes nothing.
+   */
+  foldSeen: string | undefined;
+  /** The latest `changed_at` of the fold's rows it has read; undefined before its first pass. */
+  changedThrough: string | undefined;
+  /** The last hour (ISO) at whose turn it re-scored every live object. */
+  sweptHour: string | undefined;
+  /** A first pass stopped part-way: where it resumes (migration 023). */
+  firstPass?: FirstPassPosition;
+}
+
+/**
+ * Where a first pass stands between its pages. A first pass over millions of shared rows runs
+ * for tens of minutes, longer than a process may live between deploys: each page stores this,
+ * and the next pass, here or on another instance, takes up from it instead of from the start.
+ */
+export interface FirstPassPosition {
+  /** The page to read next. */
+  next: string;
+  /** The latest change when the pass began: the passes after it read changes from there. */
+  through: string;
+  /** The hour (ISO) it began scoring at: if it ends in a later one, every live object is swept again. */
+  hour: string;
+}
+
+/** What a publishing transaction moves: undefined leaves a field as it is; a null firstPass ends one. */
+export type StateChange = Partial<Omit<PublicationState, 'firstPass'>> & { firstPass?: FirstPassPosition | null };
+
+/** Values read a page at a time, each with what the fold keeps of it and its object. */
+export interface CandidatePage {
+  candidates: Candidate[];
+  /** Where the next page starts; undefined after the last. */
+  next: string | undefined;
+  /** The latest change read (the incremental pass), whether its row came or was passed over. */
+  changedThrough?: string;
+}
+
+/** What the publisher asks of the store. */
+export interface TaxiiPublicationStore {
+  /** The collection's state, read without claiming anything; undefined before its first pass. */
+  stateOf(kind: IndicatorKind): Promise<PublicationState | undefined>;
+  /**
+   * Takes (or keeps) the collection's lease for `holder` until `until`, and reads its state;
+   * undefined while another holds it. A store that several processes share publishes through
+   * one of them at a time.
+   */
+  claim(kind: IndicatorKind, holder: string, now: string, until: string): Promise<PublicationState | undefined>;
+  /** Gives up `holder`'s lease on the collection, if it still holds it: another process may claim it at once. */
+  release(kind: IndicatorKind, holder: string): Promise<void>;
+  /** The fold's position and rebuild count, as one text: it moves whenever any aggregate may have changed. */
+  foldSignature(): Promise<string>;
+  /** The latest `changed_at` of the shared data set's rows (where a first pass starts reading changes from). */
+  latestChange(kind: IndicatorKind): Promise<string | undefined>;
+  /**
+   * Shared rows the fold changed after `since`, oldest change first, each at its latest change.
+   * A page may hold fewer rows than `limit` and still have a `next` (changes of rows changed
+   * again since are passed over). Moving `changedThrough` by publish() lets the store forget
+   * changes before changesReadFrom(changedThrough).
+   */
+  changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** Shared rows last seen at or after `since` (the first pass over a store published before). */
+  seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** Objects not revoked, by value (the hourly re-scoring). */
+  liveObjects(kind: IndicatorKind, page: string | undefined, limit: number): Promise<CandidatePage>;
+  /** The bodies last published of these objects (to revoke them). */
+  latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>>;
+  /**
+   * Adds the versions in one transaction, if `holder` still holds the lease (false otherwise,
+   * and nothing is written), each with a date_added later than every one before it, and moves
+   * the state.
+   */
+  publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean>;
+  /** Drops versions superseded, and revocations made, before `cutoff` (ISO): the retention. */
+  prune(kind: IndicatorKind, cutoff: string): Promise<number>;
+}
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const EPOCH = '1970-01-01T00:00:00.000Z';
+/** Values per page and per publishing transaction: short enough not to hold SQLite's writer long. */
+const PAGE = 500;
+/**
+ * Changes a turn reads to learn whether any shared row changed. A few, not one: changes of rows
+ * changed again since are skipped, and a page of them alone holds no row but tells there is more.
+ */
+const PEEK = 10;
+/** How long a lease lasts without being renewed: a publisher that died is replaced after this. */
+const LEASE_MS = 60_000;
+/**
+ * How far back each incremental pass reads the fold's changes again: a fold on another instance
+ * whose clock is up to this much behind still falls inside. Harmless to read twice: a version is
+ * published only when the content differs.
+ */
+const CLOCK_MARGIN_MS = 2000;
+
+/**
+ * Where an incremental pass reads changes from, after a pass that read through `changedThrough`:
+ * a little before it. A store may forget changes before this instant once the collection's state
+ * has moved to `changedThrough`: no pass reads them again.
+ */
+export function changesReadFrom(changedThrough: string): string {
+  return new Date(Date.parse(changedThrough) - CLOCK_MARGIN_MS).toISOString();
+}
+
+export interface PublisherOptions extends PublicationSettings {
+  /** How long superseded versions and revocations are served (TOLLWATCH_TAXII_RETENTION_DAYS). */
+  retentionDays: number;
+  now?: () => Date;
+  /** How a pass measures its pages and rests between them (tests); a monotonic clock in ms and a timer by default. */
+  pacing?: Pacing;
+}
+
+export interface Pacing {
+  clock(): number;
+  rest(ms: number): Promise<void>;
+}
+
+const PACING: Pacing = {
+  clock: () => performance.now(),
+  rest: (ms) => new Promise((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve))),
+};
+
+/** What one publication pass did, for logs and tests. */
+export interface PublicationReport {
+  versions: number;
+  revoked: number;
+  /** False when another process held the lease. */
+  ran: boolean;
+}
+
+export const TAXII_KINDS: IndicatorKind[] = ['ip-addresses', 'phone-numbers'];
+
+export class TaxiiPublisher {
+  private readonly store: TaxiiPublicationStore;
+  private readonly options: PublisherOptions;
+  private readonly now: () => Date;
+  /** Names this process in the lease. */
+  private readonly holder = randomUUID();
+  private running: Promise<PublicationReport> | undefined;
+  /** Per collection, the fold signature at which it last found no shared row changed. */
+  private readonly quiet = new Map<IndicatorKind, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  /** Set by stop(): a pass under way ends after the page it is publishing. */
+  private closing = false;
+  /** The collections whose lease this process has claimed: given up by stop(). */
+  private readonly claimed = new Set<IndicatorKind>();
+
+  constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
+    this.store = store;
+    this.options = options;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Publishes every `intervalMs` from now on, until stop(). A pass that fails (the store down)
+   * is reported and tried again at the next turn: the state it had not moved is read again.
+   */
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.closing = false;
+    const turn = () => {
+      this.timer = setTimeout(() => {
+        this.publish()
+          .catch(onError)
+          .finally(() => {
+            if (!this.stopped) turn();
+          });
+      }, intervalMs);
+      this.timer.unref();
+    };
+    turn();
+  }
+
+  /**
+   * Stops the turns, and a pass under way after the page it is publishing: a first pass over
+   * millions of shared rows takes minutes, and a process told to stop had to wait for it all
+   * (docs/performance.md, "A store of 10 million events"). Every page is published whole with
+   * the position past it, so the next pass, here or on another instance, loses nothing and
+   * repeats nothing: it reads on from where the last page left off, a first pass included.
+   * The leases are given up, so that the process replacing this one in a deploy publishes at
+   * its first turn rather than once they run out (a minute without TAXII versions).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.closing = true;
+    clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+    const held = [...this.claimed];
+    this.claimed.clear();
+    // A store that fails here leaves the leases to run out, as a process that died would.
+    await Promise.all(held.map((kind) => this.store.release(kind, this.holder).catch(() => undefined)));
+  }
+
+  /** One pass over both collections; a pass already under way is joined, not doubled. */
+  publish(): Promise<PublicationReport> {
+    this.running ??= this.passOverAll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async passOverAll(): Promise<PublicationReport> {
+    const total: PublicationReport = { versions: 0, revoked: 0, ran: false };
+    for (const kind of TAXII_KINDS) {
+      if (this.closing) break;
+      const report = await this.pass(kind);
+      total.versions += report.versions;
+      total.revoked += report.revoked;
+      total.ran ||= report.ran;
+    }
+    return total;
+  }
+
+  private async pass(kind: IndicatorKind): Promise<PublicationReport> {
+    const report: PublicationReport = { versions: 0, revoked: 0, ran: false };
+    const now = this.now();
+    const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
+    const hourIso = hour.toISOString();
+    // Cheap reads first: an idle server writes nothing, not even its lease.
+    const [signature, seen] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind)]);
+    const swept = seen?.sweptHour === hourIso;
+    if (seen?.changedThrough !== undefined && swept && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
+    // The fold moved, but maybe only in accounts' own scopes, which no collection serves: with no
+    // shared row changed, nothing is written (on SQLite a write here waits for intake's writer,
+    // holding this thread meanwhile). The position is kept in memory only; another process
+    // finds the same nothing.
+    if (seen?.changedThrough !== undefined && swept) {
+      const since = changesReadFrom(seen.changedThrough);
+      const peek = await this.store.changedAfter(kind, since, undefined, PEEK);
+      if (peek.candidates.length === 0 && peek.next === undefined) {
+        this.quiet.set(kind, signature);
+        return report;
+      }
+    }
+    const state = await this.store.claim(kind, this.holder, now.toISOString(), this.leaseEnd());
+    if (!state) return report;
+    this.claimed.add(kind);
+    report.ran = true;
+    const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
+
+    const pacing = this.options.pacing ?? PACING;
+    /**
+     * Publishes page after page from `from`, each in its transaction with the state `along` gives
+     * for where the pass then stands, the last one with `done`'s.
+     */
+    const publishPages = async (
+      read: (page: string | undefined) => Promise<CandidatePage>,
+      done: (last: CandidatePage) => StateChange,
+      along: (got: CandidatePage & { next: string }) => StateChange = (got) => (got.changedThrough ? { changedThrough: got.changedThrough } : {}),
+      from: string | undefined = undefined,
+    ) => {
+      let page = from;
+      do {
+        const began = pacing.clock();
+        const got = await read(page);
+        const versions = await this.versionsOf(kind, got.candidates, hour, now);
+        const moved = got.next === undefined ? done(got) : along({ ...got, next: got.next });
+        if (!(await this.store.publish(kind, this.holder, versions, moved, this.leaseEnd()))) throw new LeaseLost();
+        report.versions += versions.length;
+        report.revoked += versions.filter((v) => v.object.revoked).length;
+        page = got.next;
+        // A store that answers synchronously (SQLite on this thread) resolves a whole pass without
+        // a turn of the event loop: requests would wait for all of it (3.9 s for a first pass
+        // over 100,000 numbers, docs/performance.md). Between pages they wait for one page only.
+        // And the pass rests as long as its page took: a first pass over millions of rows runs
+        // for minutes, and with a turn alone it took most of the thread that answers lookups
+        // (docs/performance.md, "A store of 10 million events"); so it takes half at most.
+        await pacing.rest(pacing.clock() - began);
+        if (this.closing) throw new PassStopped();
+      } while (page !== undefined);
+    };
+
+    let sweptHour = state.sweptHour;
+    try {
+      if (state.changedThrough === undefined) {
+        // The first pass: every shared row that can reach the threshold, through the feeds' index,
+        // scored at this hour (so no sweep of this hour follows). Changes from the latest one
+        // before it on are read again by the next pass. One stopped part-way takes up at the page
+        // it had reached, with the latest change and the hour of its start: rows it had read and
+        // the fold changed since are read again by the next pass, and pages scored in an earlier
+        // hour by the sweep that follows it.
+        const resumed = state.firstPass;
+        const through = resumed?.through ?? (await this.store.latestChange(kind)) ?? EPOCH;
+        const began = resumed?.hour ?? hourIso;
+        const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
+        await publishPages(
+          (page) => this.store.seenSince(kind, since, page, PAGE),
+          () => ({ foldSeen: signature, changedThrough: through, sweptHour: began, firstPass: null }),
+          (got) => ({ firstPass: { next: got.next, through, hour: began } }),
+          resumed?.next,
+        );
+        sweptHour = began;
+      } else if (!unchanged) {
+        // The rows the fold changed since the last pass, by the instant it stamped on them; read
+        // from a little before, in case another instance's clock is behind.
+        const since = changesReadFrom(state.changedThrough);
+        let through = state.changedThrough;
+        await publishPages(
+          async (page) => {
+            const got = await this.store.changedAfter(kind, since, page, PAGE);
+            if (got.changedThrough && got.changedThrough > through) through = got.changedThrough;
+            return { ...got, changedThrough: through };
+          },
+          () => ({ foldSeen: signature, changedThrough: through }),
+        );
+      }
+      if (sweptHour !== hourIso) {
+        // Decay moves scores at the turn of each hour with no event at all: every live object is
+        // scored again, and those whose score moved, or fell below the threshold, get a version.
+        await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => ({ sweptHour: hourIso }));
+        await this.store.prune(kind, new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
+      }
+    } catch (err) {
+      if (err instanceof LeaseLost || err instanceof PassStopped) return report;
+      throw err;
+    }
+    return report;
+  }
+
+  private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date): Promise<NewVersion[]> {
+    const settings = { minScore: this.options.minScore, scoring: this.options.scoring };
+    // Bodies are read only for objects about to be revoked: those whose value no longer scores.
+    const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(c, settings, scoredAt));
+    const bodies = revoking.length > 0 ? await this.store.latestBodies(kind, revoking.map((c) => c.object!.objectId)) : new Map<string, StixIndicator>();
+    const versions: NewVersion[] = [];
+    for (const candidate of candidates) {
+      const version = nextVersion(kind, candidate, settings, scoredAt, now, candidate.object && bodies.get(candidate.object.objectId));
+      if (version) versions.push(version);
+    }
+    return versions;
+  }
+
+  private leaseEnd(): string {
+    return new Date(this.now().getTime() + LEASE_MS).toISOString();
+  }
+}
+
+class LeaseLost extends Error {}
+class PassStopped extends Error {}

@@ -1,0 +1,203 @@
+import { tagsOfUserAgents } from '../intelligence/scanner-tags.ts';
+import type { Account } from '../accounts/accounts.ts';
+import { ServiceError } from '../errors.ts';
+import { ABSENT_MARKER } from '../events/event-fields.ts';
+import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type PhoneNumberAnswer } from './lookup-answers.ts';
+import { canonicalIpAddress } from '../ip-address.ts';
+import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate } from './lookup-aggregates.ts';
+import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from '../events/own-writes.ts';
+import { normalisePhoneNumber, phoneNumberFacts } from '../phone-number.ts';
+import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
+import { readScopesOf } from '../visibility.ts';
+
+/** User agents an address's answer names, most seen first. */
+export const TOP_USER_AGENTS = 10;
+
+/** Most values one bulk lookup may carry. */
+export const MAX_BULK = 1000;
+
+/**
+ * Told of every lookup that found something, with exactly what was answered (docs/api.md §12,
+ * `lookup.matched`). Called on the answer's path, so it must return at once and never throw.
+ */
+export interface LookupObserver {
+  matched(account: Account, match: { subject: string; lookup: 'phone_number' | 'ip_address'; answer: Record<string, unknown> }): void;
+}
+
+/** What a LookupService works with besides its repository. */
+export interface LookupOptions {
+  /** Lets a lookup wait for the fold that counts its own account's acknowledged events. */
+  ownWrites?: OwnWritesBarrier;
+  /** Told of every match (the `lookup.matched` alerts). */
+  observer?: LookupObserver;
+  scoring?: ScoringSettings;
+  now?: () => Date;
+  /** Recent answers kept in memory, dropped by key when the fold changes them. */
+  cache?: AggregateMemo;
+  /** Which keys the aggregates may hold: a key they cannot is not read. */
+  knownKeys?: KeyFilter;
+  /**
+   * With a read replica: the primary, read by an account whose own counted events the replica
+   * may not have replayed yet (domain/lookups/replica-reads.ts), past the memory of lookups.
+   */
+  primary?: { repo: LookupsRepository; readsPrimary(accountId: string): boolean };
+}
+
+/** Phone-number and source-address lookups over the data an account may see. */
+export class LookupService {
+  private readonly repo: LookupsRepository;
+  private readonly ownWrites: OwnWritesBarrier;
+  private readonly observer: LookupObserver | undefined;
+  private readonly scoring: ScoringSettings;
+  private readonly now: () => Date;
+  private readonly cache: AggregateMemo;
+  private readonly knownKeys: KeyFilter;
+  private readonly primary: LookupOptions['primary'];
+  /**
+   * The answer worked out for an aggregate the cache holds (all of it but the value as the
+   * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
+   * reasons and the number's facts are then as of the aggregate's read, at most the cache's
+   * lifetime ago. Kept as long as the cache keeps the aggregate, and no longer.
+   */
+  private readonly foundNumbers = new WeakMap<NumberAggregate, Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'>>();
+  private readonly foundAddresses = new WeakMap<IpAggregate, Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'>>();
+
+  /** Without a cache, every lookup reads the store; without a barrier, it reads what is folded. */
+  constructor(repo: LookupsRepository, options: LookupOptions = {}) {
+    this.repo = repo;
+    this.ownWrites = options.ownWrites ?? NO_BARRIER;
+    this.observer = options.observer;
+    this.scoring = options.scoring ?? DEFAULT_SCORING;
+    this.now = options.now ?? (() => new Date());
+    this.cache = options.cache ?? NO_MEMO;
+    this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
+    this.primary = options.primary;
+  }
+
+  /** Looks up a number as written by the caller (already URL-decoded). */
+  async phoneNumber(account: Account, input: string): Promise<PhoneNumberAnswer> {
+    const number = normalisePhoneNumber(input);
+    if (!number) throw new ServiceError('invalid_phone_number', invalidNumberMessage(input));
+    const waiting = this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
+    if (waiting) await waiting;
+    const scopes = readScopesOf(account);
+    const primary = this.primary?.readsPrimary(account.account_id) ? this.primary.repo : undefined;
+    const kept = primary ? undefined : this.cache.fresh('number', number.key, scopes);
+    const seen = primary
+      ? await primary.phoneNumber(scopes, number.key)
+      : kept
+        ? kept.value
+        : this.knownKeys.mayExist('number', number.key)
+          ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
+          : undefined;
+    if (!seen) {
+      return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
+    }
+    let found = this.foundNumbers.get(seen);
+    if (!found) {
+      const facts = phoneNumberFacts(number.key);
+      found = {
+        found: true,
+        seen_count: seen.seenCount,
+        first_seen: seen.firstSeen,
+        last_seen: seen.lastSeen,
+        ...scoreOfNumber(seen, this.now(), this.scoring),
+        source_ip_count: seen.sourceIpCount,
+        sip_methods: seen.sipMethods,
+        matched_forms: seen.forms,
+        ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
+        message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
+      };
+      this.foundNumbers.set(seen, found);
+    }
+    const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
+    this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
+    return answer;
+  }
+
+  /** Looks up many numbers; each answer as the single lookup's, or the item's own error. */
+  async phoneNumbers(account: Account, inputs: unknown[]): Promise<Array<PhoneNumberAnswer | BulkItemError>> {
+    return this.bulk(inputs, 'invalid_phone_number', (input) => this.phoneNumber(account, input));
+  }
+
+  /** Looks up many source addresses. */
+  async ipAddresses(account: Account, inputs: unknown[]): Promise<Array<IpAddressAnswer | BulkItemError>> {
+    return this.bulk(inputs, 'invalid_ip_address', (input) => this.ipAddress(account, input));
+  }
+
+  private async bulk<T>(
+    inputs: unknown[],
+    code: BulkItemError['error'],
+    one: (input: string) => Promise<T>,
+  ): Promise<Array<T | BulkItemError>> {
+    if (inputs.length > MAX_BULK) throw new ServiceError('payload_too_large', `a bulk lookup holds at most ${MAX_BULK} values`);
+    const answers: Array<T | BulkItemError> = [];
+    for (const input of inputs) {
+      if (typeof input !== 'string') {
+        answers.push({ input: echoable(input), error: code, message: 'must be a string' });
+        continue;
+      }
+      try {
+        answers.push(await one(input));
+      } catch (err) {
+        if (!(err instanceof ServiceError) || err.code !== code) throw err;
+        answers.push({ input, error: code, message: err.message });
+      }
+    }
+    return answers;
+  }
+
+  /** Looks up a source address. */
+  async ipAddress(account: Account, input: string): Promise<IpAddressAnswer> {
+    const ip = canonicalIpAddress(input.trim());
+    if (!ip) throw new ServiceError('invalid_ip_address', 'not an IPv4 or IPv6 address');
+    const waiting = this.ownWrites.ownWritesVisible(account.account_id, addressLookupKey(ip));
+    if (waiting) await waiting;
+    const scopes = readScopesOf(account);
+    const primary = this.primary?.readsPrimary(account.account_id) ? this.primary.repo : undefined;
+    const kept = primary ? undefined : this.cache.fresh('ip', ip, scopes);
+    const seen = primary
+      ? await primary.ipAddress(scopes, ip, TOP_USER_AGENTS)
+      : kept
+        ? kept.value
+        : this.knownKeys.mayExist('ip', ip)
+          ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
+          : undefined;
+    if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
+    let found = this.foundAddresses.get(seen);
+    if (!found) {
+      found = {
+        found: true,
+        seen_count: seen.seenCount,
+        first_seen: seen.firstSeen,
+        last_seen: seen.lastSeen,
+        ...scoreOfAddress(seen, this.now(), this.scoring),
+        called_number_count: seen.calledNumberCount,
+        user_agents: seen.userAgents,
+        tags: tagsOfUserAgents(seen.userAgents),
+        transports: seen.transports,
+        message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
+      };
+      this.foundAddresses.set(seen, found);
+    }
+    const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
+    this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
+    return answer;
+  }
+}
+
+/**
+ * What of a non-string item is echoed back: scalars only. An array or object is the caller's
+ * own structure, of any size and depth; sending it back could only cost us (serializing it) and
+ * tells the caller nothing its index does not.
+ */
+function echoable(input: unknown): number | boolean | null {
+  return typeof input === 'number' || typeof input === 'boolean' ? input : null;
+}
+
+/** Why a lookup's value is no number; a node's marker for "no number" is told as such. */
+function invalidNumberMessage(input: string): string {
+  return input.trim() === ABSENT_MARKER
+    ? `${ABSENT_MARKER} is what a honeypot node writes when a probe carried no number: it names no number to look up`
+    : 'a phone number is up to 64 digits, letters, * or #, optionally after + (tel: and sip: URIs and separators are accepted)';
+}

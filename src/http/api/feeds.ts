@@ -1,0 +1,205 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type TSchema } from 'typebox';
+import { DEFAULT_MIN_SCORE, FEED_FORMATS, MAX_FEED_ENTRIES, type FeedKind } from '../../domain/intelligence/feed-service.ts';
+import type { Permission } from '../../domain/accounts/permissions.ts';
+import type { Services } from '../../services.ts';
+import { apiAnswers } from '../route-responses.ts';
+import { principalOf } from './api-auth.ts';
+import { feedBody, FEED_MEDIA_TYPES, formatFromAccept, matchesIfNoneMatch, STIX_NUMBER_TYPE } from './feed-formats.ts';
+import { formatSchema } from '../schemas.ts';
+
+/** What these routes use of the services. */
+type RouteServices = Pick<Services, 'feeds'>;
+
+const FeedQuery = Type.Object(
+  {
+    min_score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: DEFAULT_MIN_SCORE, description: 'Only entries scoring at least this (docs/scoring.md)' })),
+    since: Type.Optional(formatSchema('timestamp', { description: 'Only entries last seen at or after this instant', example: '2026-11-20T10:00:00Z' })),
+    format: Type.Optional(Type.Enum([...FEED_FORMATS], { type: 'string', description: 'Overrides Accept: text, csv, json or stix (a STIX 2.1 bundle)' })),
+  },
+  { additionalProperties: false },
+);
+
+const ETAG = {
+  type: 'string' as const,
+  description: 'Strong validator of this answer: send it back as If-None-Match to get 304 while nothing changed',
+  required: true,
+  example: '"Hq8m1d3yq7D1lq9vN0a2rVb4Qk6s2Yt1"',
+};
+
+/**
+ * The answer's schemas, named after the feed (`IpAddressFeed`, `PhoneNumberStixBundle`…): the
+ * /api scope registers them, and each media type of the answer refers to its own.
+ */
+function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExample, example }: FeedRoute) {
+  // Addresses carry the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents.
+  const tagged = kind === 'ip-addresses';
+  const tags = { tags: Type.Array(Type.String(), { description: 'The scanning tools the address’s User-Agents name (docs/scoring.md, "Tags")' }) };
+  const sample = { score: 78, seen_count: 120, first_seen: '2026-11-20T10:00:01.123456789Z', last_seen: '2026-11-22T06:25:32.918708020Z', ...(tagged ? { tags: ['sipvicious'] } : {}) };
+  const entry = Type.Object(
+    {
+      [valueName]: valueSchema,
+      score: Type.Integer({ minimum: 0, maximum: 100 }),
+      seen_count: Type.Integer({ minimum: 1 }),
+      first_seen: Type.String(),
+      last_seen: Type.String(),
+      ...(tagged ? tags : {}),
+    },
+    { $id: `${name}FeedEntry` },
+  );
+  const indicator = Type.Object(
+    {
+      type: Type.Literal('indicator'),
+      spec_version: Type.Literal('2.1'),
+      id: Type.String({ pattern: '^indicator--' }),
+      created: Type.String(),
+      modified: Type.String(),
+      name: Type.String(),
+      indicator_types: Type.Array(Type.String()),
+      pattern: Type.String({ description: stixPattern }),
+      pattern_type: Type.Literal('stix'),
+      valid_from: Type.String(),
+      confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
+      ...(tagged ? { labels: Type.Optional(Type.Array(Type.String(), { description: 'The tags, when the address has any' })) } : {}),
+    },
+    { $id: `${name}StixIndicator` },
+  );
+  return [
+    Type.String({ $id: `${name}FeedText`, description: 'One value per line', example: `${example}\n` }),
+    Type.String({
+      $id: `${name}FeedCsv`,
+      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags (space-separated)' : ''}`,
+      example: `${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}${tagged ? ',sipvicious' : ''}\r\n`,
+    }),
+    entry,
+    Type.Object(
+      {
+        kind: Type.String(),
+        scored_at: Type.String({ description: 'The instant scores were computed at: the start of the hour' }),
+        entries: Type.Array(Type.Ref(`${name}FeedEntry`), { maxItems: MAX_FEED_ENTRIES }),
+      },
+      { $id: `${name}Feed`, example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...sample }] } },
+    ),
+    indicator,
+    Type.Object(
+      {
+        type: Type.Literal('bundle'),
+        id: Type.String({ pattern: '^bundle--' }),
+        objects: Type.Array(Type.Ref(`${name}StixIndicator`), { maxItems: MAX_FEED_ENTRIES }),
+      },
+      {
+        $id: `${name}StixBundle`,
+        description: 'A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)',
+        example: {
+          type: 'bundle',
+          id: 'bundle--5a7d2c1e-0b3f-5c4d-9e8f-1a2b3c4d5e6f',
+          objects: [
+            {
+              type: 'indicator',
+              spec_version: '2.1',
+              id: 'indicator--0c9b8a7d-6e5f-5a4b-8c3d-2e1f0a9b8c7d',
+              created: '2026-11-20T10:00:01.123Z',
+              modified: '2026-11-22T06:25:32.918Z',
+              name: `Toll fraud: ${example}`,
+              indicator_types: ['malicious-activity'],
+              pattern: stixExample,
+              pattern_type: 'stix',
+              valid_from: '2026-11-20T10:00:01.123Z',
+              confidence: sample.score,
+              ...(tagged ? { labels: ['sipvicious'] } : {}),
+            },
+          ],
+        },
+      },
+    ),
+  ];
+}
+
+/** The answer's media types, each with its named schema. */
+function feedContent({ name }: FeedRoute) {
+  return {
+    'text/plain': { schema: Type.Ref(`${name}FeedText`) },
+    'text/csv': { schema: Type.Ref(`${name}FeedCsv`) },
+    'application/json': { schema: Type.Ref(`${name}Feed`) },
+    'application/stix+json': { schema: Type.Ref(`${name}StixBundle`) },
+  };
+}
+
+interface FeedRoute {
+  /** What the feed's schemas are named after. */
+  name: 'IpAddress' | 'PhoneNumber';
+  kind: FeedKind;
+  permission: Permission;
+  operationId: string;
+  summary: string;
+  valueName: string;
+  valueSchema: TSchema;
+  stixPattern: string;
+  /** A value as the feed lists it, and its STIX pattern, for the document's examples. */
+  example: string;
+  stixExample: string;
+}
+
+const ROUTES: FeedRoute[] = [
+  {
+    name: 'IpAddress',
+    kind: 'ip-addresses',
+    permission: 'read:ip-addresses',
+    operationId: 'ipAddressFeed',
+    summary: 'Blocklist of source addresses scoring at least min_score',
+    valueName: 'ip_address',
+    valueSchema: Type.String({ description: 'Canonical address' }),
+    stixPattern: "[ipv4-addr:value = '…'] or [ipv6-addr:value = '…']",
+    example: '203.0.113.7',
+    stixExample: "[ipv4-addr:value = '203.0.113.7']",
+  },
+  {
+    name: 'PhoneNumber',
+    kind: 'phone-numbers',
+    permission: 'read:phone-numbers',
+    operationId: 'phoneNumberFeed',
+    summary: 'Blocklist of called numbers scoring at least min_score',
+    valueName: 'phone_number',
+    valueSchema: Type.String({ description: 'The number key: E.164 `+…` for international forms' }),
+    stixPattern: `[${STIX_NUMBER_TYPE}:value = '+…'] (a custom object type, docs/api.md §14)`,
+    example: '+46812118532',
+    stixExample: `[${STIX_NUMBER_TYPE}:value = '+46812118532']`,
+  },
+];
+
+/** The feeds' named schemas, for the /api scope to register. */
+export const FEED_SCHEMAS = ROUTES.flatMap(feedSchemas);
+
+/** GET /api/feeds/ip-addresses and GET /api/feeds/phone-numbers (docs/api.md §14). */
+export async function feedRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
+  for (const route of ROUTES) {
+    const response = apiAnswers({
+      ok: { 200: { description: 'The feed, most recently seen first', schema: Type.String(), headers: { ETag: ETAG } } },
+      errors: [422],
+      limited: true,
+    }) as Record<number, { content?: unknown; headers: Record<string, unknown>; description: string }>;
+    response[200]!.content = feedContent(route);
+    response[304] = { description: 'Not modified: the If-None-Match tag is still this answer’s', headers: response[200]!.headers };
+    app.get(
+      `/feeds/${route.kind}`,
+      {
+        config: { permission: route.permission, rateGroup: 'lookups' },
+        schema: {
+          summary: route.summary,
+          description: `Only the shared data set and the caller’s own events. At most ${MAX_FEED_ENTRIES.toLocaleString('en')} entries, most recently seen first, streamed. Format by \`format\` or Accept (plain text when neither names one). Counted as one lookup, a 304 too.`,
+          operationId: route.operationId,
+          tags: ['feeds'],
+          querystring: FeedQuery,
+          response,
+        },
+      },
+      async (request, reply) => {
+        const query = services.feeds.parseQuery(request.query as Record<string, unknown>, formatFromAccept(request.headers.accept));
+        const feed = await services.feeds.feed(principalOf(request).account, route.kind, query);
+        reply.header('etag', feed.etag).header('vary', 'Accept');
+        if (matchesIfNoneMatch(request.headers['if-none-match'], feed.etag)) return reply.code(304).send();
+        return reply.type(FEED_MEDIA_TYPES[query.format]).send(feedBody(route.kind, query.format, feed));
+      },
+    );
+  }
+}
