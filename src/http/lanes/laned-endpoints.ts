@@ -59,11 +59,14 @@ function lookupEndpoint(
     prefix: `/api/${collection}/`,
     param,
     rateGroup: 'lookups',
-    async answer(lookups, account, value) {
-      const found = await ask(lookups, account, value);
-      return { status: found.found ? 200 : 404, json: answerJson(found) };
-    },
+    // A promise chained, not an async function: one promise fewer for every lookup either path answers.
+    answer: (lookups, account, value) => ask(lookups, account, value).then(lookupAnswer),
   };
+}
+
+/** A lookup's answer: found 200, else 404, a normal answer too. */
+function lookupAnswer(found: PhoneNumberAnswer | IpAddressAnswer): EndpointAnswer {
+  return { status: found.found ? 200 : 404, json: answerJson(found) };
 }
 
 /** GET /api/phone-numbers/{phone_number} (docs/api.md §7). */
