@@ -5,7 +5,7 @@ import type { Plan, PlanCatalog, RateWindow } from '../../domain/accounts/plans.
 import type { LimitGroup, LimitState, PlanLimiter } from '../../limits/plan-limiter.ts';
 import type { Metrics, RouteMetrics } from '../../metrics/metrics.ts';
 import type { ApiAuthenticator, Principal } from '../../oauth/api-authenticator.ts';
-import { answerHeaders, type EndpointAnswer } from './laned-endpoints.ts';
+import { JSON_TYPE, type EndpointAnswer } from './laned-endpoints.ts';
 import { PolicyFields, rateLimitField } from '../rate-limit-headers.ts';
 
 /**
@@ -89,10 +89,15 @@ export function writeAnswer(
   answer: EndpointAnswer,
 ): void {
   const { request, response, started } = exchange;
-  response.writeHead(
-    answer.status,
-    answerHeaders(answer, { ...lane.headers, 'ratelimit-policy': policies.of(spent.group, spent.window), ratelimit: rateLimitField(spent.group, spent.state) }),
-  );
+  // One object of headers, built once per answer: this is every lane answer's path.
+  response.writeHead(answer.status, {
+    ...lane.headers,
+    'ratelimit-policy': policies.of(spent.group, spent.window),
+    ratelimit: rateLimitField(spent.group, spent.state),
+    ...answer.headers,
+    'content-type': JSON_TYPE,
+    'content-length': Buffer.byteLength(answer.json),
+  });
   response.end(answer.json);
   lane.activity.called(exchange.principal.client.client_id, lane.clientAddress(request));
   const milliseconds = performance.now() - started;

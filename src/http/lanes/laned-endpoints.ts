@@ -106,15 +106,11 @@ export const EVENT_SUBMISSION = {
   },
 } as const satisfies LanedEndpoint & Record<string, unknown>;
 
-const JSON_TYPE = 'application/json; charset=utf-8';
+/** The media type of every laned answer, on either path. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The answer through Fastify: the JSON text is sent as it is, so both paths write the same bytes. */
 export function sendAnswer(reply: FastifyReply, answer: EndpointAnswer): FastifyReply {
   if (answer.headers) reply.headers(answer.headers);
   return reply.code(answer.status).type(JSON_TYPE).send(answer.json);
-}
-
-/** The answer's own headers for a lane's `writeHead`, after the ones every `/api` answer carries. */
-export function answerHeaders(answer: EndpointAnswer, common: Record<string, string | number>): Record<string, string | number> {
-  return { ...common, ...answer.headers, 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(answer.json) };
 }
