@@ -8,7 +8,7 @@ import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';
 import { toSecond } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
-import { addressLink, numberLink } from '../subject-links.ts';
+import { addressLink, numberLink, userAgentText } from '../subject-links.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { accountOf } from '../web-session.ts';
 
@@ -43,7 +43,7 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     }
     const query = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
-      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td>${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</td></tr>`,
+      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td><td>${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</td></tr>`,
     );
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
     const content = html`${filterForm(filters, fieldErrors)}${errors}
@@ -58,7 +58,8 @@ ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest event
     const event = await services.eventQuery.get(accountOf(request), (request.params as { uuid: string }).uuid);
     const { sip_message, ...fields } = event;
     // The number and the address it names lead to their pages.
-    const shown = (name: string, value: string) => (name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : value);
+    const shown = (name: string, value: string) =>
+      name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : name === 'sip_user_agent' ? userAgentText(value) : value;
     const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${shown(name, String(value))}</dd>`);
     return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events">Back to the events</a></p>`);
   });
