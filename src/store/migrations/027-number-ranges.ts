@@ -11,7 +11,9 @@ export function migration(caps: MigrationCapabilities): Migration {
       // distinct sets (sources, nodes) that keep those counts exact; the distinct numbers of a
       // range are its numbers' rows in number_aggregates, counted as the fold makes them.
       const counter = caps.counterType;
-      let ranges: CreateTableBuilder<string, string> = db.schema
+      // A rowid table, unlike its sets: the filter of known keys sizes itself by its largest rowid
+      // (src/store/fold/aggregate-keys.ts), which counting would hold SQLite's thread for.
+      await db.schema
         .createTable('range_aggregates')
         .addColumn('scope', 'text', (c) => c.notNull())
         .addColumn('range_prefix', 'text', (c) => c.notNull())
@@ -22,10 +24,8 @@ export function migration(caps: MigrationCapabilities): Migration {
         .addColumn('source_ip_count', counter, (c) => c.notNull())
         .addColumn('node_count', counter, (c) => c.notNull())
         .addColumn('invite_count', counter, (c) => c.notNull())
-        .addPrimaryKeyConstraint('range_aggregates_pk', ['scope', 'range_prefix'] as never);
-      // Small fixed-width rows: kept in the key's B-tree on SQLite.
-      if (caps.withoutRowid) ranges = ranges.modifyEnd(sql`without rowid`);
-      await ranges.execute();
+        .addPrimaryKeyConstraint('range_aggregates_pk', ['scope', 'range_prefix'] as never)
+        .execute();
       // Feeds read each scope's rows most recently seen first, as they read numbers'.
       await db.schema.createIndex('range_aggregates_by_recency').on('range_aggregates').columns(['scope', 'last_seen', 'range_prefix']).execute();
       for (const [table, member] of [
