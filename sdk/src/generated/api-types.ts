@@ -1360,6 +1360,10 @@ export interface PhoneNumberRangeEntry {
    * The number’s score (docs/scoring.md); 0 for padding
    */
   score: number;
+  /**
+   * The score of the number’s range, its block of 100 (docs/scoring.md, "Ranges"); 0 for a number in none, and for padding
+   */
+  range_score: number;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

@@ -62,6 +62,8 @@ export interface RangeAggregate {
 export interface HashedNumber {
   /** SHA-256 of the number key, lower-case hex. */
   hash: string;
+  /** The number key itself (its range's score is answered beside it). */
+  key: string;
   aggregate: NumberAggregate;
 }
 

@@ -59,7 +59,7 @@ export class SqlLookupsRepository implements LookupsRepository {
     const found: HashedNumber[] = [];
     for (const { number_hash, number_key } of matches) {
       const aggregate = await this.phoneNumber(scopes, number_key);
-      if (aggregate) found.push({ hash: number_hash, aggregate });
+      if (aggregate) found.push({ hash: number_hash, key: number_key, aggregate });
     }
     return found;
   }
