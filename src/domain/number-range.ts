@@ -22,7 +22,7 @@ export const RANGE_MAX_DIGITS = 15;
 const RANGED_KEY = new RegExp(`^\\+[1-9][0-9]{${RANGE_MIN_DIGITS - 1},${RANGE_MAX_DIGITS - 1}}$`);
 
 /**
- * The range (its prefix, e.g. `+46812118`) of a number key, or null when the key belongs to none:
+ * The range (its prefix, e.g. `+468121185` for `+46812118532`) of a number key, or null when the key belongs to none:
  * national forms, extensions and anything not an international key of 8 to 15 digits. National
  * forms name no country (`0812118532` is a number in any of them) and extensions are one PBX's
  * own, so neither can be grouped across the honeypots into a block anyone leases.

@@ -113,6 +113,24 @@ describe('number ranges in lookups', () => {
     expect((await lookup(`${privateRange}12`, other)).body).not.toHaveProperty('range');
   });
 
+  it('counts another account’s new event in a range it answered from memory, once this instance folds it', async () => {
+    const range = nextRange();
+    expect((await postEvent(fleet, sampleEvent({ called_number: `${range}60` }))).status).toBe(201);
+    await h.settled();
+    // Kept now, for the number itself (a 404 with a range) and for a number seen of the range.
+    expect((await lookup(`${range}99`)).body.range).toMatchObject({ numbers_seen: 1 });
+    expect((await lookup(`${range}60`)).body).toMatchObject({ found: true, seen_count: 1, range: { numbers_seen: 1 } });
+    // This instance's fold passes on the rows it wrote: the number's answer is refreshed from
+    // them, and the range's kept answers are dropped with it.
+    expect((await postEvent(fleet, sampleEvent({ called_number: `${range}60`, source_ip: '192.0.2.60' }))).status).toBe(201);
+    expect((await postEvent(fleet, sampleEvent({ called_number: `${range}61` }))).status).toBe(201);
+    await h.settled();
+    expect((await lookup(`${range}99`)).body.range).toMatchObject({ numbers_seen: 2 });
+    const seen = (await lookup(`${range}60`)).body;
+    expect(seen).toMatchObject({ found: true, seen_count: 2, source_ip_count: 2, range: { numbers_seen: 2 } });
+    expect(seen.range!.reasons[1]).toBe('called from 2 distinct source addresses');
+  });
+
   it('answers the range in a bulk lookup, found or not, as the single lookup does', async () => {
     const range = nextRange();
     expect((await postEvent(fleet, sampleEvent({ called_number: `${range}20` }))).status).toBe(201);

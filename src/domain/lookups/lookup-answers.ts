@@ -22,7 +22,7 @@ const seen = {
  */
 export const NumberRangeEvidence = Type.Object(
   {
-    prefix: Type.String({ description: 'The range: the number key less its last two digits, a block of 100 numbers', example: '+46812118' }),
+    prefix: Type.String({ description: 'The range: the number key less its last two digits, a block of 100 numbers', example: '+468121185' }),
     numbers_seen: Type.Integer({ minimum: 1, description: 'Distinct numbers of the range seen, across the scopes the caller reads', example: 3 }),
     score: Type.Integer({ minimum: 0, maximum: 100, description: 'How strongly the range’s evidence, decayed by its age, points at toll fraud (docs/scoring.md, "Ranges")', example: 52 }),
     reasons: Type.Array(Type.String(), { description: 'The facts behind the range’s score, strongest evidence first', example: ['3 distinct numbers of the range seen', 'last seen today'] }),
