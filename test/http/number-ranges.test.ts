@@ -219,9 +219,8 @@ describe('number ranges in lookups', () => {
 /** Another instance's fold reaches this one's kept range answers within the bound of docs/api.md §7. */
 describe('range freshness across instances', () => {
   const CACHE_MS = 60_000;
-  // The contract's 1 s with room for a machine shared flat out (load 20 on two cores while this
-  // was written); still far below the minute the instances keep what they read.
-  const SEEN_WITHIN_MS = 5000;
+  /** Within the contract's 1 s with room for a loaded machine, as numbers' freshness is held; far below the cache's minute. */
+  const SEEN_WITHIN_MS = 3000;
   let first: Harness;
   let second: Harness;
 
