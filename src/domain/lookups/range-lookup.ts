@@ -5,6 +5,7 @@ import type { LookupsRepository } from './lookup-aggregates.ts';
 import { RANGE_PREFIX_LENGTH } from './number-hash.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { DEFAULT_SCORING, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
+import { NO_REPORTS, type ReportedValues } from '../intelligence/value-reports.ts';
 import { readScopesOf } from '../visibility.ts';
 
 /**
@@ -41,12 +42,14 @@ export class RangeLookupService {
   private readonly ownWrites: OwnWritesBarrier;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
+  private readonly reports: ReportedValues;
 
-  constructor(repo: LookupsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date()) {
+  constructor(repo: LookupsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date(), reports: ReportedValues = NO_REPORTS) {
     this.repo = repo;
     this.ownWrites = ownWrites;
     this.scoring = scoring;
     this.now = now;
+    this.reports = reports;
   }
 
   async phoneNumbers(account: Account, input: string): Promise<RangeAnswer> {
@@ -57,10 +60,11 @@ export class RangeLookupService {
     await this.ownWrites.ownWritesVisible(account.account_id);
     const found = await this.repo.numbersByHashPrefix(readScopesOf(account), prefix, RANGE_MAX_ENTRIES);
     const now = this.now();
+    const { byNumberHash } = this.reports.current() ?? (await this.reports.load());
     const entries: RangeEntry[] = found.map(({ hash, aggregate }) => ({
       suffix: hash.slice(RANGE_PREFIX_LENGTH),
       seen_count: aggregate.seenCount,
-      score: scoreOfNumber(aggregate, now, this.scoring).score,
+      score: scoreOfNumber(aggregate, now, this.scoring, byNumberHash.get(hash)).score,
     }));
     for (let i = entries.length; i < paddedSize(entries.length); i += 1) entries.push({ suffix: randomSuffix(), seen_count: 0, score: 0 });
     // In hash order, so where padding sits says nothing either.
