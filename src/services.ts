@@ -48,6 +48,8 @@ export interface ServiceOptions extends AuthOptions {
   plansTtlMs?: number;
   /** Alert timings (ALERT_DEFAULTS); tests shorten them. */
   alerts?: Partial<AlertSettings>;
+  /** How long the accepted false-positive reports are kept (5 s); tests lengthen it to show notices, not the bound, at work. */
+  acceptedReportsTtlMs?: number;
   /** The TAXII publisher's clock; tests move it to see scores decay. */
   taxiiClock?: () => Date;
 }
@@ -70,7 +72,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const aggregates = assembleAggregates(base);
   const intake = await assembleIntake(base, auth, aggregates);
   const alerts = assembleAlerts(base, auth, options.alerts);
-  const reports = await assembleReports(base);
+  const reports = await assembleReports(base, options.acceptedReportsTtlMs);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
   const taxii = assembleTaxii(base, options.taxiiClock, reports.acceptedReports);
   // Read at each scrape: the store by the readiness check's query, Redis by what its

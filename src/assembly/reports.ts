@@ -16,9 +16,10 @@ export interface ReportsAssembly {
   acceptedReports: AcceptedReports;
 }
 
-export async function assembleReports(base: Foundation): Promise<ReportsAssembly> {
+/** `ttlMs` (ACCEPTED_REPORTS_TTL_MS by default): tests lengthen it to show notices, not the bound, at work. */
+export async function assembleReports(base: Foundation, ttlMs = ACCEPTED_REPORTS_TTL_MS): Promise<ReportsAssembly> {
   const { database, audit } = base;
-  const acceptedReports = new AcceptedReports(new SqlReportsRepository(database.db), ACCEPTED_REPORTS_TTL_MS, database.externalChangeCounter);
+  const acceptedReports = new AcceptedReports(new SqlReportsRepository(database.db), ttlMs, database.externalChangeCounter);
   // Another instance's decision (or a lost notice) drops what this one keeps.
   await base.onAccessChange(() => acceptedReports.clear());
   const reports = new ValueReports(new SqlReportsRepository(database.db, base.announce), {

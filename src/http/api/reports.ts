@@ -82,6 +82,7 @@ export async function reportRoutes(app: FastifyInstance, { services }: { service
             200: { description: 'The account’s pending report of the same value, unchanged', schema: Type.Ref('Report') },
           },
           errors: [400, 415, 422],
+          limited: true,
         }),
       },
     },

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { LookupKind } from '../../domain/lookups/lookup-aggregates.ts';
 import type { AcceptedCount, ReportReason, ReportsRepository, ReportState, StoredReport } from '../../domain/intelligence/value-reports.ts';
 import type { Schema, ValueReportsTable } from '../schema.ts';
@@ -20,7 +20,9 @@ export class SqlReportsRepository implements ReportsRepository {
     const inserted = await this.db
       .insertInto('value_reports')
       .values(report)
-      .onConflict((oc) => oc.columns(['account_id', 'kind', 'value']).where('state', '=', 'pending').doNothing())
+      // The index's predicate written as the index writes it: SQLite matches a conflict target to a
+      // partial index by its text, and a bound parameter is not the literal.
+      .onConflict((oc) => oc.columns(['account_id', 'kind', 'value']).where('state', '=', sql.lit('pending')).doNothing())
       .executeTakeFirst();
     if ((inserted.numInsertedOrUpdatedRows ?? 0n) > 0n) return { report, created: true };
     const row = await this.db
