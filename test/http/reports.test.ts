@@ -3,7 +3,7 @@ import { REPORT_ALLOWANCE } from '../../src/limits/plan-limiter.ts';
 import { REPORTED_CEILING } from '../../src/domain/intelligence/scores.ts';
 import { numberHash } from '../../src/domain/lookups/number-hash.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
-import { cli } from '../support/server-process.ts';
+import { cli, spawnCli } from '../support/server-process.ts';
 import { signedIn } from '../dashboard/web-client.ts';
 
 type Json = Record<string, any>;
@@ -31,7 +31,7 @@ async function expectProblem(res: Response, status: number, code: string) {
 const HELD = /^reported as a false positive by 1 account; accepted by the operator/;
 
 /**
- * False-positive reports (docs/api.md §15, docs/scoring.md "Reports"): a client reports, the
+ * False-positive reports (docs/api.md §16, docs/scoring.md "Reports"): a client reports, the
  * operator decides in the CLI (another process) or the dashboard, and only an accepted report
  * changes the shared answer, in every output that scores.
  */
@@ -205,6 +205,27 @@ describe('false-positive reports', () => {
     const lifted = await lookup(other, '+46812118532');
     expect(lifted.score).toBeGreaterThanOrEqual(50);
     expect(lifted.reasons.some((r: string) => HELD.test(r))).toBe(false);
+  });
+
+  it("the CLI's queue escapes what clients wrote, and refuses what cannot be decided with status 1", async () => {
+    const report = (await (await reporter.api('/api/reports', json({ ip_address: '198.51.100.77', reason: 'other', note: 'ok\u001b[2J\u202egone' }))).json()) as Json;
+    const env = { DATABASE_URL: h.config.databaseUrl };
+    const listed = await spawnCli(env, 'reports', 'list');
+    expect(listed.status).toBe(0);
+    const line = listed.stdout.split('\n').find((l) => l.startsWith(report.id))!;
+    expect(line).toContain('ok\\x1b[2J\\u202egone');
+    expect(line).toContain('address 198.51.100.77');
+    expect(line).not.toContain('\u001b');
+    const unknown = await spawnCli(env, 'reports', 'accept', crypto.randomUUID());
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toMatch(/^tollwatch: no such report/);
+    const tooLong = await spawnCli(env, 'reports', 'reject', report.id, '--note', 'x'.repeat(501));
+    expect(tooLong.status).toBe(1);
+    expect((await h.services.reports.get(report.id)).state).toBe('pending');
+    expect((await spawnCli(env, 'reports', 'reject', report.id)).status).toBe(0);
+    const again = await spawnCli(env, 'reports', 'accept', report.id);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/^tollwatch: report .* is rejected/);
   });
 
   it('answers 429 with the RateLimit fields once the fixed allowance is spent, whatever the plan', async () => {

@@ -42,7 +42,7 @@ export type AuditAction =
   | 'integration.secret_rotated'
   /** A node named (or its name forgotten) by an account's owner. */
   | 'node.named'
-  /** False-positive reports (docs/api.md §15): submitted by a client, accepted or rejected by the operator. */
+  /** False-positive reports (docs/api.md §16): submitted by a client, accepted or rejected by the operator. */
   | 'report.submitted'
   | 'report.accepted'
   | 'report.rejected';

@@ -147,7 +147,7 @@ export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSe
 }
 
 /**
- * What the operator accepted of false-positive reports about a value (docs/api.md §15): evidence
+ * What the operator accepted of false-positive reports about a value (docs/api.md §16): evidence
  * of its own kind, passed in beside the aggregates so that a score stays a function of what it
  * is given. Absent (undefined) when no report of the value was accepted.
  */
@@ -158,8 +158,8 @@ export interface ReportedEvidence {
 
 /**
  * The most a value with an accepted false-positive report scores (docs/scoring.md, "Reports"):
- * under every threshold the service offers by default (feeds, TAXII, DNS zones and alerts all
- * start at 50 or more), while the answer still says what was seen.
+ * under every threshold the service offers by default (feeds, TAXII and the DNS zones start at
+ * 50, alerts at 20), while the answer still says what was seen.
  */
 export const REPORTED_CEILING = 10;
 
