@@ -2,7 +2,7 @@ import { scoringHour } from '../intelligence/feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
 import { DEFAULT_SCORING, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
-import { NO_REPORTS, reportedOf, type ReportedValues } from '../intelligence/value-reports.ts';
+import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from '../intelligence/value-reports.ts';
 import { SHARED_SCOPE } from '../visibility.ts';
 import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
 import { placeOf, type ZoneKind, type ZoneOrigins } from './zone-names.ts';
@@ -117,10 +117,13 @@ export class DnsZones {
   /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
   private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
-    const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     // Without a promise while the accepted reports kept are fresh, as most answers are given.
     const accepted = this.reports.current();
-    if (!accepted) return this.reports.load().then(() => this.listing(zone, key));
+    return accepted ? this.listingWith(zone, key, accepted) : this.reports.load().then((read) => this.listingWith(zone, key, read));
+  }
+
+  private listingWith(zone: ZoneKind, key: string, accepted: AcceptedSet): ListedName | undefined | Promise<ListedName | undefined> {
+    const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const reported = reportedOf(accepted, kind, key);
     const kept = this.cache.fresh(kind, key, SHARED);
     if (kept) return this.listed(kept.value, reported);
