@@ -6,6 +6,7 @@ import { assembleFoundation } from './assembly/foundation.ts';
 import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
 import { assembleLookups, type LookupsAssembly } from './assembly/lookups.ts';
 import { assembleTaxii, type TaxiiAssembly } from './assembly/taxii.ts';
+import { assembleReports, type ReportsAssembly } from './assembly/reports.ts';
 import type { Config } from './config.ts';
 import type { AuditTrail } from './domain/accounts/audit.ts';
 import type { PlanCatalog } from './domain/accounts/plans.ts';
@@ -22,7 +23,7 @@ export { backupRefusal } from './store/maintenance/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -47,6 +48,8 @@ export interface ServiceOptions extends AuthOptions {
   plansTtlMs?: number;
   /** Alert timings (ALERT_DEFAULTS); tests shorten them. */
   alerts?: Partial<AlertSettings>;
+  /** How long the accepted false-positive reports are kept (5 s); tests lengthen it to show notices, not the bound, at work. */
+  acceptedReportsTtlMs?: number;
   /** The TAXII publisher's clock; tests move it to see scores decay. */
   taxiiClock?: () => Date;
 }
@@ -69,8 +72,9 @@ async function servicesOver(database: Database, config: Config, options: Service
   const aggregates = assembleAggregates(base);
   const intake = await assembleIntake(base, auth, aggregates);
   const alerts = assembleAlerts(base, auth, options.alerts);
-  const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts);
-  const taxii = assembleTaxii(base, options.taxiiClock);
+  const reports = await assembleReports(base, options.acceptedReportsTtlMs);
+  const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
+  const taxii = assembleTaxii(base, options.taxiiClock, reports.acceptedReports);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
@@ -95,6 +99,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     lookupAlerts: alerts.lookupAlerts,
     alertWorker: alerts.alertWorker,
     ...taxii,
+    ...reports,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();

@@ -96,7 +96,8 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const limiters = limiterFactoryOf(base);
   // Allowances running low or out: counted, and the account's owners told (at most hourly).
   const allowances = new AllowanceWatch({
-    counted: (notice) => base.metrics.allowanceNotice(notice.group, notice.level),
+    // AllowanceWatch says nothing of the reports' allowance, which is no plan's.
+    counted: (notice) => notice.group !== 'reports' && base.metrics.allowanceNotice(notice.group, notice.level),
     told: (notice) => {
       base.log?.warn({ account: notice.accountId, group: notice.group, level: notice.level, plan: notice.plan.name }, `an account's ${notice.group} allowance is ${notice.level === 'spent' ? 'spent' : 'running low'}`);
       users.tellOwners(notice.accountId, allowanceMail(notice)).catch((err: unknown) => base.log?.warn({ err }, 'the owners of an account whose allowance ran low could not be told'));

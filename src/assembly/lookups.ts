@@ -7,6 +7,7 @@ import { SqlFeedsRepository } from '../store/repositories/feeds-repository.ts';
 import { SqlLookupsRepository } from '../store/repositories/lookups-repository.ts';
 import type { AggregatePipeline } from './aggregates.ts';
 import type { Foundation } from './foundation.ts';
+import type { ReportedValues } from '../domain/intelligence/value-reports.ts';
 
 /**
  * What `assembleLookups` builds, one of the groups `Services` is made of: what callers ask of the
@@ -23,8 +24,8 @@ export interface LookupsAssembly {
   dnsZones: DnsZones;
 }
 
-/** `observer` hears of every match: the `lookup.matched` alerts. */
-export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver): Promise<LookupsAssembly> {
+/** `observer` hears of every match: the `lookup.matched` alerts; `reports` are the operator's accepted false-positive reports, which every score here applies. */
+export async function assembleLookups(base: Foundation, aggregates: AggregatePipeline, observer: LookupObserver, reports?: ReportedValues): Promise<LookupsAssembly> {
   const { reads, config, database } = base;
   const { aggregateFolder, lookupCache, knownKeys, replicaReads } = aggregates;
   const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);
@@ -32,10 +33,10 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
   const primary = replicaReads && { repo: new SqlLookupsRepository(database.db, database.statements), readsPrimary: (accountId: string) => replicaReads.readsPrimary(accountId) };
   return {
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
-    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, ...(primary ? { primary } : {}) }),
-    rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring),
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, ...(primary ? { primary } : {}) }),
+    rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring, undefined, reports),
     // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
-    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring }),
-    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag')),
+    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, ...(reports ? { reports } : {}) }),
+    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports),
   };
 }

@@ -3,6 +3,7 @@ import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
 import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
 import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
 import type { Foundation } from './foundation.ts';
+import type { ReportedValues } from '../domain/intelligence/value-reports.ts';
 
 /** The TAXII 2.1 server's two halves (docs/taxii.md). */
 export interface TaxiiAssembly {
@@ -15,7 +16,7 @@ export interface TaxiiAssembly {
   taxiiPublisher: TaxiiPublisher;
 }
 
-export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiAssembly {
+export function assembleTaxii(base: Foundation, now?: () => Date, reports?: ReportedValues): TaxiiAssembly {
   const { database, reads, config, writer } = base;
   const published = new SqlTaxiiRepository(database.db, database.caps);
   return {
@@ -27,6 +28,7 @@ export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiAssembly
       minScore: config.taxii.minScore,
       retentionDays: config.taxii.retentionDays,
       scoring: config.scoring,
+      ...(reports ? { reports } : {}),
       ...(now ? { now } : {}),
     }),
   };

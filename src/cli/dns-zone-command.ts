@@ -39,7 +39,7 @@ export function dnsZoneCommand(program: Command, run: Run): void {
         const rpzOrigin = options.rpzOrigin ?? `rpz.${origin}`;
         const source = s.feeds.sharedKept(options.zone === 'numbers' ? 'phone-numbers' : 'ip-addresses', settings.minScore);
         const listed = { count: 0 };
-        const lines = zoneFileLines(source, { format: options.format, zone: options.zone, settings, scoring: s.config.scoring, serial: Math.floor(Date.now() / 1000), rpzOrigin }, listed);
+        const lines = zoneFileLines(source, { format: options.format, zone: options.zone, settings, scoring: s.config.scoring, serial: Math.floor(Date.now() / 1000), rpzOrigin, accepted: await s.acceptedReports.load() }, listed);
         const summary = { zone: origin, format: options.format, min_score: settings.minScore, scored_at: source.scoredAt.toISOString() };
         if (!options.output) {
           const text: string[] = [];

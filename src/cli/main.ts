@@ -21,6 +21,7 @@ import { shipCommand } from './ship-command.ts';
 import { submitCommand } from './submit-command.ts';
 import { terminalJson } from './terminal-text.ts';
 import { usersCommands } from './users-commands.ts';
+import { reportsCommands } from './reports-commands.ts';
 
 /** The command groups, in the order `--help` lists them: the user commands, then the operator's. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -33,6 +34,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   usersCommands,
   ingestUrlsCommands,
   integrationsCommands,
+  reportsCommands,
   plansCommands,
   keysCommands,
   aggregatesCommand,

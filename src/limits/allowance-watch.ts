@@ -48,6 +48,8 @@ export class AllowanceWatch {
 
   /** One spend's answer: `cost` points asked of `window` under `plan`. */
   observe(group: LimitGroup, plan: Plan, accountId: string, window: RateWindow, state: LimitState, cost: number): void {
+    // The reports' allowance is no plan's: nothing a bigger plan would change, nothing to mail about.
+    if (group === 'reports') return;
     const tenth = Math.floor(window.limit / 10);
     let level: AllowanceLevel;
     if (!state.allowed) level = 'spent';

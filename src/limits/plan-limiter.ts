@@ -2,7 +2,14 @@ import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiter
 import type { Plan, RateWindow } from '../domain/accounts/plans.ts';
 
 /** Route groups with their own allowance (docs/api.md §9). */
-export type LimitGroup = 'lookups' | 'submissions' | 'event_reads';
+export type LimitGroup = 'lookups' | 'submissions' | 'event_reads' | 'reports';
+
+/**
+ * False-positive reports an account may submit (docs/api.md §16), whatever its plan: each one
+ * is read by a person, so the bound is the operator's time, not the account's size. Enough for
+ * a PBX to report its own numbers one by one after a bad day; too few to flood the queue.
+ */
+export const REPORT_ALLOWANCE: RateWindow = { limit: 20, windowSeconds: 3600 };
 
 /** Where a caller stands in its window after a request. */
 export interface LimitState {
@@ -15,7 +22,7 @@ export interface LimitState {
 
 /** A plan's allowance for a group; null where it grants none. */
 export function allowanceOf(plan: Plan, group: LimitGroup): RateWindow | null {
-  return group === 'lookups' ? plan.lookups : group === 'event_reads' ? plan.eventReads : plan.submissions;
+  return group === 'lookups' ? plan.lookups : group === 'event_reads' ? plan.eventReads : group === 'reports' ? REPORT_ALLOWANCE : plan.submissions;
 }
 
 /** What a refusal says: the plan, its allowance, and when to retry; the same words on every path. */

@@ -16,7 +16,7 @@ export type LookupResult = 'found' | 'not_found' | 'invalid';
 export type IntakeOutcome = 'created' | 'replayed' | 'conflict' | 'invalid';
 
 /** The limits whose refusals (429) are counted: the plan's two allowances, and the failed-authentication throttle. */
-export type RefusingLimit = 'lookups' | 'submissions' | 'event_reads' | 'auth_failures';
+export type RefusingLimit = 'lookups' | 'submissions' | 'event_reads' | 'reports' | 'auth_failures';
 
 /** Which DNS zone answered (docs/dns.md); `none` for a name in neither, or a packet with no question read. */
 export type DnsMetricZone = 'numbers' | 'addresses' | 'none';

@@ -92,7 +92,7 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['limit'],
       registers,
     });
-    this.limited = bind(['lookups', 'submissions', 'event_reads', 'auth_failures'], (limit) => limited.tally(limit));
+    this.limited = bind(['lookups', 'submissions', 'event_reads', 'reports', 'auth_failures'], (limit) => limited.tally(limit));
     const notices = new TalliedCounter({
       name: 'tollwatch_allowance_notices_total',
       help: "Windows in which an account's plan allowance ran low (a tenth or less left) or was spent (a request refused), by group and level",

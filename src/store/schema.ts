@@ -37,6 +37,7 @@ export interface Schema {
   taxii_versions: TaxiiVersionsTable;
   taxii_publication: TaxiiPublicationTable;
   shared_changes: SharedChangesTable;
+  value_reports: ValueReportsTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -443,4 +444,18 @@ export interface SharedChangesTable {
   /** The row's `changed_at` as this write set it. */
   changed: string;
   key: string;
+}
+
+/** False-positive reports (migration 029): `kind` `number` or `ip`, `state` `pending`, `accepted` or `rejected`. */
+export interface ValueReportsTable {
+  id: string;
+  account_id: string;
+  kind: string;
+  value: string;
+  reason: string;
+  note: string | null;
+  state: string;
+  created_at: string;
+  decided_at: string | null;
+  decision_note: string | null;
 }

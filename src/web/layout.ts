@@ -14,6 +14,7 @@ const ACCOUNT_NAV: ReadonlyArray<[string, string]> = [
 const OPERATOR_NAV: ReadonlyArray<[string, string]> = [
   ['/operator/accounts', 'Accounts'],
   ['/operator/plans', 'Plans'],
+  ['/operator/reports', 'Reports'],
   ['/operator/audit', 'Audit trail'],
 ];
 

@@ -43,7 +43,7 @@ describe('operator CLI (docs/api.md §10)', () => {
       client_id: expect.any(String),
       client_secret: expect.any(String),
       account_id: account.account_id,
-      permissions: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses'],
+      permissions: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'write:reports'],
     });
 
     const listed = json('clients', 'list', '--account', account.account_id);
@@ -58,6 +58,7 @@ describe('operator CLI (docs/api.md §10)', () => {
       'read:events',
       'read:phone-numbers',
       'read:ip-addresses',
+      'write:reports',
     ]);
     expect(
       json('clients', 'create', '--account', account.account_id, '--name', 'narrow', '--permissions', 'read:phone-numbers').permissions,

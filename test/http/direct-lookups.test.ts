@@ -5,7 +5,7 @@ import { directLookups } from '../../src/http/lanes/direct-lookups.ts';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.ts';
 import { laneServer, laneServicesOf } from '../support/lanes.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { postEvent, sampleEvent, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
 
 /**
  * The lookups' direct lane (src/http/lanes/direct-lookups.ts) answers as the full /api pipeline does,
@@ -66,6 +66,28 @@ describe('lookups answered ahead of Fastify', () => {
       const [lane, pipeline] = [await answer(direct, token, path), await answer(full, token, path)];
       expect(lane, path).toEqual({ ...pipeline, ratelimit: expect.stringMatching(/^"lookups";r=\d+;t=\d+$/) });
       expect([200, 404]).toContain(lane.status);
+    }
+  });
+
+  it('gives the same bytes on both paths once the operator accepts a false-positive report, the reason included', async () => {
+    const caller = await direct.account({ permissions: ['read:phone-numbers', 'read:ip-addresses'] });
+    const token = await caller.token();
+    const paths = ['/api/phone-numbers/%2B448712345678', '/api/ip-addresses/2001%3Adb8%3A%3A7'];
+    await answer(direct, token, paths[0]!);
+    await answer(full, token, paths[0]!);
+    const before = await Promise.all(paths.map((path) => answer(direct, token, path)));
+    for (const value of [{ phone_number: '+448712345678' }, { ip_address: '2001:db8::7' }]) {
+      const { report } = await direct.services.reports.submit(caller.account, { ...value, reason: 'customer' }, 'test');
+      await direct.services.reports.accept(report.id, undefined, 'operator');
+    }
+    // The other instance hears of the decision (SQLite's counter, PostgreSQL's notice), then both paths agree.
+    expect(await within(2000, async () => (await answer(full, token, paths[1]!)).body.includes('reported as a false positive'))).toBe(true);
+    for (const [i, path] of paths.entries()) {
+      const [lane, pipeline] = [await answer(direct, token, path), await answer(full, token, path)];
+      expect(lane, path).toEqual({ ...pipeline, ratelimit: expect.stringMatching(/^"lookups";r=\d+;t=\d+$/) });
+      const held = JSON.parse(lane.body) as { score: number; reasons: string[] };
+      expect(held.reasons).toEqual([...(JSON.parse(before[i]!.body) as { reasons: string[] }).reasons, expect.stringMatching(/^reported as a false positive by 1 account; accepted by the operator/)]);
+      expect(held.score).toBeLessThanOrEqual(10);
     }
   });
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decayWeight, ipScore, IP_PARTS, numberScore, NUMBER_PARTS, rangeScore, RANGE_PARTS, type IpEvidence, type NumberEvidence, type RangeEvidence } from '../../src/domain/intelligence/scores.ts';
+import { decayWeight, heldDown, ipScore, IP_PARTS, numberScore, NUMBER_PARTS, rangeScore, RANGE_PARTS, REPORTED_CEILING, reportedReason, type IpEvidence, type NumberEvidence, type RangeEvidence } from '../../src/domain/intelligence/scores.ts';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 const DAY = 86_400_000;
@@ -124,5 +124,39 @@ describe('scores (docs/scoring.md)', () => {
         expect(rangeScore(asRange({ ...r, numberCount: r.numberCount + 1 }), NOW, settings).score).toBeGreaterThanOrEqual(before);
       }),
     );
+  });
+});
+
+describe('accepted false-positive reports (docs/scoring.md, "Reports")', () => {
+  const reported = fc.record({ accounts: fc.integer({ min: 1, max: 1000 }) });
+
+  it('never raise a score: held at the ceiling or below, the other reasons kept, its own reason last', () => {
+    fc.assert(
+      fc.property(numberEvidence, ipEvidence, reported, (n, i, r) => {
+        for (const [plain, held] of [
+          [numberScore(asNumber(n), NOW, settings), heldDown(numberScore(asNumber(n), NOW, settings), r)],
+          [ipScore(asIp(i), NOW, settings), heldDown(ipScore(asIp(i), NOW, settings), r)],
+        ] as const) {
+          expect(held.score).toBeLessThanOrEqual(plain.score);
+          expect(held.score).toBe(Math.min(plain.score, REPORTED_CEILING));
+          expect(held.reasons).toEqual([...plain.reasons, reportedReason(r.accounts)]);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('change nothing when there are none', () => {
+    fc.assert(
+      fc.property(numberEvidence, (n) => {
+        const plain = numberScore(asNumber(n), NOW, settings);
+        expect(heldDown(plain, undefined)).toBe(plain);
+      }),
+    );
+  });
+
+  it('say how many accounts reported, and that the operator accepted', () => {
+    expect(reportedReason(1)).toBe('reported as a false positive by 1 account; accepted by the operator (score held at 10 or less)');
+    expect(reportedReason(3)).toBe('reported as a false positive by 3 accounts; accepted by the operator (score held at 10 or less)');
   });
 });

@@ -542,6 +542,37 @@ export interface Operations {
     };
   };
   /**
+   * POST /api/reports
+   */
+  createReport: {
+    requestBody: CreateReportRequest;
+    responses: {
+      '200': Report;
+      '201': Report;
+      '400': Problem;
+      '401': Problem;
+      '403': Problem;
+      '415': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * GET /api/reports
+   */
+  listReports: {
+    responses: {
+      '200': ReportList;
+      '401': Problem;
+      '403': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
    * POST /ingest/{secret}
    */
   submitEventThroughIngestUrl: {
@@ -1651,6 +1682,71 @@ export interface DeliveryAttempt {
    * `retrying`: another attempt is due; `failed`: given up
    */
   outcome: 'delivered' | 'retrying' | 'failed';
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "CreateReportRequest".
+ */
+export interface CreateReportRequest {
+  /**
+   * A number as a lookup takes it (tel: and sip: URIs, separators); exactly one of `phone_number` and `ip_address`
+   */
+  phone_number?: string;
+  /**
+   * An IPv4 or IPv6 address; exactly one of `phone_number` and `ip_address`
+   */
+  ip_address?: string;
+  /**
+   * `own_number`: the number or address is the caller’s own; `customer`: a customer’s; `legitimate_traffic`: the traffic seen was wanted; `test_traffic`: the caller’s own tests; `other`: say why in `note`
+   */
+  reason: 'own_number' | 'customer' | 'legitimate_traffic' | 'test_traffic' | 'other';
+  /**
+   * Free text, at most 500 characters; shown to the operator
+   */
+  note?: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "Report".
+ */
+export interface Report {
+  id: string;
+  /**
+   * The number reported, normalised as a lookup normalises it
+   */
+  phone_number?: string;
+  /**
+   * The address reported, in canonical form
+   */
+  ip_address?: string;
+  /**
+   * `own_number`: the number or address is the caller’s own; `customer`: a customer’s; `legitimate_traffic`: the traffic seen was wanted; `test_traffic`: the caller’s own tests; `other`: say why in `note`
+   */
+  reason: 'own_number' | 'customer' | 'legitimate_traffic' | 'test_traffic' | 'other';
+  /**
+   * The free text sent with it, as sent
+   */
+  note: string | null;
+  /**
+   * `pending` until the operator decides; `accepted` holds the value’s score down for every caller (docs/scoring.md); `rejected` changes nothing
+   */
+  state: 'pending' | 'accepted' | 'rejected';
+  created_at: string;
+  /**
+   * When the operator decided; null while pending
+   */
+  decided_at: string | null;
+  /**
+   * What the operator said with the decision, if anything
+   */
+  decision_note: string | null;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "ReportList".
+ */
+export interface ReportList {
+  reports: Report[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

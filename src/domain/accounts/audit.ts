@@ -41,7 +41,11 @@ export type AuditAction =
   | 'integration.enabled'
   | 'integration.secret_rotated'
   /** A node named (or its name forgotten) by an account's owner. */
-  | 'node.named';
+  | 'node.named'
+  /** False-positive reports (docs/api.md §16): submitted by a client, accepted or rejected by the operator. */
+  | 'report.submitted'
+  | 'report.accepted'
+  | 'report.rejected';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

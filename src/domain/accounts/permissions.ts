@@ -1,5 +1,5 @@
 /** Every permission a client may hold (docs/api.md §3). */
-export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations'] as const;
+export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations', 'write:reports'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** Narrows a string to a known permission. */
@@ -13,7 +13,11 @@ export function isPermission(value: string): value is Permission {
  */
 const NAMED_ONLY: readonly Permission[] = ['manage:integrations'];
 
-/** Permissions a new client gets when none are named: submitting only where the plan allows it. */
+/**
+ * Permissions a new client gets when none are named: submitting only where the plan allows it.
+ * `write:reports` is among them: the client that looks values up is the one that meets a false
+ * positive, and a report changes nothing until the operator accepts it.
+ */
 export function defaultPermissions(maySubmit: boolean): Permission[] {
   return PERMISSIONS.filter((p) => !NAMED_ONLY.includes(p) && (maySubmit || p !== 'write:events'));
 }

@@ -1,7 +1,8 @@
 import { scoringHour } from '../intelligence/feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
-import { DEFAULT_SCORING, type ScoringSettings } from '../intelligence/scores.ts';
+import { DEFAULT_SCORING, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
+import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from '../intelligence/value-reports.ts';
 import { SHARED_SCOPE } from '../visibility.ts';
 import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
 import { placeOf, type ZoneKind, type ZoneOrigins } from './zone-names.ts';
@@ -54,6 +55,8 @@ export interface SharedReads {
   knownKeys?: KeyFilter;
   scoring?: ScoringSettings;
   now?: () => Date;
+  /** The operator's accepted false-positive reports: a held-down score lists no name (docs/scoring.md, "Reports"). */
+  reports?: ReportedValues;
 }
 
 const SHARED: readonly string[] = [SHARED_SCOPE];
@@ -65,7 +68,8 @@ export class DnsZones {
   private readonly knownKeys: KeyFilter;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
-  private readonly listings = new WeakMap<object, ListedName>();
+  private readonly reports: ReportedValues;
+  private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; listed: ListedName }>();
 
   constructor(settings: ZoneSettings, reads: SharedReads) {
     this.settings = settings;
@@ -74,6 +78,7 @@ export class DnsZones {
     this.knownKeys = reads.knownKeys ?? EVERY_KEY_MAY_EXIST;
     this.scoring = reads.scoring ?? DEFAULT_SCORING;
     this.now = reads.now ?? (() => new Date());
+    this.reports = reads.reports ?? NO_REPORTS;
   }
 
   /**
@@ -112,12 +117,19 @@ export class DnsZones {
   /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
   private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
+    // Without a promise while the accepted reports kept are fresh, as most answers are given.
+    const accepted = this.reports.current();
+    return accepted ? this.listingWith(zone, key, accepted) : this.reports.load().then((read) => this.listingWith(zone, key, read));
+  }
+
+  private listingWith(zone: ZoneKind, key: string, accepted: AcceptedSet): ListedName | undefined | Promise<ListedName | undefined> {
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
+    const reported = reportedOf(accepted, kind, key);
     const kept = this.cache.fresh(kind, key, SHARED);
-    if (kept) return this.listed(kept.value);
+    if (kept) return this.listed(kept.value, reported);
     if (!this.knownKeys.mayExist(kind, key)) return undefined;
     const read = kind === 'number' ? this.cache.read('number', key, SHARED, () => this.repo.phoneNumber([...SHARED], key)) : this.cache.read('ip', key, SHARED, () => this.repo.ipAddress([...SHARED], key, TOP_USER_AGENTS));
-    return read.then((seen) => this.listed(seen));
+    return read.then((seen) => this.listed(seen, reported));
   }
 
   /**
@@ -125,16 +137,17 @@ export class DnsZones {
    * keeps (as the lookups keep their answers: as of the read, for as long as the memory keeps
    * it); undefined under the threshold.
    */
-  private listed(seen: NumberAggregate | IpAggregate | undefined): ListedName | undefined {
+  private listed(seen: NumberAggregate | IpAggregate | undefined, reported: ReportedEvidence | undefined): ListedName | undefined {
     if (!seen) return undefined;
-    let listed = this.listings.get(seen);
+    const worked = this.listings.get(seen);
+    let listed = worked && worked.reported === reported ? worked.listed : undefined;
     if (!listed) {
       // Scored as the feeds score (at the start of the hour), so a name is listed exactly when
       // it is in a trusted account's feed at the zone's threshold, and in the zone files.
       const at = scoringHour(this.now());
-      const listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring) : numberListing(seen, at, this.scoring);
+      const listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring, reported) : numberListing(seen, at, this.scoring, reported);
       listed = { listing, code: listingCode(listing, at), text: listingText(listing) };
-      this.listings.set(seen, listed);
+      this.listings.set(seen, { reported, listed });
     }
     return listed.listing.score >= this.settings.minScore ? listed : undefined;
   }

@@ -2,6 +2,7 @@ import { zoneDescription, type ZoneSettings } from './dns-zones.ts';
 import type { KeptAggregate } from '../intelligence/feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from '../intelligence/scores.ts';
+import { reportedOf, type AcceptedSet } from '../intelligence/value-reports.ts';
 import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
 import { addressName, numberName, type ZoneFileFormat, type ZoneKind } from './zone-names.ts';
 
@@ -28,6 +29,8 @@ export interface ZoneFileOptions {
   serial: number;
   /** RPZ only: the policy zone's own name, under which the zone's names are triggers. */
   rpzOrigin?: string;
+  /** The operator's accepted false-positive reports: a held-down score lists no name. */
+  accepted?: AcceptedSet;
 }
 
 /** One listed name, what it answers. */
@@ -51,7 +54,11 @@ export async function* zoneFileLines(source: ZoneFileSource, options: ZoneFileOp
   if (format === 'rbldnsd') yield `$DATASET ${zone === 'numbers' ? 'dnset' : 'ip4set'}:tollwatch @`;
   if (zone === 'addresses') yield* lines(options, { key: '127.0.0.2', name: `2.0.0.127.${origin}`, code: '127.0.0.2', text: 'RFC 5782 test entry', listing: TEST });
   for await (const kept of source.kept) {
-    const listing = zone === 'numbers' ? numberListing(kept.aggregate as NumberAggregate, source.scoredAt, options.scoring) : addressListing(kept.aggregate as IpAggregate, source.scoredAt, options.scoring);
+    const reported = options.accepted && reportedOf(options.accepted, zone === 'numbers' ? 'number' : 'ip', kept.key);
+    const listing =
+      zone === 'numbers'
+        ? numberListing(kept.aggregate as NumberAggregate, source.scoredAt, options.scoring, reported)
+        : addressListing(kept.aggregate as IpAggregate, source.scoredAt, options.scoring, reported);
     if (listing.score < settings.minScore) continue;
     const name = zone === 'numbers' ? numberName(kept.key, origin) : addressName(kept.key, origin);
     // A number key no ENUM name stands for (a national form, an extension) is in no zone.

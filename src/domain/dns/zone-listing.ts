@@ -1,6 +1,6 @@
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { tagsOfUserAgents } from '../intelligence/scanner-tags.ts';
-import { scoreOfAddress, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
+import { scoreOfAddress, scoreOfNumber, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
 
 /**
  * What a listed name says (docs/dns.md, "What a listed name answers"): the `A` code a PBX or a
@@ -28,13 +28,13 @@ const FRESHNESS_SHIFT = 3;
 /** The longest character-string a TXT record holds (RFC 1035 §3.3). */
 const TXT_STRING_BYTES = 255;
 
-export function numberListing(seen: NumberAggregate, at: Date, scoring: ScoringSettings): Listing {
-  const { score, reasons } = scoreOfNumber(seen, at, scoring);
+export function numberListing(seen: NumberAggregate, at: Date, scoring: ScoringSettings, reported?: ReportedEvidence): Listing {
+  const { score, reasons } = scoreOfNumber(seen, at, scoring, reported);
   return { score, reasons, marked: (seen.sipMethods.INVITE ?? 0) > 0, lastSeen: seen.lastSeen };
 }
 
-export function addressListing(seen: IpAggregate, at: Date, scoring: ScoringSettings): Listing {
-  const { score, reasons } = scoreOfAddress(seen, at, scoring);
+export function addressListing(seen: IpAggregate, at: Date, scoring: ScoringSettings, reported?: ReportedEvidence): Listing {
+  const { score, reasons } = scoreOfAddress(seen, at, scoring, reported);
   return { score, reasons, marked: tagsOfUserAgents(seen.userAgents).length > 0, lastSeen: seen.lastSeen };
 }
 

@@ -8,9 +8,10 @@ import { queryText } from '../query-text.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
-import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
+import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from './value-reports.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
 export const MAX_FEED_ENTRIES = 100_000;
@@ -88,6 +89,7 @@ export class FeedService {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly tagKey: Uint8Array;
+  private readonly reports: ReportedValues;
 
   /**
    * `tagKey` keys the ETag: every instance of a deployment must be given the same one (the
@@ -99,7 +101,9 @@ export class FeedService {
     scoring: ScoringSettings = DEFAULT_SCORING,
     now = () => new Date(),
     tagKey: Uint8Array = randomBytes(FEED_TAG_KEY_BYTES),
+    reports: ReportedValues = NO_REPORTS,
   ) {
+    this.reports = reports;
     this.repo = repo;
     this.ownWrites = ownWrites;
     this.scoring = scoring;
@@ -141,15 +145,17 @@ export class FeedService {
     const scopes = readScopesOf(account);
     const scoredAt = scoringHour(this.now());
     const position = await this.repo.foldPosition();
+    // The operator's decisions change scores without the fold moving: their set is part of the tag.
+    const reported = this.reports.current() ?? (await this.reports.load());
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
     // would give away the position, how many events every account together has sent.
     const tag = createHmac('sha256', this.tagKey)
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format]))
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint]))
       .digest('base64url')
       .slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
-    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix');
+    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix', reported);
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
@@ -169,10 +175,11 @@ export class FeedService {
     scoredAt: Date,
     minScore: number,
     versioned: boolean,
+    reported: AcceptedSet,
   ): AsyncIterable<FeedEntry> {
     let count = 0;
     for await (const one of kept) {
-      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined);
+      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined, reported);
       if (entry.score < minScore) continue;
       yield entry;
       count += 1;
@@ -202,14 +209,16 @@ export function oldestThatCanReach(minScore: number, at: Date, scoring: ScoringS
  * A kept aggregate as a feed entry scored at `scoredAt`. With `versionedAt` (a threshold), its
  * STIX version too: `created`, and the `modified` and `valid_until` of indicator-versions.ts.
  */
-export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number): FeedEntry {
+export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number, reports?: AcceptedSet): FeedEntry {
   const { key, aggregate, publishedAt, changedAt } = kept;
   const isAddress = 'userAgents' in aggregate;
-  const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring) : scoreOfNumber(aggregate, scoredAt, scoring);
+  const reported = reports && reportedOf(reports, isAddress ? 'ip' : 'number', key);
+  const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring, reported) : scoreOfNumber(aggregate, scoredAt, scoring, reported);
   const entry: FeedEntry = { value: key, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
   if (isAddress) entry.tags = tagsOfUserAgents(aggregate.userAgents);
   if (versionedAt !== undefined) {
-    const fresh = isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate);
+    // Held down by an accepted report, the evidence can score no more than the ceiling: its validity ends as that would.
+    const fresh = Math.min(isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate), reported ? REPORTED_CEILING : Infinity);
     const times = indicatorTimes({ fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: versionedAt, halfLifeDays: scoring.halfLifeDays });
     entry.stix = { created: publishedAt, ...times };
   }

@@ -173,14 +173,48 @@ function plural(n: number, one: string, many: string): string {
   return (n === 1 ? one : many).replace('#', String(n));
 }
 
-/** The score of a number's kept aggregates (docs/api.md §7). */
-export function scoreOfNumber(seen: NumberAggregate, now: Date, settings: ScoringSettings): Score {
-  return numberScore({ seenCount: seen.seenCount, sourceIpCount: seen.sourceIpCount, nodeCount: seen.nodeCount, inviteCount: seen.sipMethods.INVITE ?? 0, lastSeen: seen.lastSeen }, now, settings);
+/** The score of a number's kept aggregates (docs/api.md §7), held down by accepted reports when there are any. */
+export function scoreOfNumber(seen: NumberAggregate, now: Date, settings: ScoringSettings, reported?: ReportedEvidence): Score {
+  return heldDown(numberScore({ seenCount: seen.seenCount, sourceIpCount: seen.sourceIpCount, nodeCount: seen.nodeCount, inviteCount: seen.sipMethods.INVITE ?? 0, lastSeen: seen.lastSeen }, now, settings), reported);
 }
 
-/** The score of an address's kept aggregates (docs/api.md §7). */
-export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSettings): Score {
-  return ipScore({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount, lastSeen: seen.lastSeen }, now, settings);
+/** The score of an address's kept aggregates (docs/api.md §7), held down by accepted reports when there are any. */
+export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSettings, reported?: ReportedEvidence): Score {
+  return heldDown(ipScore({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount, lastSeen: seen.lastSeen }, now, settings), reported);
+}
+
+/**
+ * What the operator accepted of false-positive reports about a value (docs/api.md §16): evidence
+ * of its own kind, passed in beside the aggregates so that a score stays a function of what it
+ * is given. Absent (undefined) when no report of the value was accepted.
+ */
+export interface ReportedEvidence {
+  /** Distinct accounts whose reports of the value the operator accepted: at least 1. */
+  accounts: number;
+}
+
+/**
+ * The most a value with an accepted false-positive report scores (docs/scoring.md, "Reports"):
+ * under every threshold the service offers by default (feeds, TAXII and the DNS zones start at
+ * 50, alerts at 20), while the answer still says what was seen.
+ */
+export const REPORTED_CEILING = 10;
+
+/**
+ * A score with accepted reports applied: capped at REPORTED_CEILING, with the fact as its last
+ * reason. Never raises a score: min(score, ceiling).
+ */
+export function heldDown(score: Score, reported: ReportedEvidence | undefined): Score {
+  if (!reported || reported.accounts < 1) return score;
+  return {
+    score: Math.min(score.score, REPORTED_CEILING),
+    reasons: [...score.reasons, reportedReason(reported.accounts)],
+  };
+}
+
+/** The reason an accepted report adds to an answer. */
+export function reportedReason(accounts: number): string {
+  return `${plural(accounts, 'reported as a false positive by # account', 'reported as a false positive by # accounts')}; accepted by the operator (score held at ${REPORTED_CEILING} or less)`;
 }
 
 /** The score of a number range's kept aggregates (docs/api.md §7, `range`). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { oldestThatCanReach } from './feed-service.ts';
 import type { IndicatorKind, StixIndicator } from './stix-indicators.ts';
 import { inCollection, nextVersion, type Candidate, type NewVersion, type PublicationSettings } from './taxii-versions.ts';
+import { NO_REPORTS, type AcceptedSet, type ReportedValues } from './value-reports.ts';
 
 /**
  * The TAXII collections' publisher (docs/taxii.md, "Versions"), the job that applies the rules of
@@ -122,7 +123,9 @@ export function changesReadFrom(changedThrough: string): string {
   return new Date(Date.parse(changedThrough) - CLOCK_MARGIN_MS).toISOString();
 }
 
-export interface PublisherOptions extends PublicationSettings {
+export interface PublisherOptions extends Omit<PublicationSettings, 'accepted'> {
+  /** The operator's accepted false-positive reports, read at each turn. */
+  reports?: ReportedValues;
   /** How long superseded versions and revocations are served (TOLLWATCH_TAXII_RETENTION_DAYS). */
   retentionDays: number;
   now?: () => Date;
@@ -165,6 +168,12 @@ export class TaxiiPublisher {
   private closing = false;
   /** The collections whose lease this process has claimed: given up by stop(). */
   private readonly claimed = new Set<IndicatorKind>();
+  /**
+   * Per collection, the accepted reports' fingerprint its live objects were last scored with here:
+   * when a decision changes the set, every live object is scored again (as at the turn of an hour).
+   */
+  private readonly sweptReports = new Map<IndicatorKind, string>();
+  private accepted: AcceptedSet | undefined;
 
   constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
     this.store = store;
@@ -240,7 +249,12 @@ export class TaxiiPublisher {
     const hourIso = hour.toISOString();
     // Cheap reads first: an idle server writes nothing, not even its lease.
     const [signature, seen] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind)]);
-    const swept = seen?.sweptHour === hourIso;
+    const reports = this.options.reports ?? NO_REPORTS;
+    const accepted = (this.accepted = reports.current() ?? (await reports.load()));
+    // First seen empty, nothing can have been held down yet: no sweep for it.
+    if (!this.sweptReports.has(kind) && accepted.byKey.size === 0) this.sweptReports.set(kind, accepted.fingerprint);
+    const reportsMoved = this.sweptReports.get(kind) !== accepted.fingerprint;
+    const swept = seen?.sweptHour === hourIso && !reportsMoved;
     if (seen?.changedThrough !== undefined && swept && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
     // The fold moved, but maybe only in accounts' own scopes, which no collection serves: with no
     // shared row changed, nothing is written (on SQLite a write here waits for intake's writer,
@@ -326,10 +340,12 @@ export class TaxiiPublisher {
           () => ({ foldSeen: signature, changedThrough: through }),
         );
       }
-      if (sweptHour !== hourIso) {
-        // Decay moves scores at the turn of each hour with no event at all: every live object is
-        // scored again, and those whose score moved, or fell below the threshold, get a version.
+      if (sweptHour !== hourIso || reportsMoved) {
+        // Decay moves scores at the turn of each hour with no event at all, and the operator's
+        // decisions on reports move them too: every live object is scored again, and those whose
+        // score moved, or fell below the threshold, get a version.
         await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => ({ sweptHour: hourIso }));
+        this.sweptReports.set(kind, accepted.fingerprint);
         await this.store.prune(kind, new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
       }
     } catch (err) {
@@ -340,7 +356,7 @@ export class TaxiiPublisher {
   }
 
   private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date): Promise<NewVersion[]> {
-    const settings = { minScore: this.options.minScore, scoring: this.options.scoring };
+    const settings: PublicationSettings = { minScore: this.options.minScore, scoring: this.options.scoring, ...(this.accepted ? { accepted: this.accepted } : {}) };
     // Bodies are read only for objects about to be revoked: those whose value no longer scores.
     const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(c, settings, scoredAt));
     const bodies = revoking.length > 0 ? await this.store.latestBodies(kind, revoking.map((c) => c.object!.objectId)) : new Map<string, StixIndicator>();

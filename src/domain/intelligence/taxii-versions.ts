@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { feedEntryOf, type KeptAggregate } from './feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
+import type { AcceptedSet } from './value-reports.ts';
 import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
 
 /**
@@ -40,6 +41,8 @@ export interface PublicationSettings {
   /** The score an indicator needs to be in the collection (TOLLWATCH_TAXII_MIN_SCORE). */
   minScore: number;
   scoring: ScoringSettings;
+  /** The operator's accepted false-positive reports: scores held down (docs/scoring.md, "Reports"). */
+  accepted?: AcceptedSet;
 }
 
 /**
@@ -55,7 +58,7 @@ export function nextVersion(
   now: Date,
   previous: StixIndicator | undefined,
 ): NewVersion | undefined {
-  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, settings.minScore);
+  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, settings.minScore, settings.accepted);
   const live = object && !object.revoked;
   if (!entry?.stix || !scores(entry.score, settings)) {
     if (!live || !previous) return undefined;
@@ -82,7 +85,7 @@ export function nextVersion(
 
 /** Whether a value is in the collection: present in the shared data set and scoring at least the threshold. */
 export function inCollection({ kept }: Candidate, settings: PublicationSettings, scoredAt: Date): boolean {
-  return kept !== undefined && scores(feedEntryOf(kept, scoredAt, settings.scoring).score, settings);
+  return kept !== undefined && scores(feedEntryOf(kept, scoredAt, settings.scoring, undefined, settings.accepted).score, settings);
 }
 
 function scores(score: number, { minScore }: PublicationSettings): boolean {

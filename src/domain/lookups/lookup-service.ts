@@ -10,6 +10,8 @@ import { rangeOfNumberKey } from '../number-range.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from '../phone-number.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, scoreOfRange, type ScoringSettings } from '../intelligence/scores.ts';
 import { readScopesOf } from '../visibility.ts';
+import { NO_REPORTS, reportedOf, type ReportedValues } from '../intelligence/value-reports.ts';
+import type { ReportedEvidence } from '../intelligence/scores.ts';
 
 /** User agents an address's answer names, most seen first. */
 export const TOP_USER_AGENTS = 10;
@@ -42,6 +44,8 @@ export interface LookupOptions {
    * may not have replayed yet (domain/lookups/replica-reads.ts), past the memory of lookups.
    */
   primary?: { repo: LookupsRepository; readsPrimary(accountId: string): boolean };
+  /** The operator's accepted false-positive reports, kept in memory (docs/scoring.md, "Reports"). */
+  reports?: ReportedValues;
 }
 
 /** Phone-number and source-address lookups over the data an account may see. */
@@ -54,21 +58,23 @@ export class LookupService {
   private readonly cache: AggregateMemo;
   private readonly knownKeys: KeyFilter;
   private readonly primary: LookupOptions['primary'];
+  private readonly reports: ReportedValues;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
    * reasons and the number's facts are then as of the aggregate's read, at most the cache's
-   * lifetime ago. Kept as long as the cache keeps the aggregate, and no longer.
+   * lifetime ago. Kept as long as the cache keeps the aggregate, and no longer, and worked out
+   * again when the accepted reports of the value change (`reported`, compared by identity).
    */
-  private readonly foundNumbers = new WeakMap<NumberAggregate, Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'>>();
+  private readonly foundNumbers = new WeakMap<NumberAggregate, { reported: ReportedEvidence | undefined; found: Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'> }>();
   /**
-   * The found part with the range's evidence beside it, for the range aggregate it was made with:
-   * the two are kept and dropped apart, so the pair is made again when either changes.
+   * The found part with the range's evidence beside it, for the range aggregate and the found
+   * part it was made with: each is kept and dropped apart, so the pair is made again when either changes.
    */
-  private readonly foundInRanges = new WeakMap<NumberAggregate, { range: RangeAggregate; part: Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'> }>();
+  private readonly foundInRanges = new WeakMap<NumberAggregate, { range: RangeAggregate; found: object; part: Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'> }>();
   /** A range's evidence as answered, made once per kept range aggregate. */
   private readonly rangeParts = new WeakMap<RangeAggregate, NumberRangeEvidence>();
-  private readonly foundAddresses = new WeakMap<IpAggregate, Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'>>();
+  private readonly foundAddresses = new WeakMap<IpAggregate, { reported: ReportedEvidence | undefined; found: Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'> }>();
 
   /** Without a cache, every lookup reads the store; without a barrier, it reads what is folded. */
   constructor(repo: LookupsRepository, options: LookupOptions = {}) {
@@ -80,6 +86,7 @@ export class LookupService {
     this.cache = options.cache ?? NO_MEMO;
     this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
     this.primary = options.primary;
+    this.reports = options.reports ?? NO_REPORTS;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -105,7 +112,10 @@ export class LookupService {
       const missing = { phone_number: number.written, found: false as const, message: 'No probes to this number have been seen.' };
       return inRange ? { ...missing, range: this.rangePart(prefix!, inRange) } : missing;
     }
-    let found = this.foundNumbers.get(seen);
+    // A map read while the kept set is fresh; the store only once per its lifetime.
+    const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'number', number.key);
+    const worked = this.foundNumbers.get(seen);
+    let found = worked && worked.reported === reported ? worked.found : undefined;
     if (!found) {
       const facts = phoneNumberFacts(number.key);
       found = {
@@ -113,19 +123,19 @@ export class LookupService {
         seen_count: seen.seenCount,
         first_seen: seen.firstSeen,
         last_seen: seen.lastSeen,
-        ...scoreOfNumber(seen, this.now(), this.scoring),
+        ...scoreOfNumber(seen, this.now(), this.scoring, reported),
         source_ip_count: seen.sourceIpCount,
         sip_methods: seen.sipMethods,
         matched_forms: seen.forms,
         ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
         message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
       };
-      this.foundNumbers.set(seen, found);
+      this.foundNumbers.set(seen, { reported, found });
     }
     if (inRange) {
       let paired = this.foundInRanges.get(seen);
-      if (paired?.range !== inRange) {
-        paired = { range: inRange, part: { ...found, range: this.rangePart(prefix!, inRange) } };
+      if (paired?.range !== inRange || paired.found !== found) {
+        paired = { range: inRange, found, part: { ...found, range: this.rangePart(prefix!, inRange) } };
         this.foundInRanges.set(seen, paired);
       }
       found = paired.part;
@@ -203,21 +213,23 @@ export class LookupService {
           ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
           : undefined;
     if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
-    let found = this.foundAddresses.get(seen);
+    const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'ip', ip);
+    const worked = this.foundAddresses.get(seen);
+    let found = worked && worked.reported === reported ? worked.found : undefined;
     if (!found) {
       found = {
         found: true,
         seen_count: seen.seenCount,
         first_seen: seen.firstSeen,
         last_seen: seen.lastSeen,
-        ...scoreOfAddress(seen, this.now(), this.scoring),
+        ...scoreOfAddress(seen, this.now(), this.scoring, reported),
         called_number_count: seen.calledNumberCount,
         user_agents: seen.userAgents,
         tags: tagsOfUserAgents(seen.userAgents),
         transports: seen.transports,
         message: `This address has sent ${seen.seenCount} probe${seen.seenCount === 1 ? '' : 's'}.`,
       };
-      this.foundAddresses.set(seen, found);
+      this.foundAddresses.set(seen, { reported, found });
     }
     const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });

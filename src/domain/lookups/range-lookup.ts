@@ -5,6 +5,7 @@ import type { LookupsRepository } from './lookup-aggregates.ts';
 import { RANGE_PREFIX_LENGTH } from './number-hash.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { DEFAULT_SCORING, scoreOfNumber, scoreOfRange, type ScoringSettings } from '../intelligence/scores.ts';
+import { NO_REPORTS, type ReportedValues } from '../intelligence/value-reports.ts';
 import { rangeOfNumberKey } from '../number-range.ts';
 import { readScopesOf } from '../visibility.ts';
 
@@ -44,12 +45,14 @@ export class RangeLookupService {
   private readonly ownWrites: OwnWritesBarrier;
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
+  private readonly reports: ReportedValues;
 
-  constructor(repo: LookupsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date()) {
+  constructor(repo: LookupsRepository, ownWrites: OwnWritesBarrier = NO_BARRIER, scoring: ScoringSettings = DEFAULT_SCORING, now = () => new Date(), reports: ReportedValues = NO_REPORTS) {
     this.repo = repo;
     this.ownWrites = ownWrites;
     this.scoring = scoring;
     this.now = now;
+    this.reports = reports;
   }
 
   async phoneNumbers(account: Account, input: string): Promise<RangeAnswer> {
@@ -61,6 +64,7 @@ export class RangeLookupService {
     const scopes = readScopesOf(account);
     const found = await this.repo.numbersByHashPrefix(scopes, prefix, RANGE_MAX_ENTRIES);
     const now = this.now();
+    const { byNumberHash } = this.reports.current() ?? (await this.reports.load());
     // Numbers of one hash range fall in different number ranges, nearly always one each: each
     // range is read once all the same.
     const rangeScores = new Map<string, number>();
@@ -75,7 +79,8 @@ export class RangeLookupService {
         }
         rangeScore = rangeScores.get(range)!;
       }
-      entries.push({ suffix: hash.slice(RANGE_PREFIX_LENGTH), seen_count: aggregate.seenCount, score: scoreOfNumber(aggregate, now, this.scoring).score, range_score: rangeScore });
+      const score = scoreOfNumber(aggregate, now, this.scoring, byNumberHash.get(hash)).score;
+      entries.push({ suffix: hash.slice(RANGE_PREFIX_LENGTH), seen_count: aggregate.seenCount, score, range_score: rangeScore });
     }
     for (let i = entries.length; i < paddedSize(entries.length); i += 1) entries.push({ suffix: randomSuffix(), seen_count: 0, score: 0, range_score: 0 });
     // In hash order, so where padding sits says nothing either.

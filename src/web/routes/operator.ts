@@ -7,15 +7,19 @@ import { toSecond } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { userOf } from '../web-session.ts';
+import { ServiceError } from '../../domain/errors.ts';
+import { MAX_REPORT_NOTE, type StoredReport } from '../../domain/intelligence/value-reports.ts';
+import { REPORTED_CEILING } from '../../domain/intelligence/scores.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'audit' | 'plans'>;
+type RouteServices = Pick<Services, 'accounts' | 'audit' | 'plans' | 'reports'>;
 
 const AUDIT_PAGE = 200;
 
 /**
- * Operator pages (docs/dashboard.md): accounts (create, plan, trusted, disabled), plans and the
- * audit trail, through the services the CLI's `accounts`, `plans` and `audit` commands call.
+ * Operator pages (docs/dashboard.md): accounts (create, plan, trusted, disabled), plans, the
+ * false-positive reports' queue and the audit trail, through the services the CLI's `accounts`,
+ * `plans`, `reports` and `audit` commands call.
  */
 export async function operatorRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const actor = (request: FastifyRequest) => `user:${userOf(request).user_id}`;
@@ -75,6 +79,41 @@ ${forms}<h2>New plan</h2>${planForm(request, undefined)}`,
   app.post('/operator/plans', { config: { web: 'operator' } }, async (request, reply) => {
     await services.plans.change(formText(request, 'name').trim(), planChanges(request), actor(request));
     return reply.redirect('/operator/plans', 303);
+  });
+
+  app.get('/operator/reports', { config: { web: 'operator' } }, async (request, reply) => {
+    const [pending, accepted] = await Promise.all([services.reports.queue('pending'), services.reports.queue('accepted')]);
+    const valueOf = (r: StoredReport) => html`${r.kind === 'number' ? 'Number' : 'Address'} <code>${r.value}</code>`;
+    const decision = (r: StoredReport, verb: 'accept' | 'reject', label: string) =>
+      html`<form method="post" action="/operator/reports/${r.id}/${verb}" class="inline" aria-label="${label} report ${r.id}">${csrfField(request)}
+<label for="${verb}-note-${r.id}">Note (shown to the account)</label><input id="${verb}-note-${r.id}" name="note" maxlength="${MAX_REPORT_NOTE}">
+<button type="submit">${label}</button></form>`;
+    const pendingRows = pending.map(
+      (r) => html`<tr><td>${toSecond(r.created_at)}</td><td>${valueOf(r)}</td><td><code>${r.account_id}</code></td><td>${r.reason}</td><td>${r.note ?? ''}</td>
+<td>${decision(r, 'accept', 'Accept')}${decision(r, 'reject', 'Reject')}</td></tr>`,
+    );
+    const acceptedRows = accepted.map(
+      (r) => html`<tr><td>${toSecond(r.decided_at ?? r.created_at)}</td><td>${valueOf(r)}</td><td><code>${r.account_id}</code></td><td>${r.reason}</td><td>${r.decision_note ?? ''}</td><td>${decision(r, 'reject', 'Withdraw')}</td></tr>`,
+    );
+    const head = (last: string) =>
+      html`<thead><tr><th scope="col">At (UTC)</th><th scope="col">Value</th><th scope="col">Account</th><th scope="col">Reason</th><th scope="col">${last}</th><th scope="col">Decision</th></tr></thead>`;
+    return sendPage(
+      request,
+      reply,
+      'Reports',
+      html`<p>Lookup clients report answers they find wrong. A pending report changes nothing; accepting it holds the value's score at ${REPORTED_CEILING} or less for every caller (docs/scoring.md, "Reports"); rejecting it changes nothing. The same queue is <code>tollwatch reports list</code>.</p>
+<h2>Pending (${pending.length})</h2>${pending.length === 0 ? html`<p>No pending reports.</p>` : html`<div class="scroll"><table>${head('Note')}<tbody>${pendingRows}</tbody></table></div>`}
+<h2>Accepted (${accepted.length})</h2>${accepted.length === 0 ? html`<p>No accepted reports.</p>` : html`<div class="scroll"><table>${head('Decision note')}<tbody>${acceptedRows}</tbody></table></div>`}`,
+    );
+  });
+
+  app.post('/operator/reports/:id/:verb', { config: { web: 'operator' } }, async (request, reply) => {
+    const { id, verb } = request.params as { id: string; verb: string };
+    const note = formText(request, 'note');
+    if (verb === 'accept') await services.reports.accept(id, note, actor(request));
+    else if (verb === 'reject') await services.reports.reject(id, note, actor(request));
+    else throw new ServiceError('not_found', 'no such decision');
+    return reply.redirect('/operator/reports', 303);
   });
 
   app.get('/operator/audit', { config: { web: 'operator' } }, async (request, reply) => {
