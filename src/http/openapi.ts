@@ -10,6 +10,7 @@ const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
   'read:phone-numbers': 'Look up phone numbers',
   'read:ip-addresses': 'Look up source addresses',
   'manage:integrations': "Manage where the account's alerts are sent (webhooks, Slack, email) and read their delivery log",
+  'manage:allowlist': "Manage the account's allowlist: numbers, prefixes, addresses and ranges its lookups mark allowlisted and its call guard lets through",
 };
 
 /**
@@ -41,6 +42,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
         { name: 'lookups', description: 'Have attackers tried this number or address?' },
         { name: 'oauth', description: 'Access tokens' },
         { name: 'integrations', description: "Where the account's alerts go: signed webhooks, Slack, confirmed email addresses" },
+        { name: 'allowlist', description: "The account's own allowlist: what is its own and never to be blocked" },
         { name: 'taxii', description: 'TAXII 2.1: the indicators as collections security platforms subscribe to (docs/taxii.md); answers in application/taxii+json;version=2.1' },
       ],
       components: {

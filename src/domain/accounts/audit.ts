@@ -40,6 +40,9 @@ export type AuditAction =
   | 'integration.disabled'
   | 'integration.enabled'
   | 'integration.secret_rotated'
+  /** An entry added to or removed from an allowlist, an account's or the operator's (docs/api.md §16). */
+  | 'allowlist.entry_added'
+  | 'allowlist.entry_removed'
   /** A node named (or its name forgotten) by an account's owner. */
   | 'node.named';
 

@@ -9,6 +9,7 @@ import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } 
 import { normalisePhoneNumber, phoneNumberFacts } from '../phone-number.ts';
 import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
 import { readScopesOf } from '../visibility.ts';
+import { matchOf, NO_ALLOWLISTS, type AllowlistReader } from '../allowlists/allowlists.ts';
 
 /** User agents an address's answer names, most seen first. */
 export const TOP_USER_AGENTS = 10;
@@ -41,6 +42,8 @@ export interface LookupOptions {
    * may not have replayed yet (domain/lookups/replica-reads.ts), past the memory of lookups.
    */
   primary?: { repo: LookupsRepository; readsPrimary(accountId: string): boolean };
+  /** The accounts' own allowlists, kept in memory: an allowlisted answer says so, and raises no alert. */
+  allowlists?: AllowlistReader;
 }
 
 /** Phone-number and source-address lookups over the data an account may see. */
@@ -53,6 +56,7 @@ export class LookupService {
   private readonly cache: AggregateMemo;
   private readonly knownKeys: KeyFilter;
   private readonly primary: LookupOptions['primary'];
+  private readonly allowlists: AllowlistReader;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -72,6 +76,7 @@ export class LookupService {
     this.cache = options.cache ?? NO_MEMO;
     this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
     this.primary = options.primary;
+    this.allowlists = options.allowlists ?? NO_ALLOWLISTS;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -90,8 +95,10 @@ export class LookupService {
         : this.knownKeys.mayExist('number', number.key)
           ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
           : undefined;
+    const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).number(number.key);
     if (!seen) {
-      return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
+      const missing = { phone_number: number.written, found: false as const, message: 'No probes to this number have been seen.' };
+      return listed ? { ...missing, allowlisted: true, allowlist_entry: matchOf(listed) } : missing;
     }
     let found = this.foundNumbers.get(seen);
     if (!found) {
@@ -110,6 +117,9 @@ export class LookupService {
       };
       this.foundNumbers.set(seen, found);
     }
+    // Allowlisted: the evidence stays, the flag tells the caller not to block, and no alert is
+    // raised. Its answer is this account's alone, so it shares no part with others' answers.
+    if (listed) return { phone_number: number.written, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
     const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
@@ -163,7 +173,11 @@ export class LookupService {
         : this.knownKeys.mayExist('ip', ip)
           ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
           : undefined;
-    if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
+    const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).address(ip);
+    if (!seen) {
+      const missing = { ip_address: ip, found: false as const, message: 'No probes from this address have been seen.' };
+      return listed ? { ...missing, allowlisted: true, allowlist_entry: matchOf(listed) } : missing;
+    }
     let found = this.foundAddresses.get(seen);
     if (!found) {
       found = {
@@ -180,6 +194,7 @@ export class LookupService {
       };
       this.foundAddresses.set(seen, found);
     }
+    if (listed) return { ip_address: ip, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
     const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
     return answer;
