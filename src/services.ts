@@ -70,7 +70,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const intake = await assembleIntake(base, auth, aggregates);
   const alerts = assembleAlerts(base, auth, options.alerts);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts);
-  const taxii = assembleTaxii(base, options.taxiiClock);
+  const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;

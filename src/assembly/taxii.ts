@@ -2,6 +2,7 @@ import { TaxiiCollections } from '../domain/intelligence/taxii-collections.ts';
 import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
 import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
 import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
+import type { AllowlistReader } from '../domain/allowlists/allowlists.ts';
 import type { Foundation } from './foundation.ts';
 
 /** The TAXII 2.1 server's two halves (docs/taxii.md). */
@@ -15,7 +16,8 @@ export interface TaxiiAssembly {
   taxiiPublisher: TaxiiPublisher;
 }
 
-export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiAssembly {
+/** `allowlists` holds the operator's allowlist, whose values no collection publishes. */
+export function assembleTaxii(base: Foundation, allowlists: AllowlistReader, now?: () => Date): TaxiiAssembly {
   const { database, reads, config, writer } = base;
   const published = new SqlTaxiiRepository(database.db, database.caps);
   return {
@@ -27,6 +29,7 @@ export function assembleTaxii(base: Foundation, now?: () => Date): TaxiiAssembly
       minScore: config.taxii.minScore,
       retentionDays: config.taxii.retentionDays,
       scoring: config.scoring,
+      allowlists,
       ...(now ? { now } : {}),
     }),
   };

@@ -68,6 +68,8 @@ export class AllowlistMatcher {
   readonly size: number;
   /** Changes whenever the entries do: part of a feed's ETag. */
   readonly fingerprint: string;
+  /** The entries' ids: what another reading of the list lacks was removed since. */
+  readonly ids: ReadonlySet<string>;
   private readonly numbers = new Map<string, AllowlistEntry>();
   private readonly prefixes = new Map<string, AllowlistEntry>();
   private readonly prefixLengths: number[];
@@ -77,6 +79,7 @@ export class AllowlistMatcher {
   constructor(entries: readonly AllowlistEntry[]) {
     this.size = entries.length;
     this.fingerprint = entries.map((e) => e.id).sort().join(',');
+    this.ids = new Set(entries.map((e) => e.id));
     const lengths = new Set<number>();
     for (const entry of entries) {
       if (entry.kind === 'phone_number') this.numbers.set(entry.value, entry);

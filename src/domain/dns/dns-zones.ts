@@ -1,3 +1,4 @@
+import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistReader } from '../allowlists/allowlists.ts';
 import { scoringHour } from '../intelligence/feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
@@ -54,6 +55,8 @@ export interface SharedReads {
   knownKeys?: KeyFilter;
   scoring?: ScoringSettings;
   now?: () => Date;
+  /** The operator's allowlist (docs/api.md §16): a name it holds is in neither zone. */
+  allowlists?: AllowlistReader;
 }
 
 const SHARED: readonly string[] = [SHARED_SCOPE];
@@ -66,6 +69,7 @@ export class DnsZones {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly listings = new WeakMap<object, ListedName>();
+  private readonly allowlists: AllowlistReader;
 
   constructor(settings: ZoneSettings, reads: SharedReads) {
     this.settings = settings;
@@ -74,6 +78,7 @@ export class DnsZones {
     this.knownKeys = reads.knownKeys ?? EVERY_KEY_MAY_EXIST;
     this.scoring = reads.scoring ?? DEFAULT_SCORING;
     this.now = reads.now ?? (() => new Date());
+    this.allowlists = reads.allowlists ?? NO_ALLOWLISTS;
   }
 
   /**
@@ -112,6 +117,10 @@ export class DnsZones {
   /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
   private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
+    // Kept in memory once read: a question waits for the store only the first time after a change.
+    const operator = this.allowlists.kept(OPERATOR_LIST);
+    if (!operator) return this.allowlists.load(OPERATOR_LIST).then(() => this.listing(zone, key));
+    if (operator.size > 0 && (zone === 'numbers' ? operator.number(key) : operator.address(key))) return undefined;
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const kept = this.cache.fresh(kind, key, SHARED);
     if (kept) return this.listed(kept.value);
