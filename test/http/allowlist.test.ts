@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ALLOWLIST_ENTRIES } from '../../src/domain/allowlists/allowlists.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { spawnCli } from '../support/server-process.ts';
 
 const MANAGER = ['read:phone-numbers', 'read:ip-addresses', 'manage:allowlist'];
 const json = (body: unknown, method = 'POST'): RequestInit => ({ method, headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -157,6 +158,18 @@ describe('/api/allowlist (docs/api.md §16)', () => {
     // Removed, the next answer is as before.
     expect((await owner.api(`/api/allowlist/${entries.number!.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await lookup(owner, '/api/phone-numbers/%2B46812118532')).body.allowlisted).toBeUndefined();
+    await clear(owner);
+  });
+
+  it('has the user CLI say an answer is allowlisted, with the evidence and the exit status of a sighting', async () => {
+    const entry = (await (await add(owner, { kind: 'ip_range', value: '2001:db8::/48' })).json()) as Entry;
+    const env = { TOLLWATCH_URL: h.url, TOLLWATCH_CLIENT_ID: owner.clientId, TOLLWATCH_CLIENT_SECRET: owner.clientSecret };
+    const run = await spawnCli(env, 'ip', '2001:db8::7');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('2001:db8::7  SEEN');
+    expect(run.stdout).toContain(`  allowlisted       yes, by your ip range entry 2001:db8::/48 (${entry.id}): do not block`);
+    const json = await spawnCli(env, '--json', 'ip', '2001:db8::7');
+    expect(JSON.parse(json.stdout)).toMatchObject({ found: true, allowlisted: true, allowlist_entry: { id: entry.id, kind: 'ip_range', value: '2001:db8::/48' } });
     await clear(owner);
   });
 
