@@ -36,7 +36,7 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
   const primary = replicaReads && { repo: new SqlLookupsRepository(database.db, database.statements), readsPrimary: (accountId: string) => replicaReads.readsPrimary(accountId) };
   // Read from the store itself, never a replica: a change must count from the next answer. Every
   // change is announced, and every instance forgets its lists when told of one.
-  const allowlists = new Allowlists(new SqlAllowlistRepository(database.db), {
+  const allowlists = new Allowlists(new SqlAllowlistRepository(database.db, database.statements), {
     audit: base.audit,
     changed: () => base.announce(),
     externalChangeCounter: database.externalChangeCounter,

@@ -232,7 +232,7 @@ export class Allowlists implements AllowlistReader {
   kept(owner: string): AllowlistMatcher | undefined {
     const kept = this.lists.get(owner);
     if (!kept) return undefined;
-    if (this.now().getTime() - kept.loadedAt >= this.ttlMs || (this.externalChangeCounter && this.externalChangeCounter() !== kept.counter)) {
+    if (Date.now() - kept.loadedAt >= this.ttlMs || (this.externalChangeCounter && this.externalChangeCounter() !== kept.counter)) {
       this.lists.delete(owner);
       return undefined;
     }
@@ -244,7 +244,7 @@ export class Allowlists implements AllowlistReader {
     if (pending) return pending;
     const generation = this.generation;
     const counter = this.externalChangeCounter?.();
-    const loadedAt = this.now().getTime();
+    const loadedAt = Date.now();
     const loading = this.repo
       .list(owner)
       .then((entries) => {

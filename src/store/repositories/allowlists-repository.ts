@@ -1,18 +1,27 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { AllowlistEntry, AllowlistKind, AllowlistRepository } from '../../domain/allowlists/allowlists.ts';
+import { executorStatements, PreparedQuery, type StatementRunner } from '../prepared-query.ts';
 import type { AllowlistEntriesTable, Schema } from '../schema.ts';
 
 /** Allowlists in the SQL store (migration 028): every list in one table, by owner. */
 export class SqlAllowlistRepository implements AllowlistRepository {
   private readonly db: Kysely<Schema>;
+  private readonly listing: PreparedQuery<Selectable<AllowlistEntriesTable>>;
 
-  constructor(db: Kysely<Schema>) {
+  /**
+   * Lists are read through `statements` (Database.statements): a lookup that loads its
+   * account's list must not wait behind a transaction open on the store's own connection, as on
+   * SQLite it would; it reads the last committed state instead, as lookups do.
+   */
+  constructor(db: Kysely<Schema>, statements: StatementRunner = executorStatements(db)) {
     this.db = db;
+    this.listing = new PreparedQuery(statements, 1, (owner) =>
+      db.selectFrom('allowlist_entries').selectAll().where('owner', '=', owner as string).orderBy('added_at').orderBy('id').compile(),
+    );
   }
 
   async list(owner: string): Promise<AllowlistEntry[]> {
-    const rows = await this.db.selectFrom('allowlist_entries').selectAll().where('owner', '=', owner).orderBy('added_at').orderBy('id').execute();
-    return rows.map(entryOf);
+    return (await this.listing.execute(owner)).map(entryOf);
   }
 
   async insert(owner: string, entry: AllowlistEntry): Promise<{ entry: AllowlistEntry; created: boolean }> {
