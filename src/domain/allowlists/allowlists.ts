@@ -130,10 +130,12 @@ export interface AllowlistReader {
   /** The list as kept, when it is kept and fresh; else undefined, and `load` reads it. */
   kept(owner: string): AllowlistMatcher | undefined;
   load(owner: string): Promise<AllowlistMatcher>;
+  /** The list as last read, fresh or not (empty before any read): for answers that must not wait for a read. */
+  lastRead(owner: string): AllowlistMatcher;
 }
 
 /** Reads no list: every value is allowlisted nowhere. */
-export const NO_ALLOWLISTS: AllowlistReader = { kept: () => EMPTY_ALLOWLIST, load: async () => EMPTY_ALLOWLIST };
+export const NO_ALLOWLISTS: AllowlistReader = { kept: () => EMPTY_ALLOWLIST, load: async () => EMPTY_ALLOWLIST, lastRead: () => EMPTY_ALLOWLIST };
 
 export interface AllowlistsOptions {
   audit?: AuditTrail;
@@ -168,6 +170,8 @@ export class Allowlists implements AllowlistReader {
   private readonly now: () => Date;
   private readonly lists = new Map<string, Kept>();
   private readonly loading = new Map<string, Promise<AllowlistMatcher>>();
+  /** Every list as last read, kept across `forget`: what an answer that cannot wait goes by meanwhile. */
+  private readonly lastReads = new Map<string, AllowlistMatcher>();
   /** Moves with every `forget`: a load begun before one is not kept. */
   private generation = 0;
 
@@ -250,6 +254,7 @@ export class Allowlists implements AllowlistReader {
       .then((entries) => {
         const matcher = entries.length === 0 ? EMPTY_ALLOWLIST : new AllowlistMatcher(entries);
         if (generation === this.generation) this.lists.set(owner, { matcher, loadedAt, counter });
+        this.lastReads.set(owner, matcher);
         return matcher;
       })
       .finally(() => {
@@ -257,6 +262,10 @@ export class Allowlists implements AllowlistReader {
       });
     this.loading.set(owner, loading);
     return loading;
+  }
+
+  lastRead(owner: string): AllowlistMatcher {
+    return this.lastReads.get(owner) ?? EMPTY_ALLOWLIST;
   }
 
   /** Drops every list kept: another instance announced a change (or notices may have been lost). */

@@ -1,4 +1,4 @@
-import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistReader } from '../allowlists/allowlists.ts';
+import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
 import { scoringHour } from '../intelligence/feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
@@ -117,10 +117,19 @@ export class DnsZones {
   /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
   private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
-    // Kept in memory once read: a question waits for the store only the first time after a change.
-    const operator = this.allowlists.kept(OPERATOR_LIST);
-    if (!operator) return this.allowlists.load(OPERATOR_LIST).then(() => this.listing(zone, key));
-    if (operator.size > 0 && (zone === 'numbers' ? operator.number(key) : operator.address(key))) return undefined;
+    // The operator's allowlist as kept in memory. A question never waits for it to be read:
+    // while it is read again after a change (a few milliseconds), the list as last read answers.
+    const listing = this.listingOf(zone, key);
+    let operator = this.allowlists.kept(OPERATOR_LIST);
+    if (!operator) {
+      operator = this.allowlists.lastRead(OPERATOR_LIST);
+      this.allowlists.load(OPERATOR_LIST).catch(() => {});
+    }
+    return operator.size > 0 && allowlisted(operator, zone, key) ? undefined : listing;
+  }
+
+  /** Whether a key is listed, the operator's allowlist aside. */
+  private listingOf(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const kept = this.cache.fresh(kind, key, SHARED);
     if (kept) return this.listed(kept.value);
@@ -190,6 +199,10 @@ interface ListedName {
 
 /** RFC 5782's test entry: listed, with the test address as its code. */
 const TEST_ENTRY: ListedName = { listing: { score: 100, reasons: [], marked: false, lastSeen: '1970-01-01T00:00:00Z' }, code: TEST_ADDRESS, text: 'RFC 5782 test entry' };
+
+function allowlisted(list: AllowlistMatcher, zone: ZoneKind, key: string): boolean {
+  return (zone === 'numbers' ? list.number(key) : list.address(key)) !== undefined;
+}
 
 /** The apex's TXT: the code table, for whoever asks the zone what its answers mean. */
 export function zoneDescription(zone: ZoneKind, settings: ZoneSettings): string[] {
