@@ -1,8 +1,10 @@
+import { Allowlists } from '../domain/allowlists/allowlists.ts';
 import { DnsZones } from '../domain/dns/dns-zones.ts';
 import { FeedService } from '../domain/intelligence/feed-service.ts';
 import type { LookupObserver } from '../domain/lookups/lookup-service.ts';
 import { LookupService } from '../domain/lookups/lookup-service.ts';
 import { RangeLookupService } from '../domain/lookups/range-lookup.ts';
+import { SqlAllowlistRepository } from '../store/repositories/allowlists-repository.ts';
 import { SqlFeedsRepository } from '../store/repositories/feeds-repository.ts';
 import { SqlLookupsRepository } from '../store/repositories/lookups-repository.ts';
 import type { AggregatePipeline } from './aggregates.ts';
@@ -22,6 +24,8 @@ export interface LookupsAssembly {
   feeds: FeedService;
   /** The DNS zones' answers, from the shared data set (docs/dns.md). */
   dnsZones: DnsZones;
+  /** The accounts' and the operator's allowlists (docs/api.md §16), kept in memory for the lookups, feeds, zones and TAXII. */
+  allowlists: Allowlists;
 }
 
 /** `observer` hears of every match: the `lookup.matched` alerts; `reports` are the operator's accepted false-positive reports, which every score here applies. */
@@ -31,12 +35,21 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
   const lookupsRepo = new SqlLookupsRepository(reads.db, reads.statements);
   // With a replica, an account whose own events the replica may lack reads the primary (domain/lookups/replica-reads.ts).
   const primary = replicaReads && { repo: new SqlLookupsRepository(database.db, database.statements), readsPrimary: (accountId: string) => replicaReads.readsPrimary(accountId) };
+  // Read from the store itself, never a replica: a change must count from the next answer. Every
+  // change is announced, and every instance forgets its lists when told of one.
+  const allowlists = new Allowlists(new SqlAllowlistRepository(database.db, database.statements), {
+    audit: base.audit,
+    changed: () => base.announce(),
+    externalChangeCounter: database.externalChangeCounter,
+  });
+  await base.onAccessChange(() => allowlists.forget());
   return {
+    allowlists,
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
-    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, ...(primary ? { primary } : {}) }),
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, allowlists, ...(primary ? { primary } : {}) }),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring, undefined, reports),
     // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
-    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, ...(reports ? { reports } : {}) }),
-    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports),
+    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, allowlists, ...(reports ? { reports } : {}) }),
+    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists),
   };
 }

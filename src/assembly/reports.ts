@@ -9,7 +9,7 @@ import type { Foundation } from './foundation.ts';
  */
 const ACCEPTED_REPORTS_TTL_MS = 5000;
 
-/** What `assembleReports` builds: false-positive reports (docs/api.md §16) and what scores read of them. */
+/** What `assembleReports` builds: false-positive reports (docs/api.md §17) and what scores read of them. */
 export interface ReportsAssembly {
   reports: ValueReports;
   /** The accepted reports kept in memory, handed to every service that scores. */

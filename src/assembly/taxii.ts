@@ -2,6 +2,7 @@ import { TaxiiCollections } from '../domain/intelligence/taxii-collections.ts';
 import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
 import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
 import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
+import type { AllowlistReader } from '../domain/allowlists/allowlists.ts';
 import type { Foundation } from './foundation.ts';
 import type { ReportedValues } from '../domain/intelligence/value-reports.ts';
 
@@ -16,7 +17,8 @@ export interface TaxiiAssembly {
   taxiiPublisher: TaxiiPublisher;
 }
 
-export function assembleTaxii(base: Foundation, now?: () => Date, reports?: ReportedValues): TaxiiAssembly {
+/** `allowlists` holds the operator's allowlist, whose values no collection publishes; `reports` the operator's accepted false-positive reports. */
+export function assembleTaxii(base: Foundation, allowlists: AllowlistReader, now?: () => Date, reports?: ReportedValues): TaxiiAssembly {
   const { database, reads, config, writer } = base;
   const published = new SqlTaxiiRepository(database.db, database.caps);
   return {
@@ -28,6 +30,7 @@ export function assembleTaxii(base: Foundation, now?: () => Date, reports?: Repo
       minScore: config.taxii.minScore,
       retentionDays: config.taxii.retentionDays,
       scoring: config.scoring,
+      allowlists,
       ...(reports ? { reports } : {}),
       ...(now ? { now } : {}),
     }),

@@ -10,7 +10,7 @@ export function clientsCommands(program: Command, run: Run): void {
     .description('create an API client; its secret is shown once')
     .requiredOption('--account <account_id>', 'owning account')
     .requiredOption('--name <name>', 'client name')
-    .option('--permissions <list>', 'comma-separated: write:events,read:events,read:phone-numbers,read:ip-addresses,manage:integrations (the last only when named)')
+    .option('--permissions <list>', 'comma-separated: write:events,read:events,read:phone-numbers,read:ip-addresses,manage:integrations,manage:allowlist (the last two only when named)')
     .action(
       run(async (s, opts: { account: string; name: string; permissions?: string }) => {
         const permissions = opts.permissions?.split(',').map((p) => p.trim()).filter(Boolean);

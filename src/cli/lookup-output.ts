@@ -39,7 +39,7 @@ export function isItemError(result: LookupResult): result is BulkItemError {
 
 /** The readable answer to one value looked up alone: every fact the answer holds. */
 export function describePhoneNumber(answer: PhoneNumberLookup): string {
-  if (!answer.found) return terminalText`${answer.phone_number}  not seen  ${answer.message}`;
+  if (!answer.found) return [terminalText`${answer.phone_number}  not seen  ${answer.message}`, ...allowlistLine(answer)].join('\n');
   const lines = [
     terminalText`${answer.phone_number}  SEEN  ${answer.message}`,
     terminalText`  score             ${answer.score}: ${answer.reasons.join('; ')}`,
@@ -50,11 +50,17 @@ export function describePhoneNumber(answer: PhoneNumberLookup): string {
     terminalText`  written as        ${answer.matched_forms.join(', ')}`,
   ];
   if (answer.e164) lines.push(terminalText`  E.164             ${answer.e164}${answer.country ? ` (${answer.country}${answer.number_type ? `, ${answer.number_type}` : ''})` : ''}`);
-  return lines.join('\n');
+  return [...lines, ...allowlistLine(answer)].join('\n');
+}
+
+/** Said of an answer the account's own allowlist covers (docs/api.md §16), found or not. */
+function allowlistLine(answer: PhoneNumberLookup | IpAddressLookup): string[] {
+  const entry = answer.allowlist_entry;
+  return answer.allowlisted && entry ? [terminalText`  allowlisted       yes, by your ${entry.kind.replace('_', ' ')} entry ${entry.value} (${entry.id}): do not block`] : [];
 }
 
 export function describeIpAddress(answer: IpAddressLookup): string {
-  if (!answer.found) return terminalText`${answer.ip_address}  not seen  ${answer.message}`;
+  if (!answer.found) return [terminalText`${answer.ip_address}  not seen  ${answer.message}`, ...allowlistLine(answer)].join('\n');
   return [
     terminalText`${answer.ip_address}  SEEN  ${answer.message}`,
     terminalText`  score             ${answer.score}: ${answer.reasons.join('; ')}`,
@@ -63,6 +69,7 @@ export function describeIpAddress(answer: IpAddressLookup): string {
     terminalText`  numbers dialled   ${answer.called_number_count}`,
     terminalText`  transports        ${counts(answer.transports)}`,
     terminalText`  user agents       ${answer.user_agents.map((u) => `${u.user_agent || '(none)'} ${u.count}`).join(', ')}`,
+    ...allowlistLine(answer),
   ].join('\n');
 }
 

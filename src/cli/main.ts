@@ -3,6 +3,7 @@ import { ServiceError } from '../domain/errors.ts';
 import type { Services } from '../services.ts';
 import { accountsCommands } from './accounts-commands.ts';
 import { aggregatesCommand } from './aggregates-command.ts';
+import { allowlistCommands } from './allowlist-commands.ts';
 import { apiClientFromEnvironment, describeApiFailure, type ApiEnvironment } from './api-client.ts';
 import { auditCommand } from './audit-command.ts';
 import { backupCommand } from './backup-command.ts';
@@ -34,6 +35,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   usersCommands,
   ingestUrlsCommands,
   integrationsCommands,
+  allowlistCommands,
   reportsCommands,
   plansCommands,
   keysCommands,

@@ -10,6 +10,7 @@ const SCOPE_DESCRIPTIONS: Record<Permission, string> = {
   'read:phone-numbers': 'Look up phone numbers',
   'read:ip-addresses': 'Look up source addresses',
   'manage:integrations': "Manage where the account's alerts are sent (webhooks, Slack, email) and read their delivery log",
+  'manage:allowlist': "Manage the account's allowlist: numbers, prefixes, addresses and ranges its lookups mark allowlisted and its call guard lets through",
   'write:reports': 'Report a lookup answer as a false positive, and list the account’s reports and their state',
 };
 
@@ -42,6 +43,7 @@ export function openApiOptions(services: Services): SwaggerOptions {
         { name: 'lookups', description: 'Have attackers tried this number or address?' },
         { name: 'oauth', description: 'Access tokens' },
         { name: 'integrations', description: "Where the account's alerts go: signed webhooks, Slack, confirmed email addresses" },
+        { name: 'allowlist', description: "The account's own allowlist: what is its own and never to be blocked" },
         { name: 'reports', description: 'False-positive reports of lookup answers, reviewed by the operator (docs/scoring.md, "Reports")' },
         { name: 'taxii', description: 'TAXII 2.1: the indicators as collections security platforms subscribe to (docs/taxii.md); answers in application/taxii+json;version=2.1' },
       ],

@@ -5,7 +5,7 @@ import type { Plan, RateWindow } from '../domain/accounts/plans.ts';
 export type LimitGroup = 'lookups' | 'submissions' | 'event_reads' | 'reports';
 
 /**
- * False-positive reports an account may submit (docs/api.md §16), whatever its plan: each one
+ * False-positive reports an account may submit (docs/api.md §17), whatever its plan: each one
  * is read by a person, so the bound is the operator's time, not the account's size. Enough for
  * a PBX to report its own numbers one by one after a bad day; too few to flood the queue.
  */

@@ -21,8 +21,9 @@ export interface Database {
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   /**
-   * A number that changes whenever another connection changes accounts, clients, plans or
-   * signing keys in the store (SQLite: a counter kept by triggers, migration 021), so caches can
+   * A number that changes whenever another connection changes accounts, clients, plans,
+   * signing keys or allowlists in the store (SQLite: a counter kept by triggers, migrations 021
+   * and 028), so caches can
    * notice changes made by the operator CLI. Undefined where the dialect has no such cheap signal.
    */
   externalChangeCounter: (() => number) | undefined;

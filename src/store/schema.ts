@@ -20,6 +20,7 @@ export interface Schema {
   range_sources: RangeSourcesTable;
   range_nodes: RangeNodesTable;
   node_names: NodeNamesTable;
+  allowlist_entries: AllowlistEntriesTable;
   plans: PlansTable;
   audit_log: AuditLogTable;
   server_secrets: ServerSecretsTable;
@@ -319,6 +320,17 @@ export interface UserSessionsTable {
 }
 
 /** The names accounts give their nodes (migration 016). */
+/** One entry of an allowlist (migration 028): `owner` is an account id, or `operator` for the operator's list. */
+export interface AllowlistEntriesTable {
+  id: string;
+  owner: string;
+  kind: string;
+  value: string;
+  note: string | null;
+  added_by: string;
+  added_at: string;
+}
+
 export interface NodeNamesTable {
   account_id: string;
   node_id: string;

@@ -61,7 +61,8 @@ export function openSqlite(url: string, cacheMiB: number): Database {
 }
 
 /**
- * What moves when another connection changes access (accounts, clients, plans, signing keys):
+ * What moves when another connection changes access (accounts, clients, plans, signing keys,
+ * allowlists):
  * the counter migration 021's triggers keep, less this connection's own changes, which
  * temporary triggers count apart (this process drops its caches itself when it changes access,
  * at once). Not `PRAGMA data_version`, which moves with every other connection's commit, this
@@ -80,7 +81,9 @@ function accessChangeCounter(native: SQLiteDatabase.Database): () => number {
       } catch {
         if (!native.prepare("select 1 from main.sqlite_master where name = 'access_version'").get()) return dataVersion.get() as number;
         native.exec('create temp table if not exists own_access_changes (n integer not null); insert into own_access_changes select 0 where not exists (select 1 from own_access_changes)');
-        for (const table of ['accounts', 'clients', 'plans', 'signing_keys']) {
+        // Allowlists (migration 028) are kept in memory too; a store read before that migration has none.
+        const allowlists = native.prepare("select 1 from main.sqlite_master where name = 'allowlist_entries'").get() ? ['allowlist_entries'] : [];
+        for (const table of ['accounts', 'clients', 'plans', 'signing_keys', ...allowlists]) {
           for (const event of ['insert', 'update', 'delete']) {
             native.exec(`create temp trigger if not exists own_${table}_${event} after ${event} on main.${table} begin update own_access_changes set n = n + 1; end`);
           }

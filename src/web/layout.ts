@@ -9,11 +9,13 @@ const ACCOUNT_NAV: ReadonlyArray<[string, string]> = [
   ['/lookup', 'Lookup'],
   ['/settings/clients', 'API clients'],
   ['/settings/integrations', 'Integrations'],
+  ['/settings/allowlist', 'Allowlist'],
   ['/settings/account', 'Account'],
 ];
 const OPERATOR_NAV: ReadonlyArray<[string, string]> = [
   ['/operator/accounts', 'Accounts'],
   ['/operator/plans', 'Plans'],
+  ['/operator/allowlist', 'Allowlist'],
   ['/operator/reports', 'Reports'],
   ['/operator/audit', 'Audit trail'],
 ];

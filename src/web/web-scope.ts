@@ -10,6 +10,7 @@ import type { Services } from '../services.ts';
 import { sendMessage } from './layout.ts';
 import { accountRoutes } from './routes/account.ts';
 import { clientRoutes } from './routes/clients.ts';
+import { allowlistPages } from './routes/allowlist.ts';
 import { eventRoutes } from './routes/events.ts';
 import { integrationPages } from './routes/integrations.ts';
 import { lookupRoute } from './routes/lookup.ts';
@@ -83,6 +84,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(subjectPages, { services });
   await app.register(clientRoutes, { services });
   await app.register(integrationPages, { services });
+  await app.register(allowlistPages, { services });
   await app.register(accountRoutes, { services });
   await app.register(operatorRoutes, { services });
 }

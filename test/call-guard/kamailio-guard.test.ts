@@ -265,6 +265,27 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     expect(await completed(numberOnly.kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
     // Later tests place their calls from the same address: it stays known, so they run number-only.
   });
+
+  it('lets a call through when its account allowlisted what was known (docs/api.md §16): an allowlisted answer refuses nothing, the other lookup still decides', async () => {
+    const account = f.guard.account.account_id;
+    const { kamailio, pbx } = await callPath();
+    // The source the calls come from, 127.0.0.1, known above the threshold too.
+    for (let i = 0; i < 6; i++) await makeKnown(f.fleet, `+3314466${String(i).padStart(4, '0')}`, 'high', '127.0.0.1');
+    await f.h.settled();
+    const number = await f.h.services.allowlists.add(account, { kind: 'phone_number', value: KNOWN }, 'operator');
+    expect(await refused(kamailio, KNOWN, 3, 10)).toMatchObject({ successful: 3, failed: 0 });
+    const range = await f.h.services.allowlists.add(account, { kind: 'ip_range', value: '127.0.0.0/8' }, 'operator');
+    expect(await completed(kamailio, KNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    expect(await pbx.stop()).toEqual({ successful: 5, failed: 0 });
+    const decisions = kamailio.decisions();
+    expect(tally(decisions)).toEqual({ refused: 3, passed: 5 });
+    // Refused by the source's score alone, then passed with neither score counted.
+    expect(decisions.slice(0, 3).every((d) => d.decision === 'refused' && d.score >= THRESHOLD)).toBe(true);
+    expect(decisions.slice(3).every((d) => d.decision === 'passed' && d.score === -1)).toBe(true);
+    expect(await kamailio.statistics()).toMatchObject({ allowlisted: 3 + 10, passed: 5, refused: 3 });
+    await f.h.services.allowlists.remove(account, number.entry.id, 'operator');
+    await f.h.services.allowlists.remove(account, range.entry.id, 'operator');
+  });
 });
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirror', () => {

@@ -91,6 +91,23 @@ describe('lookups answered ahead of Fastify', () => {
     }
   });
 
+  it('answers an allowlisted value (docs/api.md §16) as the pipeline does, byte for byte', async () => {
+    const caller = await direct.account({ permissions: ['read:phone-numbers', 'read:ip-addresses', 'manage:allowlist'] });
+    const token = await caller.token();
+    for (const [kind, value] of [['phone_number', '0046812118532'], ['number_prefix', '+1555'], ['ip_range', '2001:db8::/32']]) {
+      expect((await caller.api('/api/allowlist', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind, value }) })).status).toBe(201);
+    }
+    const paths = ['/api/phone-numbers/%2B46812118532', '/api/phone-numbers/%2B15550000000', '/api/ip-addresses/2001%3Adb8%3A%3A7', '/api/ip-addresses/203.0.113.7'];
+    await answer(direct, token, paths[0]!);
+    // The other instance hears of the change through the store (a notice, or SQLite's change counter).
+    await expect.poll(async () => (await answer(full, token, paths[0]!)).body).toContain('"allowlisted":true');
+    for (const path of paths) {
+      const [lane, pipeline] = [await answer(direct, token, path), await answer(full, token, path)];
+      expect(lane, path).toEqual({ ...pipeline, ratelimit: expect.stringMatching(/^"lookups";r=\d+;t=\d+$/) });
+      expect(lane.body.includes('"allowlisted":true'), path).toBe(path !== '/api/ip-addresses/203.0.113.7');
+    }
+  });
+
   it('spends one unit of the allowance per request, whichever way the request went', async () => {
     await direct.services.plans.save({ ...TESTER_PLAN, name: 'five-lookups', lookups: { limit: 5, windowSeconds: 3600 } });
     const caller = await direct.account({ plan: 'five-lookups', permissions: ['read:phone-numbers'] });

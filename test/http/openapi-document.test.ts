@@ -85,7 +85,7 @@ describe('the OpenAPI document (docs/api.md §1)', () => {
       flows: {
         clientCredentials: {
           tokenUrl: 'http://tollwatch.test/oauth/token',
-          scopes: { 'write:events': expect.any(String), 'read:events': expect.any(String), 'read:phone-numbers': expect.any(String), 'read:ip-addresses': expect.any(String), 'manage:integrations': expect.any(String), 'write:reports': expect.any(String) },
+          scopes: { 'write:events': expect.any(String), 'read:events': expect.any(String), 'read:phone-numbers': expect.any(String), 'read:ip-addresses': expect.any(String), 'manage:integrations': expect.any(String), 'manage:allowlist': expect.any(String), 'write:reports': expect.any(String) },
         },
       },
     });

@@ -31,7 +31,7 @@ async function expectProblem(res: Response, status: number, code: string) {
 const HELD = /^reported as a false positive by 1 account; accepted by the operator/;
 
 /**
- * False-positive reports (docs/api.md §16, docs/scoring.md "Reports"): a client reports, the
+ * False-positive reports (docs/api.md §17, docs/scoring.md "Reports"): a client reports, the
  * operator decides in the CLI (another process) or the dashboard, and only an accepted report
  * changes the shared answer, in every output that scores.
  */

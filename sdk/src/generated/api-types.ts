@@ -542,6 +542,58 @@ export interface Operations {
     };
   };
   /**
+   * GET /api/allowlist
+   */
+  listAllowlist: {
+    responses: {
+      '200': Allowlist;
+      '401': Problem;
+      '403': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * POST /api/allowlist
+   */
+  createAllowlistEntry: {
+    requestBody: CreateAllowlistEntryRequest;
+    responses: {
+      '200': AllowlistEntry;
+      '201': AllowlistEntry;
+      '400': Problem;
+      '401': Problem;
+      '403': Problem;
+      '409': Problem;
+      '415': Problem;
+      '422': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
+   * DELETE /api/allowlist/{id}
+   */
+  deleteAllowlistEntry: {
+    path: {
+      /**
+       * The entry's id. Any value naming none of the caller's entries answers 404. UUID written 8-4-4-4-12 in hexadecimal digits, any version, any case
+       */
+      id: string;
+    };
+    responses: {
+      '204': null;
+      '401': Problem;
+      '403': Problem;
+      '404': Problem;
+      '429': Problem;
+      '500': Problem;
+      '503': Problem;
+    };
+  };
+  /**
    * POST /api/reports
    */
   createReport: {
@@ -1182,6 +1234,21 @@ export interface PhoneNumberFound {
      */
     reasons: string[];
   };
+  /**
+   * The value is on the caller's own allowlist: do not block it. Present only then
+   */
+  allowlisted?: true;
+  /**
+   * The entry that allowlists it, the most specific when several do; present with `allowlisted`
+   */
+  allowlist_entry?: {
+    id: string;
+    kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+    /**
+     * The entry as normalised: a number key or prefix, an address, a range in CIDR notation
+     */
+    value: string;
+  };
 }
 /**
  * Never seen in the scopes the caller reads; `range` when its range has evidence (docs/scoring.md, "Ranges": act on `range.score`)
@@ -1213,6 +1280,21 @@ export interface PhoneNumberNotFound {
      * The facts behind the range’s score, strongest evidence first
      */
     reasons: string[];
+  };
+  /**
+   * The value is on the caller's own allowlist: do not block it. Present only then
+   */
+  allowlisted?: true;
+  /**
+   * The entry that allowlists it, the most specific when several do; present with `allowlisted`
+   */
+  allowlist_entry?: {
+    id: string;
+    kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+    /**
+     * The entry as normalised: a number key or prefix, an address, a range in CIDR notation
+     */
+    value: string;
   };
 }
 /**
@@ -1269,6 +1351,21 @@ export interface IpAddressFound {
     [k: string]: number | undefined;
   };
   message: string;
+  /**
+   * The value is on the caller's own allowlist: do not block it. Present only then
+   */
+  allowlisted?: true;
+  /**
+   * The entry that allowlists it, the most specific when several do; present with `allowlisted`
+   */
+  allowlist_entry?: {
+    id: string;
+    kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+    /**
+     * The entry as normalised: a number key or prefix, an address, a range in CIDR notation
+     */
+    value: string;
+  };
 }
 /**
  * Never seen in the scopes the caller reads
@@ -1280,6 +1377,21 @@ export interface IpAddressNotFound {
   ip_address: string;
   found: false;
   message: string;
+  /**
+   * The value is on the caller's own allowlist: do not block it. Present only then
+   */
+  allowlisted?: true;
+  /**
+   * The entry that allowlists it, the most specific when several do; present with `allowlisted`
+   */
+  allowlist_entry?: {
+    id: string;
+    kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+    /**
+     * The entry as normalised: a number key or prefix, an address, a range in CIDR notation
+     */
+    value: string;
+  };
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1682,6 +1794,55 @@ export interface DeliveryAttempt {
    * `retrying`: another attempt is due; `failed`: given up
    */
   outcome: 'delivered' | 'retrying' | 'failed';
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "Allowlist".
+ */
+export interface Allowlist {
+  entries: AllowlistEntry[];
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "AllowlistEntry".
+ */
+export interface AllowlistEntry {
+  id: string;
+  /**
+   * `phone_number` (one number, any of its written forms), `number_prefix` (every number whose key begins so), `ip_address` (one address, any spelling), `ip_range` (CIDR, IPv4 or IPv6)
+   */
+  kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+  /**
+   * As normalised: a number key (`+CC…` for international forms), an address in canonical form, a range as its network and length
+   */
+  value: string;
+  /**
+   * Why it is there; null when none was given
+   */
+  note: string | null;
+  /**
+   * Who added it: `client:<id>`, `user:<id>` (the dashboard)
+   */
+  added_by: string;
+  added_at: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "CreateAllowlistEntryRequest".
+ */
+export interface CreateAllowlistEntryRequest {
+  /**
+   * `phone_number` (one number, any of its written forms), `number_prefix` (every number whose key begins so), `ip_address` (one address, any spelling), `ip_range` (CIDR, IPv4 or IPv6)
+   */
+  kind: 'phone_number' | 'number_prefix' | 'ip_address' | 'ip_range';
+  /**
+   * A number as lookups take it (tel:/sip: URIs and separators accepted), a prefix written the same way, an IPv4 or IPv6 address, or a range in CIDR notation
+   */
+  value: string;
+  /**
+   * Why it is there: at most 500 characters, no control characters
+   */
+  note?: string | null;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

@@ -40,9 +40,12 @@ export type AuditAction =
   | 'integration.disabled'
   | 'integration.enabled'
   | 'integration.secret_rotated'
+  /** An entry added to or removed from an allowlist, an account's or the operator's (docs/api.md §16). */
+  | 'allowlist.entry_added'
+  | 'allowlist.entry_removed'
   /** A node named (or its name forgotten) by an account's owner. */
   | 'node.named'
-  /** False-positive reports (docs/api.md §16): submitted by a client, accepted or rejected by the operator. */
+  /** False-positive reports (docs/api.md §17): submitted by a client, accepted or rejected by the operator. */
   | 'report.submitted'
   | 'report.accepted'
   | 'report.rejected';

@@ -1,5 +1,5 @@
 /** Every permission a client may hold (docs/api.md §3). */
-export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations', 'write:reports'] as const;
+export const PERMISSIONS = ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations', 'manage:allowlist', 'write:reports'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** Narrows a string to a known permission. */
@@ -9,9 +9,12 @@ export function isPermission(value: string): value is Permission {
 
 /**
  * Permissions only given when named: managing integrations decides where the account's alerts
- * (and the data in them) are sent, which a client made for lookups or a node should not do.
+ * (and the data in them) are sent, and managing the allowlist decides which numbers and
+ * addresses the account's call guard lets through whatever their score. Neither is for a client
+ * made for lookups, nor for a node, whose credentials sit on a honeypot an attacker probes: one
+ * that could allowlist would let its thief open the guard to any number.
  */
-const NAMED_ONLY: readonly Permission[] = ['manage:integrations'];
+const NAMED_ONLY: readonly Permission[] = ['manage:integrations', 'manage:allowlist'];
 
 /**
  * Permissions a new client gets when none are named: submitting only where the plan allows it.

@@ -1,3 +1,4 @@
+import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
 import { scoringHour } from '../intelligence/feed-service.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupKind, type LookupsRepository, type NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
@@ -57,6 +58,8 @@ export interface SharedReads {
   now?: () => Date;
   /** The operator's accepted false-positive reports: a held-down score lists no name (docs/scoring.md, "Reports"). */
   reports?: ReportedValues;
+  /** The operator's allowlist (docs/api.md §16): a name it holds is in neither zone. */
+  allowlists?: AllowlistReader;
 }
 
 const SHARED: readonly string[] = [SHARED_SCOPE];
@@ -70,6 +73,7 @@ export class DnsZones {
   private readonly now: () => Date;
   private readonly reports: ReportedValues;
   private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; listed: ListedName }>();
+  private readonly allowlists: AllowlistReader;
 
   constructor(settings: ZoneSettings, reads: SharedReads) {
     this.settings = settings;
@@ -79,6 +83,7 @@ export class DnsZones {
     this.scoring = reads.scoring ?? DEFAULT_SCORING;
     this.now = reads.now ?? (() => new Date());
     this.reports = reads.reports ?? NO_REPORTS;
+    this.allowlists = reads.allowlists ?? NO_ALLOWLISTS;
   }
 
   /**
@@ -117,11 +122,20 @@ export class DnsZones {
   /** Whether a key is listed, and how: read from the shared data set only; a promise only when the store is read. */
   private listing(zone: ZoneKind, key: string): ListedName | undefined | Promise<ListedName | undefined> {
     if (zone === 'addresses' && key === TEST_ADDRESS) return TEST_ENTRY;
+    // The operator's allowlist as kept in memory. A question never waits for it to be read:
+    // while it is read again after a change (a few milliseconds), the list as last read answers.
+    let operator = this.allowlists.kept(OPERATOR_LIST);
+    if (!operator) {
+      operator = this.allowlists.lastRead(OPERATOR_LIST);
+      this.allowlists.load(OPERATOR_LIST).catch(() => {});
+    }
+    if (operator.size > 0 && allowlisted(operator, zone, key)) return undefined;
     // Without a promise while the accepted reports kept are fresh, as most answers are given.
     const accepted = this.reports.current();
     return accepted ? this.listingWith(zone, key, accepted) : this.reports.load().then((read) => this.listingWith(zone, key, read));
   }
 
+  /** Whether a key is listed, the operator's allowlist aside. */
   private listingWith(zone: ZoneKind, key: string, accepted: AcceptedSet): ListedName | undefined | Promise<ListedName | undefined> {
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const reported = reportedOf(accepted, kind, key);
@@ -194,6 +208,10 @@ interface ListedName {
 
 /** RFC 5782's test entry: listed, with the test address as its code. */
 const TEST_ENTRY: ListedName = { listing: { score: 100, reasons: [], marked: false, lastSeen: '1970-01-01T00:00:00Z' }, code: TEST_ADDRESS, text: 'RFC 5782 test entry' };
+
+function allowlisted(list: AllowlistMatcher, zone: ZoneKind, key: string): boolean {
+  return (zone === 'numbers' ? list.number(key) : list.address(key)) !== undefined;
+}
 
 /** The apex's TXT: the code table, for whoever asks the zone what its answers mean. */
 export function zoneDescription(zone: ZoneKind, settings: ZoneSettings): string[] {

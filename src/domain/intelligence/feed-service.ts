@@ -12,6 +12,7 @@ import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, REPORTED_CEILING, score
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from './value-reports.ts';
+import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
 export const MAX_FEED_ENTRIES = 100_000;
@@ -90,6 +91,7 @@ export class FeedService {
   private readonly now: () => Date;
   private readonly tagKey: Uint8Array;
   private readonly reports: ReportedValues;
+  private readonly allowlists: AllowlistReader;
 
   /**
    * `tagKey` keys the ETag: every instance of a deployment must be given the same one (the
@@ -102,8 +104,10 @@ export class FeedService {
     now = () => new Date(),
     tagKey: Uint8Array = randomBytes(FEED_TAG_KEY_BYTES),
     reports: ReportedValues = NO_REPORTS,
+    allowlists: AllowlistReader = NO_ALLOWLISTS,
   ) {
     this.reports = reports;
+    this.allowlists = allowlists;
     this.repo = repo;
     this.ownWrites = ownWrites;
     this.scoring = scoring;
@@ -144,18 +148,21 @@ export class FeedService {
     await this.ownWrites.ownWritesVisible(account.account_id);
     const scopes = readScopesOf(account);
     const scoredAt = scoringHour(this.now());
-    const position = await this.repo.foldPosition();
+    // A feed is a blocklist: what the operator allowlisted is in no one's, and what the caller
+    // allowlisted is not in its own (its call guard's mirror loads it).
+    const [position, operator, own] = await Promise.all([this.repo.foldPosition(), this.listOf(OPERATOR_LIST), this.listOf(account.account_id)]);
     // The operator's decisions change scores without the fold moving: their set is part of the tag.
     const reported = this.reports.current() ?? (await this.reports.load());
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
-    // would give away the position, how many events every account together has sent.
+    // would give away the position, how many events every account together has sent. The
+    // lists' entries are in it, so any change to either list changes the tag.
     const tag = createHmac('sha256', this.tagKey)
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint]))
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint]))
       .digest('base64url')
       .slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
-    const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
-    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix', reported);
+    const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
+    const entries = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, query.format === 'stix', reported);
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
@@ -167,7 +174,16 @@ export class FeedService {
   sharedKept(kind: FeedKind, minScore: number): { scoredAt: Date; kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> } {
     const scoredAt = scoringHour(this.now());
     const since = oldestThatCanReach(minScore, scoredAt, this.scoring);
-    return { scoredAt, kept: kind === 'phone-numbers' ? this.repo.recentNumbers([SHARED_SCOPE], since) : this.repo.recentAddresses([SHARED_SCOPE], since) };
+    const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> =
+      kind === 'phone-numbers' ? this.repo.recentNumbers([SHARED_SCOPE], since) : this.repo.recentAddresses([SHARED_SCOPE], since);
+    // Published to everyone: less what the operator allowlisted (docs/dns.md).
+    const operator = this.listOf(OPERATOR_LIST);
+    return { scoredAt, kept: (async function* () { yield* withoutListed(kept, kind, [await operator]); })() };
+  }
+
+  private listOf(owner: string): Promise<AllowlistMatcher> {
+    const kept = this.allowlists.kept(owner);
+    return kept ? Promise.resolve(kept) : this.allowlists.load(owner);
   }
 
   private async *scored(
@@ -185,6 +201,19 @@ export class FeedService {
       count += 1;
       if (count >= MAX_FEED_ENTRIES) return;
     }
+  }
+}
+
+/** `kept` less the values any of `lists` holds. */
+async function* withoutListed(
+  kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
+  kind: FeedKind,
+  lists: AllowlistMatcher[],
+): AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> {
+  const active = lists.filter((list) => list.size > 0);
+  if (active.length === 0) return yield* kept;
+  for await (const one of kept) {
+    if (!active.some((list) => (kind === 'phone-numbers' ? list.number(one.key) : list.address(one.key)))) yield one;
   }
 }
 

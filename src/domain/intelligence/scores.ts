@@ -184,7 +184,7 @@ export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSe
 }
 
 /**
- * What the operator accepted of false-positive reports about a value (docs/api.md §16): evidence
+ * What the operator accepted of false-positive reports about a value (docs/api.md §17): evidence
  * of its own kind, passed in beside the aggregates so that a score stays a function of what it
  * is given. Absent (undefined) when no report of the value was accepted.
  */

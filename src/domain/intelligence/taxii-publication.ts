@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
 import { oldestThatCanReach } from './feed-service.ts';
 import type { IndicatorKind, StixIndicator } from './stix-indicators.ts';
 import { inCollection, nextVersion, type Candidate, type NewVersion, type PublicationSettings } from './taxii-versions.ts';
@@ -131,6 +132,8 @@ export interface PublisherOptions extends Omit<PublicationSettings, 'accepted'> 
   now?: () => Date;
   /** How a pass measures its pages and rests between them (tests); a monotonic clock in ms and a timer by default. */
   pacing?: Pacing;
+  /** The operator's allowlist (docs/api.md §16): a value on it is in no collection. */
+  allowlists?: AllowlistReader;
 }
 
 export interface Pacing {
@@ -174,11 +177,15 @@ export class TaxiiPublisher {
    */
   private readonly sweptReports = new Map<IndicatorKind, string>();
   private accepted: AcceptedSet | undefined;
+  private readonly allowlists: AllowlistReader;
+  /** Per collection, the operator's allowlist as this process's last complete pass applied it. */
+  private readonly applied = new Map<IndicatorKind, AllowlistMatcher>();
 
   constructor(store: TaxiiPublicationStore, options: PublisherOptions) {
     this.store = store;
     this.options = options;
     this.now = options.now ?? (() => new Date());
+    this.allowlists = options.allowlists ?? NO_ALLOWLISTS;
   }
 
   /**
@@ -248,19 +255,26 @@ export class TaxiiPublisher {
     const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
     const hourIso = hour.toISOString();
     // Cheap reads first: an idle server writes nothing, not even its lease.
-    const [signature, seen] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind)]);
+    const [signature, seen, list] = await Promise.all([this.store.foldSignature(), this.store.stateOf(kind), this.allowlists.kept(OPERATOR_LIST) ?? this.allowlists.load(OPERATOR_LIST)]);
     const reports = this.options.reports ?? NO_REPORTS;
     const accepted = (this.accepted = reports.current() ?? (await reports.load()));
     // First seen empty, nothing can have been held down yet: no sweep for it.
     if (!this.sweptReports.has(kind) && accepted.byKey.size === 0) this.sweptReports.set(kind, accepted.fingerprint);
     const reportsMoved = this.sweptReports.get(kind) !== accepted.fingerprint;
+    // The operator's allowlist changed since this process last applied it (or it has entries and
+    // this process never applied it): every live object is looked at again at once, so an
+    // allowlisted value is revoked within a turn; and when entries were removed, every shared
+    // row that can reach the threshold too, so a value no longer allowlisted is published again.
+    const before = this.applied.get(kind);
+    const listChanged = before ? before.fingerprint !== list.fingerprint : list.size > 0;
+    const listShrank = before !== undefined && [...before.ids].some((id) => !list.ids.has(id));
     const swept = seen?.sweptHour === hourIso && !reportsMoved;
-    if (seen?.changedThrough !== undefined && swept && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
+    if (seen?.changedThrough !== undefined && swept && !listChanged && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
     // The fold moved, but maybe only in accounts' own scopes, which no collection serves: with no
     // shared row changed, nothing is written (on SQLite a write here waits for intake's writer,
     // holding this thread meanwhile). The position is kept in memory only; another process
     // finds the same nothing.
-    if (seen?.changedThrough !== undefined && swept) {
+    if (seen?.changedThrough !== undefined && swept && !listChanged) {
       const since = changesReadFrom(seen.changedThrough);
       const peek = await this.store.changedAfter(kind, since, undefined, PEEK);
       if (peek.candidates.length === 0 && peek.next === undefined) {
@@ -289,7 +303,7 @@ export class TaxiiPublisher {
       do {
         const began = pacing.clock();
         const got = await read(page);
-        const versions = await this.versionsOf(kind, got.candidates, hour, now);
+        const versions = await this.versionsOf(kind, got.candidates, hour, now, list);
         const moved = got.next === undefined ? done(got) : along({ ...got, next: got.next });
         if (!(await this.store.publish(kind, this.holder, versions, moved, this.leaseEnd()))) throw new LeaseLost();
         report.versions += versions.length;
@@ -340,14 +354,19 @@ export class TaxiiPublisher {
           () => ({ foldSeen: signature, changedThrough: through }),
         );
       }
-      if (sweptHour !== hourIso || reportsMoved) {
+      if (listShrank && state.changedThrough !== undefined) {
+        const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
+        await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({}));
+      }
+      if (sweptHour !== hourIso || reportsMoved || listChanged) {
         // Decay moves scores at the turn of each hour with no event at all, and the operator's
-        // decisions on reports move them too: every live object is scored again, and those whose
-        // score moved, or fell below the threshold, get a version.
+        // decisions on reports and its allowlist move them too: every live object is scored
+        // again, and those whose score moved, or fell below the threshold, get a version.
         await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => ({ sweptHour: hourIso }));
         this.sweptReports.set(kind, accepted.fingerprint);
         await this.store.prune(kind, new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
       }
+      this.applied.set(kind, list);
     } catch (err) {
       if (err instanceof LeaseLost || err instanceof PassStopped) return report;
       throw err;
@@ -355,8 +374,14 @@ export class TaxiiPublisher {
     return report;
   }
 
-  private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date): Promise<NewVersion[]> {
+  private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date, list: AllowlistMatcher): Promise<NewVersion[]> {
     const settings: PublicationSettings = { minScore: this.options.minScore, scoring: this.options.scoring, ...(this.accepted ? { accepted: this.accepted } : {}) };
+    // An allowlisted value is as one the shared data set does not hold: its live object is
+    // revoked, and it gets no new one while it stays on the list.
+    if (list.size > 0) {
+      const listed = kind === 'ip-addresses' ? (value: string) => list.address(value) : (value: string) => list.number(value);
+      candidates = candidates.map((c) => (c.kept && listed(c.value) ? { ...c, kept: undefined } : c));
+    }
     // Bodies are read only for objects about to be revoked: those whose value no longer scores.
     const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(c, settings, scoredAt));
     const bodies = revoking.length > 0 ? await this.store.latestBodies(kind, revoking.map((c) => c.object!.objectId)) : new Map<string, StixIndicator>();

@@ -11,12 +11,12 @@ import { canonicalUuid } from '../uuid.ts';
 import type { ReportedEvidence } from './scores.ts';
 
 /**
- * False-positive reports (docs/api.md §16): a lookup client says an answer was wrong for it, the
+ * False-positive reports (docs/api.md §17): a lookup client says an answer was wrong for it, the
  * operator reviews, and an accepted report holds the value's score down for every caller
  * (docs/scoring.md, "Reports"). A pending or rejected report changes no answer for anyone.
  */
 
-/** Why a client reports an answer, as a short code (docs/api.md §16). */
+/** Why a client reports an answer, as a short code (docs/api.md §17). */
 export const REPORT_REASONS = ['own_number', 'customer', 'legitimate_traffic', 'test_traffic', 'other'] as const;
 export type ReportReason = (typeof REPORT_REASONS)[number];
 

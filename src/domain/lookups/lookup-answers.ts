@@ -8,6 +8,24 @@ import { nullable } from '../nullable-schema.ts';
  * single lookup's answer, or the item's error.
  */
 
+/**
+ * On an answer about a value the caller's own allowlist holds (docs/api.md §16): present only
+ * then, so every other answer is as it was. The evidence beside them is unchanged.
+ */
+const allowlisted = {
+  allowlisted: Type.Optional(Type.Literal(true, { description: "The value is on the caller's own allowlist: do not block it. Present only then" })),
+  allowlist_entry: Type.Optional(
+    Type.Object(
+      {
+        id: Type.String({ format: 'uuid' }),
+        kind: Type.Union([Type.Literal('phone_number'), Type.Literal('number_prefix'), Type.Literal('ip_address'), Type.Literal('ip_range')]),
+        value: Type.String({ description: 'The entry as normalised: a number key or prefix, an address, a range in CIDR notation' }),
+      },
+      { description: 'The entry that allowlists it, the most specific when several do; present with `allowlisted`' },
+    ),
+  ),
+};
+
 const seen = {
   seen_count: Type.Integer({ minimum: 1, description: 'Events that name it, across the scopes the caller reads' }),
   first_seen: Type.String({ description: 'Earliest event time (UTC, RFC 3339)', example: '2026-11-20T10:00:01.123456789Z' }),
@@ -45,6 +63,7 @@ export const PhoneNumberFound = Type.Object(
     number_type: Type.Optional(nullable<string>(['string'], { description: 'premium-rate, toll-free, mobile…' })),
     message: Type.String(),
     range,
+    ...allowlisted,
   },
   {
     $id: 'PhoneNumberFound',
@@ -69,7 +88,7 @@ export const PhoneNumberFound = Type.Object(
 );
 
 export const PhoneNumberNotFound = Type.Object(
-  { phone_number: Type.String(), found: Type.Literal(false), message: Type.String(), range },
+  { phone_number: Type.String(), found: Type.Literal(false), message: Type.String(), range, ...allowlisted },
   {
     $id: 'PhoneNumberNotFound',
     description: 'Never seen in the scopes the caller reads; `range` when its range has evidence (docs/scoring.md, "Ranges": act on `range.score`)',
@@ -90,6 +109,7 @@ export const IpAddressFound = Type.Object(
     }),
     transports: Type.Record(Type.String(), Type.Integer(), { description: 'Events per transport', example: { UDP: 4 } }),
     message: Type.String(),
+    ...allowlisted,
   },
   {
     $id: 'IpAddressFound',
@@ -112,7 +132,7 @@ export const IpAddressFound = Type.Object(
 );
 
 export const IpAddressNotFound = Type.Object(
-  { ip_address: Type.String(), found: Type.Literal(false), message: Type.String() },
+  { ip_address: Type.String(), found: Type.Literal(false), message: Type.String(), ...allowlisted },
   {
     $id: 'IpAddressNotFound',
     description: 'Never seen in the scopes the caller reads',

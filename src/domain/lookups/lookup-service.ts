@@ -12,6 +12,7 @@ import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, scoreOfRange, type Scor
 import { readScopesOf } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type ReportedValues } from '../intelligence/value-reports.ts';
 import type { ReportedEvidence } from '../intelligence/scores.ts';
+import { matchOf, NO_ALLOWLISTS, type AllowlistReader } from '../allowlists/allowlists.ts';
 
 /** User agents an address's answer names, most seen first. */
 export const TOP_USER_AGENTS = 10;
@@ -46,6 +47,8 @@ export interface LookupOptions {
   primary?: { repo: LookupsRepository; readsPrimary(accountId: string): boolean };
   /** The operator's accepted false-positive reports, kept in memory (docs/scoring.md, "Reports"). */
   reports?: ReportedValues;
+  /** The accounts' own allowlists, kept in memory: an allowlisted answer says so, and raises no alert. */
+  allowlists?: AllowlistReader;
 }
 
 /** Phone-number and source-address lookups over the data an account may see. */
@@ -59,6 +62,7 @@ export class LookupService {
   private readonly knownKeys: KeyFilter;
   private readonly primary: LookupOptions['primary'];
   private readonly reports: ReportedValues;
+  private readonly allowlists: AllowlistReader;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -87,6 +91,7 @@ export class LookupService {
     this.knownKeys = options.knownKeys ?? EVERY_KEY_MAY_EXIST;
     this.primary = options.primary;
     this.reports = options.reports ?? NO_REPORTS;
+    this.allowlists = options.allowlists ?? NO_ALLOWLISTS;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -108,9 +113,11 @@ export class LookupService {
           ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
           : undefined;
     const inRange = prefix === null ? undefined : await this.rangeOf(primary, scopes, prefix);
+    const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).number(number.key);
     if (!seen) {
       const missing = { phone_number: number.written, found: false as const, message: 'No probes to this number have been seen.' };
-      return inRange ? { ...missing, range: this.rangePart(prefix!, inRange) } : missing;
+      const inItsRange = inRange ? { ...missing, range: this.rangePart(prefix!, inRange) } : missing;
+      return listed ? { ...inItsRange, allowlisted: true, allowlist_entry: matchOf(listed) } : inItsRange;
     }
     // A map read while the kept set is fresh; the store only once per its lifetime.
     const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'number', number.key);
@@ -140,6 +147,9 @@ export class LookupService {
       }
       found = paired.part;
     }
+    // Allowlisted: the evidence stays, the flag tells the caller not to block, and no alert is
+    // raised. Its answer is this account's alone, so it shares no part with others' answers.
+    if (listed) return { phone_number: number.written, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
     const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
@@ -212,7 +222,11 @@ export class LookupService {
         : this.knownKeys.mayExist('ip', ip)
           ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
           : undefined;
-    if (!seen) return { ip_address: ip, found: false, message: 'No probes from this address have been seen.' };
+    const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).address(ip);
+    if (!seen) {
+      const missing = { ip_address: ip, found: false as const, message: 'No probes from this address have been seen.' };
+      return listed ? { ...missing, allowlisted: true, allowlist_entry: matchOf(listed) } : missing;
+    }
     const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'ip', ip);
     const worked = this.foundAddresses.get(seen);
     let found = worked && worked.reported === reported ? worked.found : undefined;
@@ -231,6 +245,7 @@ export class LookupService {
       };
       this.foundAddresses.set(seen, { reported, found });
     }
+    if (listed) return { ip_address: ip, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
     const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
     return answer;

@@ -18,6 +18,7 @@ import { bulkLookupRoutes } from './lookups-bulk.ts';
 import { FEED_SCHEMAS, feedRoutes } from './feeds.ts';
 import { RANGE_LOOKUP_SCHEMAS, rangeLookupRoutes } from './range-lookups.ts';
 import { INTEGRATION_SCHEMAS, integrationRoutes } from './integrations.ts';
+import { ALLOWLIST_SCHEMAS, allowlistRoutes } from './allowlist.ts';
 import { REPORT_SCHEMAS, reportRoutes } from './reports.ts';
 import { FieldErrorSchema, HoneypotEventSchema, ProblemSchema, StoredEventSchema } from '../schemas.ts';
 
@@ -61,7 +62,7 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   const allowed = apiConventions(app);
   // Every request and answer body is a named schema, registered here, at the scope's root, where
   // every route's `$ref` finds it.
-  for (const schema of [StoredEventSchema, ...EVENT_QUERY_SCHEMAS, ...EVENT_BATCH_SCHEMAS, ...LOOKUP_SCHEMAS, ...RANGE_LOOKUP_SCHEMAS, ...FEED_SCHEMAS, ...INTEGRATION_SCHEMAS, ...REPORT_SCHEMAS]) {
+  for (const schema of [StoredEventSchema, ...EVENT_QUERY_SCHEMAS, ...EVENT_BATCH_SCHEMAS, ...LOOKUP_SCHEMAS, ...RANGE_LOOKUP_SCHEMAS, ...FEED_SCHEMAS, ...INTEGRATION_SCHEMAS, ...ALLOWLIST_SCHEMAS, ...REPORT_SCHEMAS]) {
     app.addSchema(schema);
   }
   app.addHook('onRequest', apiAuthHook(apiAuthOptions(services)));
@@ -89,5 +90,6 @@ export async function apiScope(app: FastifyInstance, { services }: { services: S
   await app.register(rangeLookupRoutes, { services });
   await app.register(feedRoutes, { services });
   await app.register(integrationRoutes, { services });
+  await app.register(allowlistRoutes, { services });
   await app.register(reportRoutes, { services });
 }

@@ -61,7 +61,7 @@ export const REPORT_SCHEMAS = [ReportSchema, CreateReportRequest, ReportList];
 
 const permission = 'write:reports' as const;
 
-/** /api/reports: false-positive reports of lookup answers, and their state (docs/api.md §16). */
+/** /api/reports: false-positive reports of lookup answers, and their state (docs/api.md §17). */
 export async function reportRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
   const { reports } = services;
 

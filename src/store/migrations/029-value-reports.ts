@@ -6,7 +6,7 @@ import type { MigrationCapabilities } from './capabilities.ts';
 export function migration(caps: MigrationCapabilities): Migration {
   return {
     async up(db: Kysely<any>) {
-      // False-positive reports (docs/api.md §16): one row per report, pending until the operator
+      // False-positive reports (docs/api.md §17): one row per report, pending until the operator
       // decides. `kind` is `number` (value: a number key) or `ip` (a canonical address).
       await db.schema
         .createTable('value_reports')

@@ -27,6 +27,7 @@ import { migration as m024 } from './024-shared-changes-log.ts';
 import { migration as m025 } from './025-invitation-stand-ins.ts';
 import { migration as m026 } from './026-call-guard-plan.ts';
 import { migration as m027 } from './027-number-ranges.ts';
+import { migration as m028 } from './028-allowlists.ts';
 import { migration as m029 } from './029-value-reports.ts';
 
 /**
@@ -63,6 +64,7 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '025_invitation_stand_ins': m025(),
     '026_call_guard_plan': m026(),
     '027_number_ranges': m027(caps),
+    '028_allowlists': m028(caps),
     '029_value_reports': m029(caps),
   };
 }

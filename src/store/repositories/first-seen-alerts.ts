@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { numberSubject } from '../../domain/alerts/alerts.ts';
 import { SHARED_SCOPE } from '../../domain/visibility.ts';
 import { chunks } from '../fold/ingest-writes.ts';
@@ -18,6 +18,16 @@ export interface NumberSighting {
  * scope is new to that account. The one name to change if that table is reshaped.
  */
 const NUMBER_AGGREGATES = 'number_aggregates';
+
+/**
+ * A query naming an entry of the account's own allowlist (migration 028) that covers the number:
+ * the number itself, or a prefix of its key. An allowlisted number raises no alert (docs/api.md
+ * §12, §16). In SQL, beside the existence test, so the fold's transaction needs nothing of memory.
+ */
+function allowlisted(accountId: RawBuilder<unknown>, numberKey: RawBuilder<unknown>) {
+  return sql`select 1 from allowlist_entries a where a.owner = ${accountId}
+    and ((a.kind = 'phone_number' and a.value = ${numberKey}) or (a.kind = 'number_prefix' and substr(${numberKey}, 1, length(a.value)) = a.value))`;
+}
 
 /** Rows per first-seen statement: 7 parameters each, well inside both stores' limits. */
 const SIGHTINGS_PER_STATEMENT = 200;
@@ -64,6 +74,7 @@ export async function enqueueFirstSeen(trx: Transaction<Schema> | Kysely<Schema>
       from (${sql.join(rows, sql` union all `)}) as v
       where exists (select 1 from integrations i where i.account_id = v.account_id and i.confirmed_at is not null and i.disabled_at is null and i.alert_types like '%number.first_seen%')
         and not exists (select 1 from ${sql.table(NUMBER_AGGREGATES)} s where s.scope = v.account_id and s.number_key = v.number_key)
+        and not exists (${allowlisted(sql`v.account_id`, sql`v.number_key`)})
       on conflict (account_id, dedup_key) do nothing`.execute(trx);
   }
 }
