@@ -7,7 +7,7 @@ import type { FieldError } from '../field-error.ts';
 import { queryText } from '../query-text.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
-import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
+import { indicatorTimes, indicatorValidUntil } from './indicator-versions.ts';
 import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
@@ -41,8 +41,20 @@ export interface FeedEntry {
   last_seen: string;
   /** Addresses only: the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents. */
   tags?: string[];
+  /**
+   * In a JSON or STIX feed: the first hour at which the score falls below the feed's `min_score`
+   * (docs/api.md §14), so that a consumer drops the entry then; absent with `min_score=0`.
+   */
+  valid_until?: string;
   /** In a STIX feed: the indicator's version (docs/api.md §14). */
-  stix?: { created: string } & IndicatorTimes;
+  stix?: { created: string; modified: string };
+}
+
+/** What a format needs of each entry beyond its score: `valid_until` (JSON), and the STIX version too. */
+export interface EntryDetail {
+  /** The feed's `min_score`, which `valid_until` is the end of. */
+  minScore: number;
+  versioned: boolean;
 }
 
 export interface Feed {
@@ -149,7 +161,8 @@ export class FeedService {
       .slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
-    const entries = this.scored(kept, scoredAt, query.minScore, query.format === 'stix');
+    const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
+    const entries = this.scored(kept, scoredAt, query.minScore, detail);
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
@@ -168,11 +181,11 @@ export class FeedService {
     kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
     scoredAt: Date,
     minScore: number,
-    versioned: boolean,
+    detail: EntryDetail | undefined,
   ): AsyncIterable<FeedEntry> {
     let count = 0;
     for await (const one of kept) {
-      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined);
+      const entry = feedEntryOf(one, scoredAt, this.scoring, detail);
       if (entry.score < minScore) continue;
       yield entry;
       count += 1;
@@ -199,19 +212,22 @@ export function oldestThatCanReach(minScore: number, at: Date, scoring: ScoringS
 }
 
 /**
- * A kept aggregate as a feed entry scored at `scoredAt`. With `versionedAt` (a threshold), its
- * STIX version too: `created`, and the `modified` and `valid_until` of indicator-versions.ts.
+ * A kept aggregate as a feed entry scored at `scoredAt`. With `detail`, its `valid_until` (the
+ * end of `detail.minScore`) too, and when versioned its STIX version: `created`, and the
+ * `modified` of indicator-versions.ts.
  */
-export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number): FeedEntry {
+export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, detail?: EntryDetail): FeedEntry {
   const { key, aggregate, publishedAt, changedAt } = kept;
   const isAddress = 'userAgents' in aggregate;
   const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring) : scoreOfNumber(aggregate, scoredAt, scoring);
   const entry: FeedEntry = { value: key, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
   if (isAddress) entry.tags = tagsOfUserAgents(aggregate.userAgents);
-  if (versionedAt !== undefined) {
+  if (detail !== undefined) {
     const fresh = isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate);
-    const times = indicatorTimes({ fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: versionedAt, halfLifeDays: scoring.halfLifeDays });
-    entry.stix = { created: publishedAt, ...times };
+    const facts = { fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: detail.minScore, halfLifeDays: scoring.halfLifeDays };
+    const times = detail.versioned ? indicatorTimes(facts) : { validUntil: indicatorValidUntil(facts) };
+    if (times.validUntil !== undefined) entry.valid_until = times.validUntil;
+    if ('modified' in times) entry.stix = { created: publishedAt, modified: times.modified };
   }
   return entry;
 }
