@@ -335,7 +335,8 @@ export class AggregateFolder implements OwnWritesBarrier {
         pending.keys.delete(key);
         counted.add(accountId);
         if (key.startsWith(NUMBER_PREFIX)) covered.numbers.push(key.slice(NUMBER_PREFIX.length));
-        else covered.addresses.push(key.slice(ADDRESS_PREFIX.length));
+        else if (key.startsWith(ADDRESS_PREFIX)) covered.addresses.push(key.slice(ADDRESS_PREFIX.length));
+        // A range's key (rangeLookupKey) goes with its number's, whose changes name the range.
       }
       if (pending.latest <= this.covered) {
         this.pending.delete(accountId);

@@ -8,6 +8,9 @@ const FALSE_POSITIVES = 0.01;
 const ROOM = 2;
 /** The least a filter is sized for (120 KB at 1%), so that a young store is not reloaded often. */
 const LEAST_KEYS = 100_000;
+/** Every kind of key a filter is kept of: numbers, addresses and number ranges. */
+const KINDS: readonly LookupKind[] = ['number', 'ip', 'range'];
+
 /** How soon after a load failed (store away) another may start. */
 const RETRY_MS = 5000;
 
@@ -37,7 +40,7 @@ class Filter {
 }
 
 /**
- * Which numbers and addresses the lookup aggregates may hold, in any scope: a Bloom filter per
+ * Which numbers, addresses and number ranges the lookup aggregates may hold, in any scope: a Bloom filter per
  * kind (no false negatives; about 1% false positives), so that a lookup of a number never seen
  * (most numbers a PBX checks before routing a call) is answered without reading the store.
  *
@@ -82,7 +85,7 @@ export class KnownKeys implements KeyFilter {
     for (const change of changes) this.filters[change.kind]?.add(change.key);
     if (this.loading) this.heard.push(...changes);
     // Still right, but past its size its false positives grow: loaded again, larger.
-    if (this.filters.number?.full || this.filters.ip?.full) this.reload();
+    if (KINDS.some((kind) => this.filters[kind]?.full)) this.reload();
   }
 
   /**
@@ -104,9 +107,9 @@ export class KnownKeys implements KeyFilter {
     this.stale = false;
     this.loading = true;
     try {
-      const [numbers, addresses] = await Promise.all([this.source.count('number'), this.source.count('ip')]);
-      const building = { number: new Filter(numbers), ip: new Filter(addresses) };
-      for (const kind of ['number', 'ip'] as const) {
+      const [numbers, addresses, ranges] = await Promise.all(KINDS.map((kind) => this.source.count(kind)));
+      const building: Record<LookupKind, Filter> = { number: new Filter(numbers!), ip: new Filter(addresses!), range: new Filter(ranges!) };
+      for (const kind of KINDS) {
         for await (const page of this.source.keys(kind)) {
           if (this.stopped) return;
           for (const key of page) building[kind].add(key);

@@ -1,4 +1,4 @@
-import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate } from '../domain/lookups/lookup-aggregates.ts';
+import type { AggregateMemo, IpAggregate, LookupChange, LookupKind, LookupValues, NumberAggregate, RangeAggregate } from '../domain/lookups/lookup-aggregates.ts';
 
 export interface LookupCacheOptions {
   /**
@@ -22,7 +22,7 @@ interface Entry {
   /** The scopes it was read in. */
   scopeId: string;
   /** Undefined is an answer too: nothing seen (a negative entry). */
-  value: NumberAggregate | IpAggregate | undefined;
+  value: NumberAggregate | IpAggregate | RangeAggregate | undefined;
   expiresAt: number;
 }
 

@@ -4,7 +4,8 @@ import { LookupCache, type FoldedValues } from '../aggregates/lookup-cache.ts';
 import { foldStep, keysFoldedBetween, type FoldedRows } from '../store/fold/aggregate-fold.ts';
 import { aggregateOfRow } from '../store/repositories/lookups-repository.ts';
 import type { AggregateRow } from '../store/fold/ingest-writes.ts';
-import type { LookupKind } from '../domain/lookups/lookup-aggregates.ts';
+import type { LookupChange, LookupKind } from '../domain/lookups/lookup-aggregates.ts';
+import { rangeOfNumberKey } from '../domain/number-range.ts';
 import { TOP_USER_AGENTS } from '../domain/lookups/lookup-service.ts';
 import { SqlAggregateKeys } from '../store/fold/aggregate-keys.ts';
 import { FoldRowCache } from '../store/fold/fold-row-cache.ts';
@@ -75,17 +76,28 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
   const lookupCache = new LookupCache({ ttlMs: config.lookupCacheMs, missingTtlMs: LOOKUP_CACHE_MISSING_MS, maxEntries: LOOKUP_CACHE_ENTRIES });
   // Loaded from what lookups read at the first lookup, and told of every fold like the cache.
   const knownKeys = new KnownKeys(new SqlAggregateKeys(base.reads.db, base.reads.caps), (err) => log?.warn({ err }, 'loading the known lookup keys failed; lookups read the store meanwhile'));
-  const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>) => [
+  const changedKeys = (changes: Exclude<AggregateChangeNotice, 'everything'>): LookupChange[] => [
     ...changes.numbers.map((key) => ({ kind: 'number' as const, key })),
     ...changes.addresses.map((key) => ({ kind: 'ip' as const, key })),
   ];
+  // A range changes exactly when one of its numbers does: the ranges of a change's numbers are
+  // what it changed of them, so every notice that names numbers (here, elsewhere, own writes)
+  // names their ranges with the same bound of docs/api.md §7.
+  const changedRanges = (changes: Exclude<AggregateChangeNotice, 'everything'>): LookupChange[] => {
+    const ranges = new Set<string>();
+    for (const key of changes.numbers) {
+      const range = rangeOfNumberKey(key);
+      if (range !== null) ranges.add(range);
+    }
+    return [...ranges].map((key) => ({ kind: 'range' as const, key }));
+  };
   // A replica replays the fold a little later: what lookups read there meanwhile is forgotten
   // again once it has, and the accounts whose own events were counted read the primary till then.
   const replicaReads =
     base.reads !== database && base.reads.caps.walReplicas && database.caps.walReplicas
       ? new ReplicaReads<AggregateChangeNotice>(
           new PostgresReplicaProgress(database.db, base.reads.db),
-          (changes) => (changes === 'everything' ? lookupCache.clear() : lookupCache.invalidate(changedKeys(changes))),
+          (changes) => (changes === 'everything' ? lookupCache.clear() : lookupCache.invalidate([...changedKeys(changes), ...changedRanges(changes)])),
           (err) => log?.warn({ err }, 'reading the primary’s WAL position failed; lookups may read the replica before it has replayed a fold'),
         )
       : undefined;
@@ -96,11 +108,14 @@ export function assembleAggregates(base: Foundation): AggregatePipeline {
       return knownKeys.reload();
     }
     const changed = changedKeys(changes);
-    knownKeys.add(changed);
+    const ranges = changedRanges(changes);
+    knownKeys.add([...changed, ...ranges]);
     // Not with a replica: answers there are what the replica holds, and one worked out from the
     // primary's rows could be followed by an older one read from the replica before it replays.
     if (changes.rows && !replicaReads) lookupCache.refresh(changed, valuesOfRows(changes.rows));
     else lookupCache.invalidate(changed);
+    // A range's row is added to in SQL, not passed on: its kept answers are dropped, read again when asked.
+    if (ranges.length > 0) lookupCache.invalidate(ranges);
   });
   if (replicaReads) aggregateFolder.onCounted((accountIds) => replicaReads.counted(accountIds));
   return {

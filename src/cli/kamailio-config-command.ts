@@ -7,6 +7,7 @@ interface KamailioConfigOptions {
   url?: string;
   clientId?: string;
   threshold: number;
+  rangeThreshold?: number;
   refuse: string;
   budgetMs: number;
   fail: 'open' | 'closed';
@@ -34,6 +35,7 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
     .option('--url <url>', 'the Tollwatch URL Kamailio reaches (default: TOLLWATCH_URL)')
     .option('--client-id <id>', 'the API client the guard uses, with read:phone-numbers and read:ip-addresses (default: TOLLWATCH_CLIENT_ID)')
     .option('--threshold <score>', 'refuse calls whose number or source scores at least this', integer, GUARD_DEFAULTS.threshold)
+    .option('--range-threshold <score>', 'also refuse calls to a number never seen whose range (its block of 100) scores at least this (default: off)', integer)
     .addOption(new Option('--refuse <code>', 'the refusal').choices(['403', '603']).default('403'))
     .option('--budget-ms <ms>', 'how long a call may wait for Tollwatch', integer, GUARD_DEFAULTS.budgetMs)
     .addOption(new Option('--fail <mode>', 'past the budget, or with Tollwatch down: let calls through, or refuse them').choices(['open', 'closed']).default('open'))
@@ -51,6 +53,7 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
         // DNS mode has no URL, client or budget: it asks the zones through the machine's resolver.
         if (options.mode === 'dns') {
           if (options.fail === 'closed') throw new GuardSettingError('DNS mode fails open only: the enum module cannot tell "not listed" from "no answer"');
+          if (options.rangeThreshold !== undefined) throw new GuardSettingError('--range-threshold needs the lookups (--mode call or mirror): the DNS zones answer numbers, not ranges');
           const dns = {
             numberZone: options.numberZone ?? env.TOLLWATCH_DNS_NUMBER_ZONE ?? 'numbers.tollwatch.internal',
             addressZone: options.addressZone ?? env.TOLLWATCH_DNS_ADDRESS_ZONE ?? 'addresses.tollwatch.internal',
@@ -66,6 +69,7 @@ export function kamailioConfigCommand(program: Command, _run: Run, _runRemote: R
           clientId: options.clientId ?? env.TOLLWATCH_CLIENT_ID ?? '',
           clientSecret: env.TOLLWATCH_CLIENT_SECRET ?? '',
           threshold: options.threshold,
+          rangeThreshold: options.rangeThreshold ?? null,
           refuseCode: options.refuse === '603' ? 603 : 403,
           budgetMs: options.budgetMs,
           failClosed: options.fail === 'closed',

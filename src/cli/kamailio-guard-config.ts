@@ -9,6 +9,11 @@ export interface GuardSettings {
   clientId: string;
   clientSecret: string;
   threshold: number;
+  /**
+   * A number never seen is refused when its range scores at least this (docs/call-guard.md,
+   * "Ranges"); null: ranges decide nothing (the default).
+   */
+  rangeThreshold: number | null;
   refuseCode: 403 | 603;
   budgetMs: number;
   failClosed: boolean;
@@ -24,6 +29,7 @@ export interface GuardSettings {
 
 export const GUARD_DEFAULTS: Omit<GuardSettings, 'url' | 'clientId' | 'clientSecret'> = {
   threshold: 50,
+  rangeThreshold: null,
   refuseCode: 403,
   budgetMs: 100,
   failClosed: false,
@@ -61,6 +67,8 @@ export function renderGuardConfig(settings: GuardSettings, template = readFileSy
     TW_CLIENT_ID: checkedCredential('client id', settings.clientId),
     TW_CLIENT_SECRET: checkedCredential('client secret', settings.clientSecret),
     TW_THRESHOLD: String(checkedInteger('threshold', settings.threshold, 0, 100)),
+    // Off, the template's own value stays: nothing reads it without TW_RANGE.
+    TW_RANGE_THRESHOLD: String(settings.rangeThreshold === null ? 100 : checkedInteger('range threshold', settings.rangeThreshold, 0, 100)),
     TW_REFUSE_CODE: String(settings.refuseCode),
     TW_REFUSE_TEXT: REASON_PHRASES[settings.refuseCode]!,
     TW_BUDGET_MS: String(checkedInteger('budget', settings.budgetMs, 10, 10_000)),
@@ -76,6 +84,7 @@ export function renderGuardConfig(settings: GuardSettings, template = readFileSy
     TW_QUOTA_CLOSED: settings.quota === 'closed',
     TW_QUOTA_MIRROR: settings.quota === 'mirror',
     TW_SKIP_SOURCE: !settings.checkSource,
+    TW_RANGE: settings.rangeThreshold !== null,
     TW_MIRROR: settings.mirror,
     TW_MIRROR_PASS_MISSES: settings.mirror && settings.mirrorPassesMisses,
   };

@@ -16,6 +16,9 @@ export interface Schema {
   ip_aggregates: IpAggregatesTable;
   ip_numbers: IpNumbersTable;
   number_hashes: NumberHashesTable;
+  range_aggregates: RangeAggregatesTable;
+  range_sources: RangeSourcesTable;
+  range_nodes: RangeNodesTable;
   node_names: NodeNamesTable;
   plans: PlansTable;
   audit_log: AuditLogTable;
@@ -171,6 +174,39 @@ export interface NumberSourcesTable {
   scope: string;
   number_key: string;
   source_ip: string;
+}
+
+/**
+ * One row per scope and number range (src/domain/number-range.ts; migration 027): what the fold
+ * counted of the events to the range's numbers. Every count but `seen_count` and
+ * `invite_count` is a distinct count, exact: numbers from the scope's number rows, sources and
+ * nodes from the two sets below.
+ */
+export interface RangeAggregatesTable {
+  scope: string;
+  range_prefix: string;
+  seen_count: Counter;
+  first_seen: string;
+  last_seen: string;
+  /** Distinct numbers of the range seen (each has a number_aggregates row in the scope). */
+  number_count: Counter;
+  source_ip_count: Counter;
+  node_count: Counter;
+  invite_count: Counter;
+}
+
+/** Distinct (scope, range, source address) triples. */
+export interface RangeSourcesTable {
+  scope: string;
+  range_prefix: string;
+  source_ip: string;
+}
+
+/** Distinct (scope, range, honeypot node) triples. */
+export interface RangeNodesTable {
+  scope: string;
+  range_prefix: string;
+  node_id: string;
 }
 
 export interface IpNumbersTable {

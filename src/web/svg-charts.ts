@@ -8,7 +8,7 @@ import { html, type Html } from './html.ts';
  */
 
 const ROW = 22;
-/** Sized so that the chart is drawn at about its own size in the overview's columns: 12px text stays 12px. */
+/** The label column: room for the 18 characters a label is cut to, at 12px. */
 const LABEL_WIDTH = 150;
 const BAR_WIDTH = 170;
 const AXIS = 18;
@@ -17,6 +17,16 @@ const AXIS = 18;
  * The chart's numbers as a table, behind a disclosure: what a screen reader or a keyboard reads
  * instead of the picture, and what anyone can copy. Linked values link here too.
  */
+function picture(label: string, width: number, height: number, content: Html[]): Html {
+  // Drawn at its own size (12px text stays 12px in a wide column), shrunk only where the page is narrower.
+  return html`<svg role="img" aria-label="${label}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMinYMin meet">${content}</svg>`;
+}
+
+/** "1 event", "2 events". */
+function events(n: number): string {
+  return `${n.toLocaleString('en')} event${n === 1 ? '' : 's'}`;
+}
+
 function dataTable(title: string, head: [string, string], rows: CountedValue[], linkOf?: (value: string) => string): Html {
   const body = rows.map((r) => html`<tr><th scope="row">${linkOf && r.value ? html`<a href="${linkOf(r.value)}">${r.value}</a>` : r.value || '(empty)'}</th><td>${r.count.toLocaleString('en')}</td></tr>`);
   return html`<details class="chart-data"><summary>The numbers</summary><table><caption class="visually-hidden">${title}</caption><thead><tr><th scope="col">${head[0]}</th><th scope="col">${head[1]}</th></tr></thead><tbody>${body}</tbody></table></details>`;
@@ -38,8 +48,8 @@ export function barChart(title: string, rows: CountedValue[], linkOf?: (value: s
     // An SVG link is reached by the keyboard like any other, and named by the bar's title.
     return linkOf && r.value ? html`<a href="${linkOf(r.value)}">${bar}</a>` : bar;
   });
-  const axis = html`<g class="axis"><line x1="${LABEL_WIDTH}" y1="${height}" x2="${LABEL_WIDTH + BAR_WIDTH}" y2="${height}"></line><text x="${LABEL_WIDTH}" y="${height + 14}" text-anchor="start">0</text><text x="${LABEL_WIDTH + BAR_WIDTH}" y="${height + 14}" text-anchor="end">${max.toLocaleString('en')} events</text></g>`;
-  return html`<figure class="chart"><figcaption>${title}</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${LABEL_WIDTH + BAR_WIDTH + 50} ${height + AXIS}" preserveAspectRatio="xMinYMin meet">${bars}${axis}</svg>${dataTable(title, ['Value', 'Events'], rows, linkOf)}</figure>`;
+  const axis = html`<g class="axis"><line x1="${LABEL_WIDTH}" y1="${height}" x2="${LABEL_WIDTH + BAR_WIDTH}" y2="${height}"></line><text x="${LABEL_WIDTH}" y="${height + 14}" text-anchor="start">0</text><text x="${LABEL_WIDTH + BAR_WIDTH}" y="${height + 14}" text-anchor="end">${events(max)}</text></g>`;
+  return html`<figure class="chart"><figcaption>${title}</figcaption>${picture(title, LABEL_WIDTH + BAR_WIDTH + 50, height + AXIS, [...bars, axis])}${dataTable(title, ['Value', 'Events'], rows, linkOf)}</figure>`;
 }
 
 /** Vertical bars over time, one per bucket, oldest left, on an axis of events per bucket. */
@@ -58,7 +68,7 @@ export function timeChart(title: string, rows: CountedValue[], unit = 'bucket'):
   const first = rows[0]!.value;
   const last = rows.at(-1)!.value;
   const axes = html`<g class="axis"><line x1="${left}" y1="${height}" x2="${width}" y2="${height}"></line><line x1="${left}" y1="20" x2="${left}" y2="${height}"></line><text x="${left - 4}" y="24" text-anchor="end">${max.toLocaleString('en')}</text><text x="${left - 4}" y="${height}" text-anchor="end">0</text><text x="${left}" y="${height + 14}">${first}</text><text x="${width}" y="${height + 14}" text-anchor="end">${last}</text></g>`;
-  return html`<figure class="chart"><figcaption>${title} (events per ${unit}, at most ${max.toLocaleString('en')})</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${width} ${height + AXIS}" preserveAspectRatio="xMinYMin meet">${bars}${axes}</svg>${dataTable(title, [unit === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', 'Events'], rows)}</figure>`;
+  return html`<figure class="chart"><figcaption>${title} (events per ${unit}, at most ${max.toLocaleString('en')})</figcaption>${picture(title, width, height + AXIS, [...bars, axes])}${dataTable(title, [unit === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', 'Events'], rows)}</figure>`;
 }
 
 const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
@@ -81,18 +91,19 @@ export function weekHeatmap(title: string, grid: number[][]): Html {
   const rows = WEEKDAYS.map((d, day) => html`<text x="${left - 4}" y="${day * cell + 12}" text-anchor="end">${d}</text>`);
   const hours = [0, 6, 12, 18].map((h) => html`<text x="${left + h * cell}" y="${7 * cell + 14}">${String(h).padStart(2, '0')}</text>`);
   const table = html`<details class="chart-data"><summary>The numbers</summary><div class="scroll"><table><caption class="visually-hidden">${title}</caption><thead><tr><th scope="col">Day</th>${Array.from({ length: 24 }, (_, h) => html`<th scope="col">${String(h).padStart(2, '0')}</th>`)}</tr></thead><tbody>${grid.map((hoursOf, day) => html`<tr><th scope="row">${WEEKDAYS[day]}</th>${hoursOf.map((n) => html`<td>${n}</td>`)}</tr>`)}</tbody></table></div></details>`;
-  return html`<figure class="chart"><figcaption>${title} (UTC, at most ${max.toLocaleString('en')} in an hour)</figcaption><svg role="img" aria-label="${title}" viewBox="0 0 ${left + 24 * cell} ${7 * cell + AXIS + 2}" preserveAspectRatio="xMinYMin meet">${cells}${rows}${hours}</svg>${table}</figure>`;
+  return html`<figure class="chart"><figcaption>${title} (UTC, at most ${max.toLocaleString('en')} in an hour)</figcaption>${picture(title, left + 24 * cell, 7 * cell + AXIS + 2, [...cells, ...rows, ...hours])}${table}</figure>`;
 }
 
 /** A used/limit gauge as a single bar. */
 export function usageBar(title: string, used: number, limit: number): Html {
   const width = 400;
   const filled = limit > 0 ? Math.round((Math.min(used, limit) / limit) * width) : 0;
-  return html`<figure class="chart"><figcaption>${title}: ${used} of ${limit}</figcaption><svg role="img" aria-label="${title}: ${used} of ${limit}" viewBox="0 0 ${width} 20"><rect x="0" y="2" width="${width}" height="16" class="track"></rect><rect x="0" y="2" width="${filled}" height="16" class="bar"></rect></svg></figure>`;
+  return html`<figure class="chart"><figcaption>${title}: ${used} of ${limit}</figcaption>${picture(`${title}: ${used} of ${limit}`, width, 20, [html`<rect x="0" y="2" width="${width}" height="16" class="track"></rect><rect x="0" y="2" width="${filled}" height="16" class="bar"></rect>`])}</figure>`;
 }
 
 /** A label cut at its end to what fits beside the bars (the whole value is in the bar's title). */
 function shorten(text: string): string {
   const chars = [...text];
-  return chars.length > 22 ? `${chars.slice(0, 21).join('')}…` : text;
+  // 18 characters of the widest letters still fit the label column at 12px; 22 did not ("isco-SIPGateway/IOS-…").
+  return chars.length > 18 ? `${chars.slice(0, 17).join('')}…` : text;
 }

@@ -6,8 +6,8 @@ import type { KeySource, LookupKind } from '../../src/domain/lookups/lookup-aggr
  * A store of keys by kind, read in pages of `pageSize`; each load can be held until released, or
  * made to fail. Counts the pages read.
  */
-function source(initial: Record<LookupKind, string[]>, pageSize = 100_000) {
-  const kept = { number: [...initial.number], ip: [...initial.ip] };
+function source(initial: Record<Exclude<LookupKind, 'range'>, string[]> & { range?: string[] }, pageSize = 100_000) {
+  const kept: Record<LookupKind, string[]> = { number: [...initial.number], ip: [...initial.ip], range: [...(initial.range ?? [])] };
   let loads = 0;
   let gate: Promise<void> | undefined;
   let fail = false;

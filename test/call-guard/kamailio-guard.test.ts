@@ -231,6 +231,29 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     expect(await kamailio.statistics()).toMatchObject({ over_quota_passed: 0, over_quota_refused: 3, failed_closed: 3 });
   });
 
+  it('refuses a number never seen in a hot range only with a range threshold, by the range’s score; other unseen numbers pass', async () => {
+    // Five numbers of the block +33144600xx, each dialled as a known number is (range score about 70).
+    for (let i = 1; i <= 5; i++) await makeKnown(f.fleet, `+331446000${i}`, 'high');
+    await f.h.settled();
+    const unseenInRange = '+3314460099';
+    const guarded = await callPath({ checkSource: false, rangeThreshold: 60 });
+    const plain = await callPath({ checkSource: false });
+    expect(await refused(guarded.kamailio, unseenInRange, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    expect(await completed(guarded.kamailio, UNKNOWN, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    // The number's own score still decides a number seen.
+    expect(await refused(guarded.kamailio, '0046812118532', 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    const refusals = guarded.kamailio.decisions().filter((d) => d.decision === 'refused' && d.number === '%2b3314460099');
+    expect(refusals.length).toBeGreaterThanOrEqual(5);
+    expect(refusals.every((d) => d.score >= 60 && d.score < 100)).toBe(true);
+    expect(guarded.kamailio.decisions().filter((d) => d.number === UNKNOWN.replace('+', '%2b')).every((d) => d.decision === 'passed' && d.score === -1)).toBe(true);
+    // Off by default: the same call passes a guard without the threshold.
+    expect(await completed(plain.kamailio, unseenInRange, 5, 10)).toMatchObject({ successful: 5, failed: 0 });
+    expect(tally(plain.kamailio.decisions())).toEqual({ passed: 5 });
+    // Above the range's score, the range decides nothing.
+    const strict = await callPath({ checkSource: false, rangeThreshold: 95 });
+    expect(await completed(strict.kamailio, unseenInRange, 3, 10)).toMatchObject({ successful: 3, failed: 0 });
+  });
+
   it('refuses a call whose source address is known, and checks only the number when told to', async () => {
     const { kamailio } = await callPath();
     const numberOnly = await callPath({ checkSource: false });

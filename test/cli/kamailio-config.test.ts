@@ -46,6 +46,26 @@ describe('the guard rendered with settings', () => {
     expect(defined(renderGuardConfig({ ...settings, mirrorPassesMisses: true }), 'TW_MIRROR_PASS_MISSES')).toBe(false);
   });
 
+  it('leaves ranges out by default, and refuses an unseen number of a hot range only with a range threshold', async () => {
+    const off = renderGuardConfig(settings);
+    expect(defined(off, 'TW_RANGE')).toBe(false);
+    const on = renderGuardConfig({ ...settings, rangeThreshold: 40 });
+    expect(defined(on, 'TW_RANGE')).toBe(true);
+    expect(setting(on, 'TW_RANGE_THRESHOLD')).toBe('40');
+    // The range is read from a number's 404 only, and raises the decision there.
+    expect(on).toMatch(/if \(\$var\(tw_status\) == 404\) \{\n#!ifdef TW_RANGE\n\t\troute\(TOLLWATCH_RANGE\);/);
+    expect(on).toContain('jansson_get("range.score", "$var(tw_body)", "$var(tw_range_score)")');
+    for (const rangeThreshold of [-1, 101, 2.5]) expect(() => renderGuardConfig({ ...settings, rangeThreshold }), String(rangeThreshold)).toThrow(/range threshold must be a whole number from 0 to 100/);
+    const env = { TOLLWATCH_URL: 'http://x', TOLLWATCH_CLIENT_ID: 'twc_a', TOLLWATCH_CLIENT_SECRET: 'tws_a' };
+    const run = await cli(['kamailio-config', '--range-threshold', '55'], env);
+    expect(run.status).toBe(0);
+    expect([defined(run.stdout, 'TW_RANGE'), setting(run.stdout, 'TW_RANGE_THRESHOLD')]).toEqual([true, '55']);
+    expect(defined((await cli(['kamailio-config'], env)).stdout, 'TW_RANGE')).toBe(false);
+    expect(await cli(['kamailio-config', '--range-threshold', '101'], env)).toMatchObject({ status: 1, stderr: 'tollwatch: the range threshold must be a whole number from 0 to 100\n' });
+    expect((await cli(['kamailio-config', '--range-threshold', 'hot'], env)).status).toBe(2);
+    expect(await cli(['kamailio-config', '--mode', 'dns', '--range-threshold', '50'], env)).toMatchObject({ status: 1, stderr: expect.stringContaining('--range-threshold needs the lookups') });
+  });
+
   it('decides a 429 as told: through, refused, or by the mirror alone (mirror mode only); by default as it fails', async () => {
     const switches = (text: string) => ['TW_QUOTA_CLOSED', 'TW_QUOTA_MIRROR'].map((name) => defined(text, name));
     expect(switches(renderGuardConfig(settings))).toEqual([false, false]);
@@ -80,7 +100,7 @@ describe('the guard rendered with settings', () => {
     const dir = scratchDir('guard-check');
     try {
       copyFileSync(new URL('../../integrations/kamailio/kamailio.cfg', import.meta.url), join(dir.path, 'kamailio.cfg'));
-      for (const variant of [settings, { ...settings, mirror: true, mirrorPassesMisses: true, failClosed: true, checkSource: false }]) {
+      for (const variant of [settings, { ...settings, mirror: true, mirrorPassesMisses: true, failClosed: true, checkSource: false }, { ...settings, rangeThreshold: 60 }]) {
         writeFileSync(join(dir.path, 'tollwatch-guard.cfg'), renderGuardConfig(variant));
         const check = spawnSync('kamailio', ['-c', '-f', join(dir.path, 'kamailio.cfg')], { encoding: 'utf8' });
         expect(check.status, check.stderr.split('\n').filter((l) => /ERROR|CRITICAL/.test(l)).join('\n')).toBe(0);

@@ -66,7 +66,32 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const day = await pageA.get(`/events?since=${today}&until=${today}&sip_method=OPTIONS`);
     expect(day.status).toBe(200);
     expect((day.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
-    expect(day.text).toContain('<option selected>OPTIONS</option>');
+    expect(day.text).toContain('<option value="OPTIONS" selected>OPTIONS</option>');
+  });
+
+  it('keeps only the filters in use in its URL, and its place when going back from an event', async () => {
+    // The form sends every field; the page is said again without the empty ones.
+    const sent = await pageA.get('/events?since=&until=&called_number=&source_ip=&sip_method=OPTIONS&node_id=&collected_method=&transport_type=');
+    expect(sent.status).toBe(303);
+    expect(sent.location).toBe('/events?sip_method=OPTIONS');
+    expect((await pageA.get('/events?sip_method=')).location).toBe('/events');
+    // An event opened from the second page of a filtered list leads back to that page.
+    const first = await pageA.get(`/events?node_id=${NODE_OLD}`);
+    const next = /<a rel="next" href="([^"]+)"/.exec(first.text)![1]!.replace(/&#38;/g, '&');
+    const second = await pageA.get(next);
+    const opened = /<tr><td><a href="(\/events\/[^"]+)"/.exec(second.text)![1]!.replace(/&#38;/g, '&');
+    const from = new URL(opened, 'http://x').searchParams.get('from')!;
+    expect(new URLSearchParams(from).get('node_id')).toBe(NODE_OLD);
+    expect(new URLSearchParams(from).get('cursor')).toBe(new URL(next, 'http://x').searchParams.get('cursor'));
+    const detail = await pageA.get(opened);
+    expect(detail.status).toBe(200);
+    const back = /<a href="([^"]+)">Back to the events<\/a>/.exec(detail.text)![1]!.replace(/&#38;/g, '&');
+    expect(back).toBe(next);
+    // Only the events page's own parameters come back, and always to /events.
+    const uuid = opened.slice('/events/'.length, opened.indexOf('?'));
+    const hostile = await pageA.get(`/events/${uuid}?${new URLSearchParams({ from: 'next=//evil.example&sip_method=INVITE&x="><script>' }).toString()}`);
+    expect(/<a href="([^"]+)">Back to the events<\/a>/.exec(hostile.text)![1]).toBe('/events?sip_method=INVITE');
+    expect((await pageA.get(`/events/${uuid}`)).text).toContain('<a href="/events">Back to the events</a>');
   });
 
   it('shows one event whole, its SIP message as escaped text, and another account’s as missing', async () => {
@@ -102,7 +127,11 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect((await pageA.post(`/nodes/${NODE_OLD}/name`, { name: 'Kiruna <PoP>' })).status).toBe(303);
     const nodes = (await pageA.get('/nodes')).text;
     expect(nodes.split('<tr').find((row) => row.includes(NODE_OLD))).toContain('<strong>Kiruna &#60;PoP&#62;</strong>');
-    expect((await pageA.get(`/events?node_id=${NODE_OLD}`)).text).toContain('<td>Kiruna &#60;PoP&#62;</td>');
+    const filtered = (await pageA.get(`/events?node_id=${NODE_OLD}`)).text;
+    expect(filtered).toContain(`<td><a href="/events?node_id=${NODE_OLD}" title="This node’s events">Kiruna &#60;PoP&#62;</a></td>`);
+    // The filter offers the node by its name.
+    expect(filtered).toContain(`<option value="${NODE_OLD}" selected>Kiruna &#60;PoP&#62;</option>`);
+    expect((await pageA.get('/events')).text).toContain(`<option value="${NODE_OLD}">Kiruna &#60;PoP&#62;</option>`);
     expect((await pageA.post(`/nodes/${NODE_OLD}/name`, { name: 'x'.repeat(201) })).status).toBe(422);
     expect((await pageB.get('/nodes')).text).not.toContain('Kiruna');
     const { browser: member } = await signedIn(h, a.account.account_id, 'member');

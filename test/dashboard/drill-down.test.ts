@@ -6,6 +6,11 @@ const NUMBER = '+442071838751';
 const WRITTEN = '00442071838751';
 const SOURCES = ['192.0.2.10', '192.0.2.11', '192.0.2.12'];
 const THEIR_SOURCE = '198.51.100.66';
+/** A scanner whose probes named no number and no User-Agent, as a SentryPeer node writes them. */
+const SCANNER = '192.0.2.99';
+const SCANNED = '+15550100999';
+/** Outside the overview's week, so its charts count only the events above. */
+const LONG_AGO = `${new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10)} 09:00:00`;
 /** Yesterday at 14:30 UTC: inside the overview's week, in one known hour of one known weekday. */
 const YESTERDAY = new Date(Date.now() - 86_400_000);
 const AT = `${YESTERDAY.toISOString().slice(0, 10)} 14:30:00`;
@@ -30,6 +35,8 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     for (const [i, source] of SOURCES.entries()) {
       for (let n = 0; n <= i; n++) expect((await postEvent(a, sampleEvent({ called_number: WRITTEN, source_ip: source, event_timestamp: AT }))).status).toBe(201);
     }
+    for (let n = 0; n < 4; n++) expect((await postEvent(a, sampleEvent({ called_number: 'NOT_FOUND', sip_user_agent: 'NOT_FOUND', source_ip: SCANNER, event_timestamp: LONG_AGO }))).status).toBe(201);
+    expect((await postEvent(a, sampleEvent({ called_number: SCANNED, source_ip: SCANNER, event_timestamp: LONG_AGO }))).status).toBe(201);
     // Another account's event of the same number: never on this account's pages.
     expect((await postEvent(b, sampleEvent({ called_number: WRITTEN, source_ip: THEIR_SOURCE }))).status).toBe(201);
     await h.settled();
@@ -77,6 +84,26 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect(other.location).toBe(`/addresses/${encodeURIComponent('2001:db8::7')}`);
     expect((await page.get('/addresses/not-an-address')).status).toBe(404);
     expect((await page.get('/numbers/not%20a%20number!')).status).toBe(404);
+  });
+
+  it('shows what a node’s NOT_FOUND means, never as a number: no bar, no link, no count', async () => {
+    const res = await page.get(`/addresses/${SCANNER}`);
+    expect(res.status).toBe(200);
+    // Its only chartable number is the one it really dialled, once; the four numberless probes are no bar.
+    const bars = [...res.text.matchAll(/<a href="\/numbers\/([^"]+)"><g><title>([^<]+)<\/title>/g)].map((m) => m[2]);
+    expect(bars).toEqual([`${SCANNED}: 1`]);
+    expect(res.text).not.toContain('/numbers/NOT_FOUND');
+    // The events table says what the marker means, and shows what was sent on hover.
+    expect(res.text).toContain('<span class="absent" title="sent as NOT_FOUND">no number</span>');
+    expect(res.text).toContain('<span class="absent" title="sent as NOT_FOUND">none sent</span>');
+    const events = (await page.get(`/events?source_ip=${SCANNER}`)).text;
+    expect(events).not.toContain('>NOT_FOUND<');
+    expect(events).toContain('<span class="absent" title="sent as NOT_FOUND">no number</span>');
+    const uuid = [...events.matchAll(/href="\/events\/([0-9a-f-]{36})"/g)].map((m) => m[1]!);
+    const details = await Promise.all(uuid.map(async (u) => (await page.get(`/events/${u}`)).text));
+    const numberless = details.find((d) => d.includes('no number'))!;
+    expect(numberless).toContain('<dt>called_number</dt><dd><span class="absent" title="sent as NOT_FOUND">no number</span></dd>');
+    expect(numberless).toContain('<dt>sip_user_agent</dt><dd><span class="absent" title="sent as NOT_FOUND">none sent</span></dd>');
   });
 
   it('answers the lookup form at a URL of its own, leading on to the page', async () => {

@@ -14,6 +14,7 @@ const unreachable: LookupsRepository = {
   phoneNumber: () => Promise.reject(new Error('connection refused')),
   ipAddress: () => Promise.reject(new Error('connection refused')),
   numbersByHashPrefix: () => Promise.reject(new Error('connection refused')),
+  numberRange: () => Promise.reject(new Error('connection refused')),
 };
 
 const zones = new DnsZones(

@@ -27,7 +27,7 @@ const address: IpAggregate = {
 };
 
 /** A service over a store that counts its reads, with a clock for the cache and one for the scores. */
-function setUp(knownKeys?: { mayExist(kind: 'number' | 'ip', key: string): boolean }) {
+function setUp(knownKeys?: { mayExist(kind: 'number' | 'ip' | 'range', key: string): boolean }) {
   let now = Date.parse('2026-11-21T10:00:00Z');
   let scoredAt = now;
   let reads = 0;
@@ -35,6 +35,7 @@ function setUp(knownKeys?: { mayExist(kind: 'number' | 'ip', key: string): boole
     phoneNumber: async () => (reads++, { ...seenOnce }),
     ipAddress: async () => (reads++, { ...address }),
     numbersByHashPrefix: async () => [],
+    numberRange: async () => undefined,
   };
   const cache = new LookupCache({ ttlMs: 500, maxEntries: 100, now: () => now });
   const service = new LookupService(repo, { cache, now: () => new Date(scoredAt), ...(knownKeys ? { knownKeys } : {}) });
@@ -60,7 +61,8 @@ describe('LookupService answers', () => {
     expect((await t.service.phoneNumber(account, '0046812118532')).found).toBe(true);
     expect((await t.service.ipAddress(account, '192.0.2.1')).found).toBe(true);
     expect(t.reads()).toBe(2);
-    expect(asked).toEqual(['number:+46812118999', 'ip:198.51.100.1', 'number:+46812118532', 'ip:192.0.2.1']);
+    // A number's range is asked of the filter too, after the number (docs/scoring.md, "Ranges").
+    expect(asked).toEqual(['number:+46812118999', 'range:+468121189', 'ip:198.51.100.1', 'number:+46812118532', 'range:+468121185', 'ip:192.0.2.1']);
   });
 
   it('are worked out once per kept aggregate: the score is as of its read until the cache reads it again', async () => {

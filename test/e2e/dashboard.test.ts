@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
@@ -28,6 +29,8 @@ const WIDE = { width: 1280, height: 800 };
 const NARROW = { width: 390, height: 844 };
 const NODE = '44444444-4444-4444-8444-444444444444';
 const NUMBER = '+46812118599';
+/** axe-core, injected into each page the contrast check reads. */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 describe.skipIf(!present)('the dashboard in a browser, from invitation to revocation', () => {
   let h: Harness;
@@ -322,7 +325,13 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     await reload(page);
     await shoot(page, 'integration-disabled');
     expect(await stateNow()).toBe('disabled');
-    expect(await page.getByRole('button', { name: 'Send a test alert' }).isDisabled()).toBe(true);
+    // A control that cannot be used looks it, and says why beside it.
+    const testButton = page.getByRole('button', { name: 'Send a test alert' });
+    expect(await testButton.isDisabled()).toBe(true);
+    expect(await testButton.evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).cursor)).toBe('not-allowed');
+    expect(await page.getByRole('button', { name: 'Disable' }).count()).toBe(0);
+    expect(await testButton.evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor)).not.toBe(await page.getByRole('button', { name: 'Enable again' }).evaluate((b) => b.ownerDocument.defaultView!.getComputedStyle(b).backgroundColor));
+    expect(await page.locator(`#${await testButton.getAttribute('aria-describedby')}`).textContent()).toContain('Enable it first');
     expect(await audited('integration.disabled', mine.account_id)).toHaveLength(1);
     // enabled again,
     await submit(page, page.getByRole('button', { name: 'Enable again' }));
@@ -591,5 +600,52 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
 
     expect(policyViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
+  });
+
+  it('reads in both colour schemes: axe finds no text or control below WCAG 2.2 AA contrast on any page, and charts are drawn at their own size', async () => {
+    const mine = await h.services.accounts.createAccount({ name: 'Contrast fleet', plan: 'contributor' });
+    const client = await h.services.accounts.createClient({ accountId: mine.account_id, name: 'contrast node' });
+    const token = ((await (await fetch(`${h.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }),
+    })).json()) as { access_token: string }).access_token;
+    for (const called_number of [NUMBER, 'NOT_FOUND']) {
+      const answer = await fetch(`${h.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(sampleEvent({ called_number, source_ip: '203.0.113.44', created_by_node_id: NODE, sip_user_agent: 'Cisco-SIPGateway/IOS-15.1.4.M7 WWWWWWWW' })) });
+      expect(answer.status).toBe(201);
+    }
+    await h.settled();
+    // A disabled integration: its page holds the one disabled control.
+    const made = await h.services.integrations.create(mine, { kind: 'webhook', url: 'http://127.0.0.1:9/contrast' }, 'test');
+    await h.services.integrations.update(mine.account_id, made.id, { enabled: false }, 'test');
+    const uuid = (await h.services.eventQuery.list(mine, { limit: 1 })).data[0]!.event_uuid;
+    const pages = ['/overview', '/events', `/events/${uuid}`, `/numbers/${encodeURIComponent(NUMBER)}`, '/addresses/203.0.113.44', '/lookup', '/nodes', '/settings/clients', '/settings/integrations', `/settings/integrations/${made.id}`, '/settings/account'];
+    const operatorPages = ['/operator/accounts', '/operator/plans', '/operator/audit'];
+    const faults: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      const owner = await userOf(mine.account_id, `contrast-${scheme}@example.test`, scheme);
+      const operator = await userOf(null, `contrast-operator-${scheme}@example.test`, scheme);
+      for (const [page, paths] of [[owner, pages], [operator, operatorPages]] as const) {
+        for (const path of paths) {
+          const answer = await page.goto(`${h.url}${path}`);
+          expect(answer?.status(), path).toBe(200);
+          await page.evaluate(AXE_SOURCE);
+          const violations = await page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'rule', values: ['color-contrast'] } })
+            .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' ') + ': ' + (n.failureSummary || ''))))`);
+          faults.push(...violations.map((v) => `${scheme} ${path}: ${v}`));
+          // Charts drawn at their own size: no label taller than 12px text makes it, none cut at the chart's edge.
+          const labels = await page.evaluate<Array<{ text: string; height: number; inside: boolean }>>(`[...document.querySelectorAll('.chart svg text')].map((t) => {
+            const box = t.getBoundingClientRect(), svg = t.closest('svg').getBoundingClientRect();
+            return { text: t.textContent, height: box.height, inside: box.left >= svg.left - 0.5 && box.right <= svg.right + 0.5 };
+          })`);
+          for (const label of labels) {
+            if (label.height > 18) faults.push(`${scheme} ${path}: chart label "${label.text}" drawn ${label.height.toFixed(0)}px tall`);
+            if (!label.inside) faults.push(`${scheme} ${path}: chart label "${label.text}" cut at the chart's edge`);
+          }
+        }
+      }
+    }
+    expect(faults).toEqual([]);
+    expect(policyViolations).toEqual([]);
   });
 });

@@ -52,6 +52,8 @@ describe('lookups answered ahead of Fastify', () => {
       '/api/phone-numbers/tel%3A%2B46%208%20121%20185%2032',
       '/api/phone-numbers/%2B448712345678',
       '/api/phone-numbers/%2B15550000000',
+      // Never seen, in a range seen: a 404 with the range's evidence (docs/api.md §7, `range`).
+      '/api/phone-numbers/%2B46812118599',
       '/api/ip-addresses/203.0.113.7',
       '/api/ip-addresses/2001%3Adb8%3A%3A7',
       '/api/ip-addresses/2001:0db8:0:0::7',

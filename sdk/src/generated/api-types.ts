@@ -1130,9 +1130,30 @@ export interface PhoneNumberFound {
    */
   number_type?: string | null;
   message: string;
+  /**
+   * The evidence of the number’s range (a block of 100); absent when the number has no range or the range has none the caller may see
+   */
+  range?: {
+    /**
+     * The range: the number key less its last two digits, a block of 100 numbers
+     */
+    prefix: string;
+    /**
+     * Distinct numbers of the range seen, across the scopes the caller reads
+     */
+    numbers_seen: number;
+    /**
+     * How strongly the range’s evidence, decayed by its age, points at toll fraud (docs/scoring.md, "Ranges")
+     */
+    score: number;
+    /**
+     * The facts behind the range’s score, strongest evidence first
+     */
+    reasons: string[];
+  };
 }
 /**
- * Never seen in the scopes the caller reads
+ * Never seen in the scopes the caller reads; `range` when its range has evidence (docs/scoring.md, "Ranges": act on `range.score`)
  *
  * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "PhoneNumberNotFound".
@@ -1141,6 +1162,27 @@ export interface PhoneNumberNotFound {
   phone_number: string;
   found: false;
   message: string;
+  /**
+   * The evidence of the number’s range (a block of 100); absent when the number has no range or the range has none the caller may see
+   */
+  range?: {
+    /**
+     * The range: the number key less its last two digits, a block of 100 numbers
+     */
+    prefix: string;
+    /**
+     * Distinct numbers of the range seen, across the scopes the caller reads
+     */
+    numbers_seen: number;
+    /**
+     * How strongly the range’s evidence, decayed by its age, points at toll fraud (docs/scoring.md, "Ranges")
+     */
+    score: number;
+    /**
+     * The facts behind the range’s score, strongest evidence first
+     */
+    reasons: string[];
+  };
 }
 /**
  * This address probed honeypots
@@ -1318,6 +1360,10 @@ export interface PhoneNumberRangeEntry {
    * The number’s score (docs/scoring.md); 0 for padding
    */
   score: number;
+  /**
+   * The score of the number’s range, its block of 100 (docs/scoring.md, "Ranges"); 0 for a number in none, and for padding
+   */
+  range_score: number;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema

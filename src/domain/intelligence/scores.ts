@@ -1,4 +1,4 @@
-import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
+import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 
 /**
  * How strongly the kept evidence says a number or address is used in toll fraud: an integer 0–100
@@ -62,6 +62,27 @@ export const NUMBER_PARTS = {
   events: { weight: 20, half: 10 },
 } as const satisfies Record<string, Part>;
 
+/** What the aggregates of a number range (a block of 100, src/domain/number-range.ts) say. */
+export interface RangeEvidence {
+  /** Distinct numbers of the range seen: fraudsters test several numbers of a block. */
+  numberCount: number;
+  sourceIpCount: number;
+  nodeCount: number;
+  inviteCount: number;
+  lastSeen: string;
+}
+
+/**
+ * The parts of a range's evidence; their weights add up to 100 (docs/scoring.md, "Ranges").
+ * No part for volume: one scanner can dial one number of a block any number of times.
+ */
+export const RANGE_PARTS = {
+  numbers: { weight: 35, half: 3 },
+  sources: { weight: 25, half: 3 },
+  nodes: { weight: 20, half: 2 },
+  invites: { weight: 20, half: 3 },
+} as const satisfies Record<string, Part>;
+
 /** The parts of an address's evidence; their weights add up to 100 (docs/scoring.md). */
 export const IP_PARTS = {
   numbers: { weight: 30, half: 5 },
@@ -88,6 +109,22 @@ export function numberPoints(e: Omit<NumberEvidence, 'lastSeen'>): number {
 /** Points of fresh evidence (before decay), 0 to under 100. */
 export function ipPoints(e: Omit<IpEvidence, 'lastSeen'>): number {
   return points(IP_PARTS.numbers, e.calledNumberCount) + points(IP_PARTS.nodes, e.nodeCount) + points(IP_PARTS.events, e.seenCount);
+}
+
+/** Points of a range's fresh evidence (before decay), 0 to under 100. */
+export function rangePoints(e: Omit<RangeEvidence, 'lastSeen'>): number {
+  return points(RANGE_PARTS.numbers, e.numberCount) + points(RANGE_PARTS.sources, e.sourceIpCount) + points(RANGE_PARTS.nodes, e.nodeCount) + points(RANGE_PARTS.invites, e.inviteCount);
+}
+
+/** A number range's score at `now`. */
+export function rangeScore(e: RangeEvidence, now: Date, settings: ScoringSettings = DEFAULT_SCORING): Score {
+  const reasons = [
+    plural(e.numberCount, '# number of the range seen', '# distinct numbers of the range seen'),
+    plural(e.sourceIpCount, 'called from # distinct source address', 'called from # distinct source addresses'),
+    plural(e.nodeCount, 'seen by # honeypot node', 'seen by # honeypot nodes'),
+    e.inviteCount > 0 ? plural(e.inviteCount, '# INVITE attempt, not only OPTIONS scans', '# INVITE attempts, not only OPTIONS scans') : 'scans only, no INVITE attempts',
+  ];
+  return decayed(rangePoints(e), e.lastSeen, now, settings, reasons);
 }
 
 /** A called number's score at `now`. */
@@ -144,6 +181,11 @@ export function scoreOfNumber(seen: NumberAggregate, now: Date, settings: Scorin
 /** The score of an address's kept aggregates (docs/api.md §7). */
 export function scoreOfAddress(seen: IpAggregate, now: Date, settings: ScoringSettings): Score {
   return ipScore({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount, lastSeen: seen.lastSeen }, now, settings);
+}
+
+/** The score of a number range's kept aggregates (docs/api.md §7, `range`). */
+export function scoreOfRange(seen: RangeAggregate, now: Date, settings: ScoringSettings): Score {
+  return rangeScore({ numberCount: seen.numberCount, sourceIpCount: seen.sourceIpCount, nodeCount: seen.nodeCount, inviteCount: seen.inviteCount, lastSeen: seen.lastSeen }, now, settings);
 }
 
 /** Points of a number's kept evidence before decay (for the feeds' indicator times). */

@@ -41,10 +41,29 @@ export interface IpAggregate {
   soleScope?: string;
 }
 
+/**
+ * Kept aggregates of one number range (src/domain/number-range.ts) across the scopes a caller may
+ * read: every distinct count exact across them.
+ */
+export interface RangeAggregate {
+  seenCount: number;
+  firstSeen: string;
+  lastSeen: string;
+  /** Distinct numbers of the range seen. */
+  numberCount: number;
+  sourceIpCount: number;
+  nodeCount: number;
+  inviteCount: number;
+  /** The scope whose row alone this is, when the others read held none. */
+  soleScope?: string;
+}
+
 /** A number whose key's hash begins with a range lookup's prefix (docs/api.md §13). */
 export interface HashedNumber {
   /** SHA-256 of the number key, lower-case hex. */
   hash: string;
+  /** The number key itself (its range's score is answered beside it). */
+  key: string;
   aggregate: NumberAggregate;
 }
 
@@ -54,12 +73,16 @@ export interface LookupsRepository {
   ipAddress(scopes: string[], sourceIp: string, topUserAgents: number): Promise<IpAggregate | undefined>;
   /** Numbers whose key's hash begins with `prefix` (lower-case hex), at most `limit`, in hash order. */
   numbersByHashPrefix(scopes: string[], prefix: string, limit: number): Promise<HashedNumber[]>;
+  /** The range of `prefix` (a rangeOfNumberKey answer) as `scopes` see it, or undefined when none of them holds it. */
+  numberRange(scopes: string[], prefix: string): Promise<RangeAggregate | undefined>;
 }
 
 /** What a lookup reads by kind: a number's aggregate or an address's. */
 export interface LookupValues {
   number: NumberAggregate;
   ip: IpAggregate;
+  /** A number range, by its prefix. */
+  range: RangeAggregate;
 }
 
 export type LookupKind = keyof LookupValues;

@@ -16,6 +16,22 @@ const seen = {
   reasons: Type.Array(Type.String(), { description: 'The facts behind the score, strongest evidence first', example: ['called from 2 distinct source addresses', 'last seen today'] }),
 };
 
+/**
+ * A number's range and its evidence (docs/scoring.md, "Ranges"): on every phone-number answer,
+ * found or not, whose range has evidence the caller may see.
+ */
+export const NumberRangeEvidence = Type.Object(
+  {
+    prefix: Type.String({ description: 'The range: the number key less its last two digits, a block of 100 numbers', example: '+46812118' }),
+    numbers_seen: Type.Integer({ minimum: 1, description: 'Distinct numbers of the range seen, across the scopes the caller reads', example: 3 }),
+    score: Type.Integer({ minimum: 0, maximum: 100, description: 'How strongly the range’s evidence, decayed by its age, points at toll fraud (docs/scoring.md, "Ranges")', example: 52 }),
+    reasons: Type.Array(Type.String(), { description: 'The facts behind the range’s score, strongest evidence first', example: ['3 distinct numbers of the range seen', 'last seen today'] }),
+  },
+  { description: 'The evidence of the number’s range (a block of 100); absent when the number has no range or the range has none the caller may see' },
+);
+
+const range = Type.Optional(NumberRangeEvidence);
+
 export const PhoneNumberFound = Type.Object(
   {
     phone_number: Type.String({ description: 'The number as looked up, normalised', example: '+46812118532' }),
@@ -28,6 +44,7 @@ export const PhoneNumberFound = Type.Object(
     country: Type.Optional(nullable<string>(['string'], { description: 'ISO 3166-1 alpha-2 country of an E.164 number' })),
     number_type: Type.Optional(nullable<string>(['string'], { description: 'premium-rate, toll-free, mobile…' })),
     message: Type.String(),
+    range,
   },
   {
     $id: 'PhoneNumberFound',
@@ -52,10 +69,10 @@ export const PhoneNumberFound = Type.Object(
 );
 
 export const PhoneNumberNotFound = Type.Object(
-  { phone_number: Type.String(), found: Type.Literal(false), message: Type.String() },
+  { phone_number: Type.String(), found: Type.Literal(false), message: Type.String(), range },
   {
     $id: 'PhoneNumberNotFound',
-    description: 'Never seen in the scopes the caller reads',
+    description: 'Never seen in the scopes the caller reads; `range` when its range has evidence (docs/scoring.md, "Ranges": act on `range.score`)',
     example: { phone_number: '+441632960001', found: false, message: 'No probes to this number have been seen.' },
   },
 );
@@ -120,6 +137,9 @@ export const BulkItemError = Type.Object(
  * direct lane keeps its JSON). A symbol, so JSON and the schema serializers leave it out.
  */
 export const SHARED_PART = Symbol('tollwatch.answerSharedPart');
+
+/** A number range's evidence as an answer carries it. */
+export type NumberRangeEvidence = Static<typeof NumberRangeEvidence>;
 
 /** The answer to "have attackers tried to call this number?" (docs/api.md §7). */
 export type PhoneNumberAnswer = (Static<typeof PhoneNumberFound> & { [SHARED_PART]?: object }) | Static<typeof PhoneNumberNotFound>;

@@ -2,12 +2,13 @@ import { tagsOfUserAgents } from '../intelligence/scanner-tags.ts';
 import type { Account } from '../accounts/accounts.ts';
 import { ServiceError } from '../errors.ts';
 import { ABSENT_MARKER } from '../events/event-fields.ts';
-import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type PhoneNumberAnswer } from './lookup-answers.ts';
+import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type NumberRangeEvidence, type PhoneNumberAnswer } from './lookup-answers.ts';
 import { canonicalIpAddress } from '../ip-address.ts';
-import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate } from './lookup-aggregates.ts';
-import { addressLookupKey, NO_BARRIER, numberLookupKey, type OwnWritesBarrier } from '../events/own-writes.ts';
+import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate, type RangeAggregate } from './lookup-aggregates.ts';
+import { addressLookupKey, NO_BARRIER, numberLookupKey, rangeLookupKey, type OwnWritesBarrier } from '../events/own-writes.ts';
+import { rangeOfNumberKey } from '../number-range.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from '../phone-number.ts';
-import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
+import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, scoreOfRange, type ScoringSettings } from '../intelligence/scores.ts';
 import { readScopesOf } from '../visibility.ts';
 
 /** User agents an address's answer names, most seen first. */
@@ -60,6 +61,13 @@ export class LookupService {
    * lifetime ago. Kept as long as the cache keeps the aggregate, and no longer.
    */
   private readonly foundNumbers = new WeakMap<NumberAggregate, Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'>>();
+  /**
+   * The found part with the range's evidence beside it, for the range aggregate it was made with:
+   * the two are kept and dropped apart, so the pair is made again when either changes.
+   */
+  private readonly foundInRanges = new WeakMap<NumberAggregate, { range: RangeAggregate; part: Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'> }>();
+  /** A range's evidence as answered, made once per kept range aggregate. */
+  private readonly rangeParts = new WeakMap<RangeAggregate, NumberRangeEvidence>();
   private readonly foundAddresses = new WeakMap<IpAggregate, Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'>>();
 
   /** Without a cache, every lookup reads the store; without a barrier, it reads what is folded. */
@@ -78,7 +86,9 @@ export class LookupService {
   async phoneNumber(account: Account, input: string): Promise<PhoneNumberAnswer> {
     const number = normalisePhoneNumber(input);
     if (!number) throw new ServiceError('invalid_phone_number', invalidNumberMessage(input));
-    const waiting = this.ownWrites.ownWritesVisible(account.account_id, numberLookupKey(number.key));
+    const prefix = rangeOfNumberKey(number.key);
+    // The range's key covers the number's: every own event about the number names its range too.
+    const waiting = this.ownWrites.ownWritesVisible(account.account_id, prefix === null ? numberLookupKey(number.key) : rangeLookupKey(prefix));
     if (waiting) await waiting;
     const scopes = readScopesOf(account);
     const primary = this.primary?.readsPrimary(account.account_id) ? this.primary.repo : undefined;
@@ -90,8 +100,10 @@ export class LookupService {
         : this.knownKeys.mayExist('number', number.key)
           ? await this.cache.read('number', number.key, scopes, () => this.repo.phoneNumber(scopes, number.key))
           : undefined;
+    const inRange = prefix === null ? undefined : await this.rangeOf(primary, scopes, prefix);
     if (!seen) {
-      return { phone_number: number.written, found: false, message: 'No probes to this number have been seen.' };
+      const missing = { phone_number: number.written, found: false as const, message: 'No probes to this number have been seen.' };
+      return inRange ? { ...missing, range: this.rangePart(prefix!, inRange) } : missing;
     }
     let found = this.foundNumbers.get(seen);
     if (!found) {
@@ -110,9 +122,36 @@ export class LookupService {
       };
       this.foundNumbers.set(seen, found);
     }
+    if (inRange) {
+      let paired = this.foundInRanges.get(seen);
+      if (paired?.range !== inRange) {
+        paired = { range: inRange, part: { ...found, range: this.rangePart(prefix!, inRange) } };
+        this.foundInRanges.set(seen, paired);
+      }
+      found = paired.part;
+    }
     const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
+  }
+
+  /** A number range's aggregate as `scopes` see it, by the same memory and filter as a number's. */
+  private rangeOf(primary: LookupsRepository | undefined, scopes: string[], prefix: string): Promise<RangeAggregate | undefined> | RangeAggregate | undefined {
+    if (primary) return primary.numberRange(scopes, prefix);
+    const kept = this.cache.fresh('range', prefix, scopes);
+    if (kept) return kept.value;
+    if (!this.knownKeys.mayExist('range', prefix)) return undefined;
+    return this.cache.read('range', prefix, scopes, () => this.repo.numberRange(scopes, prefix));
+  }
+
+  /** A range's evidence as answered, worked out once per kept aggregate (scored as of its read, as a number is). */
+  private rangePart(prefix: string, seen: RangeAggregate): NumberRangeEvidence {
+    let part = this.rangeParts.get(seen);
+    if (!part) {
+      part = { prefix, numbers_seen: seen.numberCount, ...scoreOfRange(seen, this.now(), this.scoring) };
+      this.rangeParts.set(seen, part);
+    }
+    return part;
   }
 
   /** Looks up many numbers; each answer as the single lookup's, or the item's own error. */

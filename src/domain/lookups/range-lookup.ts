@@ -4,7 +4,8 @@ import { ServiceError } from '../errors.ts';
 import type { LookupsRepository } from './lookup-aggregates.ts';
 import { RANGE_PREFIX_LENGTH } from './number-hash.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
-import { DEFAULT_SCORING, scoreOfNumber, type ScoringSettings } from '../intelligence/scores.ts';
+import { DEFAULT_SCORING, scoreOfNumber, scoreOfRange, type ScoringSettings } from '../intelligence/scores.ts';
+import { rangeOfNumberKey } from '../number-range.ts';
 import { readScopesOf } from '../visibility.ts';
 
 /**
@@ -25,6 +26,8 @@ export interface RangeEntry {
   suffix: string;
   seen_count: number;
   score: number;
+  /** The score of the number's range (docs/scoring.md, "Ranges"); 0 for a number in none, and for padding. */
+  range_score: number;
 }
 
 export interface RangeAnswer {
@@ -55,14 +58,26 @@ export class RangeLookupService {
     }
     const prefix = input.toLowerCase();
     await this.ownWrites.ownWritesVisible(account.account_id);
-    const found = await this.repo.numbersByHashPrefix(readScopesOf(account), prefix, RANGE_MAX_ENTRIES);
+    const scopes = readScopesOf(account);
+    const found = await this.repo.numbersByHashPrefix(scopes, prefix, RANGE_MAX_ENTRIES);
     const now = this.now();
-    const entries: RangeEntry[] = found.map(({ hash, aggregate }) => ({
-      suffix: hash.slice(RANGE_PREFIX_LENGTH),
-      seen_count: aggregate.seenCount,
-      score: scoreOfNumber(aggregate, now, this.scoring).score,
-    }));
-    for (let i = entries.length; i < paddedSize(entries.length); i += 1) entries.push({ suffix: randomSuffix(), seen_count: 0, score: 0 });
+    // Numbers of one hash range fall in different number ranges, nearly always one each: each
+    // range is read once all the same.
+    const rangeScores = new Map<string, number>();
+    const entries: RangeEntry[] = [];
+    for (const { hash, key, aggregate } of found) {
+      const range = rangeOfNumberKey(key);
+      let rangeScore = 0;
+      if (range !== null) {
+        if (!rangeScores.has(range)) {
+          const seen = await this.repo.numberRange(scopes, range);
+          rangeScores.set(range, seen ? scoreOfRange(seen, now, this.scoring).score : 0);
+        }
+        rangeScore = rangeScores.get(range)!;
+      }
+      entries.push({ suffix: hash.slice(RANGE_PREFIX_LENGTH), seen_count: aggregate.seenCount, score: scoreOfNumber(aggregate, now, this.scoring).score, range_score: rangeScore });
+    }
+    for (let i = entries.length; i < paddedSize(entries.length); i += 1) entries.push({ suffix: randomSuffix(), seen_count: 0, score: 0, range_score: 0 });
     // In hash order, so where padding sits says nothing either.
     entries.sort((a, b) => (a.suffix < b.suffix ? -1 : a.suffix > b.suffix ? 1 : 0));
     return { prefix, entries };

@@ -15,6 +15,7 @@ const PhoneNumberRangeEntry = Type.Object(
     suffix: Type.String({ pattern: '^[0-9a-f]{59}$', description: 'The last 59 hex digits of a SHA-256, lower case' }),
     seen_count: Type.Integer({ minimum: 0, description: 'Events naming the number; 0 marks padding, which clients ignore' }),
     score: Type.Integer({ minimum: 0, maximum: 100, description: 'The number’s score (docs/scoring.md); 0 for padding' }),
+    range_score: Type.Integer({ minimum: 0, maximum: 100, description: 'The score of the number’s range, its block of 100 (docs/scoring.md, "Ranges"); 0 for a number in none, and for padding' }),
   },
   { $id: 'PhoneNumberRangeEntry' },
 );
@@ -31,8 +32,8 @@ const PhoneNumberRange = Type.Object(
     example: {
       prefix: '71d81',
       entries: [
-        { suffix: '65f6ef64ffb43998d96b0c881000dab0a459beabde52832b90773611018', seen_count: 0, score: 0 },
-        { suffix: '95b791393679230de7ea7087afb150651af83f2ed01b8d1cbcab1b8c532', seen_count: 4, score: 41 },
+        { suffix: '65f6ef64ffb43998d96b0c881000dab0a459beabde52832b90773611018', seen_count: 0, score: 0, range_score: 0 },
+        { suffix: '95b791393679230de7ea7087afb150651af83f2ed01b8d1cbcab1b8c532', seen_count: 4, score: 41, range_score: 48 },
       ],
     },
   },

@@ -3,13 +3,14 @@ import { isAbsentValue } from '../../domain/events/event-fields.ts';
 import { addCount, countsJson, countsOf } from '../../domain/lookups/kept-counts.ts';
 import { userAgentKey } from '../../domain/lookups/lookup-aggregates.ts';
 import { numberHash } from '../../domain/lookups/number-hash.ts';
+import { rangeOfNumberKey } from '../../domain/number-range.ts';
 import { SHARED_SCOPE } from '../../domain/visibility.ts';
 import type { DialectCapabilities } from '../dialect.ts';
 import { keepsPairsByAddress } from './distinct-sets.ts';
 import { enqueueFirstSeen } from '../repositories/first-seen-alerts.ts';
 import type { FoldRowCache, FoldRowWrites } from './fold-row-cache.ts';
 import { holdAdvisoryLock, tryAdvisoryLock } from '../advisory-locks.ts';
-import type { AggregateRow, AggregateTable, IngestWrites, SetTable } from './ingest-writes.ts';
+import type { AggregateRow, AggregateTable, IngestWrites, RangeAddition, SetTable } from './ingest-writes.ts';
 import type { Schema } from '../schema.ts';
 
 /** The `fold_state` row holding how far the lookup aggregates have folded the events in. */
@@ -317,11 +318,56 @@ export async function addToAggregates(trx: Transaction<Schema>, writes: IngestWr
   const numberRows = await addRows(trx, writes, 'number_aggregates', numberDeltas, kept);
   // A number's hash is written once, with its first row in a scope (range lookups, docs/api.md §13).
   await writes.addMembers(trx, 'number_hashes', numberRows.created.map((d): [string, string, string] => [d.scope, numberHash(d.key), d.key]));
+  await addToRanges(trx, writes, items, numberRows.created);
   const addressDeltas = sortedValues(addresses);
   const addressRows = await addRows(trx, writes, 'ip_aggregates', addressDeltas, kept);
   const changes: FoldedKeys = { numbers: distinctKeys(numberDeltas), addresses: distinctKeys(addressDeltas) };
   if (numberRows.rows.length + addressRows.rows.length <= FOLDED_ROWS_TOLD) changes.rows = { numbers: numberRows.rows, addresses: addressRows.rows };
   return changes;
+}
+
+/**
+ * Adds events to their number ranges' rows (src/domain/number-range.ts): counts, sightings and
+ * INVITEs from the events, distinct sources and nodes from the range's sets, and distinct numbers
+ * from the number rows this step made (`created`): a number's first row in a scope is its first
+ * sighting there, so each is counted once, exactly, without a set of its own.
+ */
+async function addToRanges(trx: Transaction<Schema>, writes: IngestWrites, items: AggregateItem[], created: Delta[]): Promise<void> {
+  const ranges = new Map<string, RangeAddition>();
+  const sources = new Map<string, [string, string, string]>();
+  const nodes = new Map<string, [string, string, string]>();
+  for (const { scope, event } of items) {
+    const range = event.number_key === null ? null : rangeOfNumberKey(event.number_key);
+    if (range === null) continue;
+    const id = `${scope}${SEP}${range}`;
+    let row = ranges.get(id);
+    if (!row) {
+      row = { scope, range_prefix: range, seen_count: 0, first_seen: event.event_time, last_seen: event.event_time, number_count: 0, source_ip_count: 0, node_count: 0, invite_count: 0 };
+      ranges.set(id, row);
+    }
+    row.seen_count += 1;
+    if (event.event_time < row.first_seen) row.first_seen = event.event_time;
+    if (event.event_time > row.last_seen) row.last_seen = event.event_time;
+    if (event.sip_method === 'INVITE') row.invite_count += 1;
+    sources.set(`${id}${SEP}${event.source_ip}`, [scope, range, event.source_ip]);
+    nodes.set(`${id}${SEP}${event.created_by_node_id}`, [scope, range, event.created_by_node_id]);
+  }
+  if (ranges.size === 0) return;
+  for (const d of created) {
+    const range = rangeOfNumberKey(d.key);
+    if (range !== null) ranges.get(`${d.scope}${SEP}${range}`)!.number_count += 1;
+  }
+  for (const [table, members, column] of [
+    ['range_sources', sources, 'source_ip_count'],
+    ['range_nodes', nodes, 'node_count'],
+  ] as const) {
+    const rows = sortedValues(members);
+    const added = await writes.addMembers(trx, table, rows);
+    rows.forEach(([scope, range], i) => {
+      if (added[i]) ranges.get(`${scope}${SEP}${range}`)![column] += 1;
+    });
+  }
+  await writes.addToRanges(trx, sortedValues(ranges));
 }
 
 /** The keys of deltas, once each across scopes. */

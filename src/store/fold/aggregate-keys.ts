@@ -7,6 +7,7 @@ import type { Schema } from '../schema.ts';
 const TABLES = {
   number: { table: 'number_aggregates', key: 'number_key' },
   ip: { table: 'ip_aggregates', key: 'source_ip' },
+  range: { table: 'range_aggregates', key: 'range_prefix' },
 } as const;
 
 /** Keys read per statement: a short hold of SQLite's connection, few round trips to PostgreSQL. */

@@ -3,6 +3,7 @@ import { ABSENT_MARKER } from '../../domain/events/event-fields.ts';
 import { KEPT_NAMES } from '../../domain/lookups/kept-counts.ts';
 import { USER_AGENT_KEPT_CHARACTERS } from '../../domain/lookups/lookup-aggregates.ts';
 import { numberHash } from '../../domain/lookups/number-hash.ts';
+import { RANGE_DIGITS, RANGE_MAX_DIGITS, RANGE_MIN_DIGITS } from '../../domain/number-range.ts';
 import { SHARED_SCOPE } from '../../domain/visibility.ts';
 import { refoldAll, refoldSome } from './aggregate-fold.ts';
 import type { DialectCapabilities } from '../dialect.ts';
@@ -10,7 +11,18 @@ import { chunks } from './ingest-writes.ts';
 import type { Schema } from '../schema.ts';
 
 /** Every table the lookup aggregates are kept in. */
-export const AGGREGATE_TABLES = ['number_aggregates', 'number_sources', 'ip_aggregates', 'ip_numbers', 'number_hashes'] as const;
+export const AGGREGATE_TABLES = ['number_aggregates', 'number_sources', 'ip_aggregates', 'ip_numbers', 'number_hashes', 'range_aggregates', 'range_sources', 'range_nodes'] as const;
+
+/**
+ * The range of a `number_key` column in SQL, NULL for a key in none: rangeOfNumberKey
+ * (src/domain/number-range.ts) in text both stores run alike (test/store/number-ranges.test.ts
+ * holds the two to the same answers).
+ */
+export function rangeOfKeySql(key: RawBuilder<unknown>): RawBuilder<string | null> {
+  return sql<string | null>`case when substr(${key}, 1, 1) = '+' and substr(${key}, 2, 1) <> '0'
+    and length(${key}) between ${sql.lit(RANGE_MIN_DIGITS + 1)} and ${sql.lit(RANGE_MAX_DIGITS + 1)}
+    and ltrim(substr(${key}, 2), '0123456789') = '' then substr(${key}, 1, length(${key}) - ${sql.lit(RANGE_DIGITS)}) end`;
+}
 
 /**
  * Recomputes every lookup aggregate from the stored events, in one transaction. Needed after
@@ -30,6 +42,7 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
       const scoped = sql`(select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
         from events e join accounts a on a.account_id = e.account_id)`;
       await insertAggregates(trx, caps, scoped, scoped);
+      await insertRanges(trx, scoped);
       await restorePublished(trx, new Date().toISOString());
       await addNumberHashes(trx);
     }),
@@ -80,6 +93,11 @@ export async function removeEventsAndRecompute(
       // PostgreSQL's planner knows nothing of a temporary table's size until it is analyzed.
       if (caps.concurrentWriters) await sql`analyze ${table}`.execute(trx);
     }
+    // The ranges of the touched numbers, recomputed whole: a range's distinct counts are of
+    // all its numbers' events, and only its own can say what is left once some are gone.
+    await sql`create temporary table retired_ranges (k text primary key)`.execute(trx);
+    await sql`insert into retired_ranges (k) select distinct r from (select ${rangeOfKeySql(sql`k`)} as r from ${sql.table(TOUCHED.numbers.keys)}) t where r is not null`.execute(trx);
+    if (caps.concurrentWriters) await sql`analyze retired_ranges`.execute(trx);
     await remove();
     const retiredNumbers = sql<string>`(select k from ${sql.table(TOUCHED.numbers.keys)})`;
     const retiredAddresses = sql<string>`(select k from ${sql.table(TOUCHED.addresses.keys)})`;
@@ -106,6 +124,7 @@ export async function removeEventsAndRecompute(
     await insertAggregates(trx, caps, sql.table(TOUCHED.numbers.events), sql.table(TOUCHED.addresses.events));
     await restorePublished(trx, new Date().toISOString(), { numbers: retiredNumbers, addresses: retiredAddresses });
     await addNumberHashes(trx, retiredNumbers);
+    await recomputeRanges(trx, caps, through);
     for (const { keys, events } of Object.values(TOUCHED)) for (const table of [keys, events]) await sql`drop table ${sql.table(table)}`.execute(trx);
   });
   return touched;
@@ -143,6 +162,44 @@ async function insertAggregates(trx: Transaction<Schema>, caps: DialectCapabilit
     sql`insert into ip_numbers (scope, source_ip, number_key) select distinct scope, source_ip, number_key from ${byAddress} s where number_key is not null and scope <> ${SHARED_SCOPE}`,
   ];
   for (const statement of statements) await statement.execute(trx);
+}
+
+/**
+ * Inserts the number ranges' rows and sets (migration 027) of the events `from` gives, each with
+ * the `scope` it counts in: what the fold adds up, counted at once.
+ */
+async function insertRanges(trx: Transaction<Schema>, from: Expression<unknown>): Promise<void> {
+  const ranged = sql`(select s.*, ${rangeOfKeySql(sql`s.number_key`)} as range_prefix from ${from} s where s.number_key is not null) r where range_prefix is not null`;
+  await sql`insert into range_aggregates (scope, range_prefix, seen_count, first_seen, last_seen, number_count, source_ip_count, node_count, invite_count)
+      select scope, range_prefix, count(*), min(event_time), max(event_time), count(distinct number_key), count(distinct source_ip),
+        count(distinct created_by_node_id), sum(case when sip_method = 'INVITE' then 1 else 0 end)
+      from ${ranged} group by scope, range_prefix`.execute(trx);
+  await sql`insert into range_sources (scope, range_prefix, source_ip) select distinct scope, range_prefix, source_ip from ${ranged}`.execute(trx);
+  await sql`insert into range_nodes (scope, range_prefix, node_id) select distinct scope, range_prefix, created_by_node_id from ${ranged}`.execute(trx);
+}
+
+/**
+ * Recomputes the ranges in `retired_ranges` from the events kept that the fold has counted (up to
+ * `through`). A range's numbers are its prefix and two digits: the 100 candidate keys of each are
+ * looked up through the events' (account, number) index, as the touched numbers are, rather than
+ * by reading every number row for those whose range it is.
+ */
+async function recomputeRanges(trx: Transaction<Schema>, caps: DialectCapabilities, through: number): Promise<void> {
+  for (const table of ['range_aggregates', 'range_sources', 'range_nodes'] as const) {
+    await trx.deleteFrom(table).where('range_prefix', 'in', sql<string>`(select k from retired_ranges)`).execute();
+  }
+  await sql`create temporary table range_digits (d text primary key)`.execute(trx);
+  const digits = Array.from({ length: 10 ** RANGE_DIGITS }, (_, i) => String(i).padStart(RANGE_DIGITS, '0'));
+  await sql`insert into range_digits (d) values ${sql.join(digits.map((d) => sql`(${d})`))}`.execute(trx);
+  await sql`create temporary table range_candidates as select r.k || d.d as k from retired_ranges r cross join range_digits d`.execute(trx);
+  if (caps.concurrentWriters) await sql`analyze range_candidates`.execute(trx);
+  await sql`create temporary table kept_range_events as
+    select case when a.trusted = 1 then ${SHARED_SCOPE} else e.account_id end as scope, e.*
+    from range_candidates c cross join accounts a
+    join events e on e.account_id = a.account_id and e.number_key = c.k
+    where e.id <= ${through}`.execute(trx);
+  await insertRanges(trx, sql.table('kept_range_events'));
+  for (const table of ['range_digits', 'range_candidates', 'kept_range_events', 'retired_ranges']) await sql`drop table ${sql.table(table)}`.execute(trx);
 }
 
 /** Each aggregate table, with the column its key is in. */

@@ -9,7 +9,7 @@ import type { Schema } from '../schema.ts';
 export type EventRow = Omit<Schema['events'], 'id'>;
 
 /** Tables of distinct (scope, key, member) triples: for exact distinct counts, and numbers' hashes. */
-export type SetTable = 'number_sources' | 'ip_numbers' | 'number_hashes';
+export type SetTable = 'number_sources' | 'ip_numbers' | 'number_hashes' | 'range_sources' | 'range_nodes';
 /** Tables of one wide row per scope and key: totals, first and last sighting, named counts. */
 export type AggregateTable = 'number_aggregates' | 'ip_aggregates';
 
@@ -26,6 +26,40 @@ export interface AggregateRow {
   published_at: string | null;
   changed_at: string | null;
 }
+
+/**
+ * What a fold step adds to one number range's row (migration 027): every column is added to the
+ * kept one, but the first and last sightings, which widen it. Added in SQL, not read and merged:
+ * a range row has no map of named counts to merge, so a step writes it without reading it.
+ */
+export interface RangeAddition {
+  scope: string;
+  range_prefix: string;
+  seen_count: number;
+  first_seen: string;
+  last_seen: string;
+  /** Numbers of the range new to the scope (their number rows were made by this step). */
+  number_count: number;
+  /** Source addresses new to the range in the scope (range_sources). */
+  source_ip_count: number;
+  /** Honeypot nodes new to the range in the scope (range_nodes). */
+  node_count: number;
+  invite_count: number;
+}
+
+/** The columns of a RangeAddition, in the order the statements take them. */
+const RANGE_COLUMNS = ['scope', 'range_prefix', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'] as const;
+
+/** How a kept range row takes an addition: counts add up, the sightings widen. Text both stores run alike. */
+const RANGE_MERGE = {
+  seen_count: sql`range_aggregates.seen_count + excluded.seen_count`,
+  first_seen: sql`case when excluded.first_seen < range_aggregates.first_seen then excluded.first_seen else range_aggregates.first_seen end`,
+  last_seen: sql`case when excluded.last_seen > range_aggregates.last_seen then excluded.last_seen else range_aggregates.last_seen end`,
+  number_count: sql`range_aggregates.number_count + excluded.number_count`,
+  source_ip_count: sql`range_aggregates.source_ip_count + excluded.source_ip_count`,
+  node_count: sql`range_aggregates.node_count + excluded.node_count`,
+  invite_count: sql`range_aggregates.invite_count + excluded.invite_count`,
+};
 
 /**
  * The writes of one ingest transaction. The stores differ in what is fast: SQLite runs
@@ -49,6 +83,8 @@ export interface IngestWrites {
    * `shared_changes` (migration 024: what the TAXII publisher reads).
    */
   writeAggregates(trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void>;
+  /** Adds to the number ranges' rows, making those not kept; the fold names each (scope, range) once per call. */
+  addToRanges(trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void>;
 }
 
 type Db = Kysely<Schema>;
@@ -64,6 +100,8 @@ const SET_COLUMNS: Record<SetTable, [string, string, string]> = {
   number_sources: ['scope', 'number_key', 'source_ip'],
   ip_numbers: ['scope', 'source_ip', 'number_key'],
   number_hashes: ['scope', 'number_hash', 'number_key'],
+  range_sources: ['scope', 'range_prefix', 'source_ip'],
+  range_nodes: ['scope', 'range_prefix', 'node_id'],
 };
 
 const aggregateValues = (table: AggregateTable, r: AggregateRow): Values => {
@@ -119,6 +157,11 @@ const statements = {
         oc.columns(['scope', key]).doUpdateSet((eb) => Object.fromEntries(['seen_count', 'first_seen', 'last_seen', distinct, ...counts, 'published_at', 'changed_at'].map((c) => [c, eb.ref(`excluded.${c}`)]))),
       );
   },
+  addToRanges: (db: Db, rows: Values[]) =>
+    db
+      .insertInto('range_aggregates')
+      .values(rows as never)
+      .onConflict((oc) => oc.columns(['scope', 'range_prefix']).doUpdateSet(RANGE_MERGE as never)),
   logSharedChanges: (db: Db, rows: Values[]) => db.insertInto('shared_changes').values(rows as never).onConflict((oc) => oc.doNothing()),
   readAggregate: (table: AggregateTable) => (db: Db, [row]: Values[]) =>
     (db as Kysely<any>)
@@ -225,10 +268,16 @@ export class ArrayIngestWrites implements IngestWrites {
       select cast(${table} as text), changed_at, key from written where scope = ${SHARED_SCOPE} and changed_at is not null
       on conflict do nothing`.execute(trx);
   }
+
+  async addToRanges(trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void> {
+    if (rows.length === 0) return;
+    const merge = Object.entries(RANGE_MERGE).map(([column, value]) => sql`${sql.ref(column)} = ${value}`);
+    await sql`${insertArrays('range_aggregates', RANGE_COLUMNS, rows)} on conflict (scope, range_prefix) do update set ${sql.join(merge)}`.execute(trx);
+  }
 }
 
 /** Columns holding counts; every other column an ingest writes is text. */
-const COUNT_COLUMNS = new Set(['seen_count', 'source_ip_count', 'called_number_count']);
+const COUNT_COLUMNS = new Set(['seen_count', 'source_ip_count', 'called_number_count', 'number_count', 'node_count', 'invite_count']);
 
 /**
  * `insert into table (columns) select * from unnest(…)`: the rows as one array per column, in
@@ -308,6 +357,11 @@ export class SqliteRowIngestWrites implements IngestWrites {
       statement.run(columns.map((c) => values[c]));
       if (row.scope === SHARED_SCOPE && row.changed_at !== null) log.run(table, row.changed_at, row.key);
     }
+  }
+
+  async addToRanges(_trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void> {
+    const { statement, columns } = this.rowStatement('range_aggregates', RANGE_COLUMNS, statements.addToRanges);
+    for (const row of rows) statement.run(columns.map((c) => row[c as keyof RangeAddition]));
   }
 
   /**

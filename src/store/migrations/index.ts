@@ -26,6 +26,7 @@ import { migration as m023 } from './023-taxii-first-pass-position.ts';
 import { migration as m024 } from './024-shared-changes-log.ts';
 import { migration as m025 } from './025-invitation-stand-ins.ts';
 import { migration as m026 } from './026-call-guard-plan.ts';
+import { migration as m027 } from './027-number-ranges.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -60,5 +61,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '024_shared_changes_log': m024(caps),
     '025_invitation_stand_ins': m025(),
     '026_call_guard_plan': m026(),
+    '027_number_ranges': m027(caps),
   };
 }

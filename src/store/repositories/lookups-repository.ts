@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { HashedNumber, IpAggregate, LookupKind, LookupsRepository, NumberAggregate } from '../../domain/lookups/lookup-aggregates.ts';
+import type { HashedNumber, IpAggregate, LookupKind, LookupsRepository, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
+import { rangeOfNumberKey } from '../../domain/number-range.ts';
 import { isAbsentValue } from '../../domain/events/event-fields.ts';
 import { countsOf } from '../../domain/lookups/kept-counts.ts';
 import { SHARED_SCOPE } from '../../domain/visibility.ts';
@@ -58,7 +59,7 @@ export class SqlLookupsRepository implements LookupsRepository {
     const found: HashedNumber[] = [];
     for (const { number_hash, number_key } of matches) {
       const aggregate = await this.phoneNumber(scopes, number_key);
-      if (aggregate) found.push({ hash: number_hash, aggregate });
+      if (aggregate) found.push({ hash: number_hash, key: number_key, aggregate });
     }
     return found;
   }
@@ -68,6 +69,39 @@ export class SqlLookupsRepository implements LookupsRepository {
     if (rows.length === 0) return undefined;
     if (rows.length === 1) return { ...ipAggregateOf(rows, Number(rows[0]!.distinct_count), topUserAgents), soleScope: rows[0]!.scope };
     return ipAggregateOf(rows, await this.distinctUnion('ip_numbers', scopes, sourceIp, rows), topUserAgents);
+  }
+
+  async numberRange(scopes: string[], prefix: string): Promise<RangeAggregate | undefined> {
+    const rows = (await this.query('range', scopes.length, rangeStatement).execute(...scopes, prefix)) as unknown as RangeRow[];
+    if (rows.length === 0) return undefined;
+    if (rows.length === 1) return { ...rangeAggregateOf(rows), soleScope: rows[0]!.scope };
+    // Seen in both scopes (the caller's own events in a range the shared data set holds too):
+    // the distinct counts of the union, exact. Rare, and a range is small: read here, not prepared.
+    const [first, second] = (scopes[1] === SHARED_SCOPE ? [scopes[1], scopes[0]] : scopes) as [string, string];
+    const ownOnly = async (table: 'range_sources' | 'range_nodes', member: 'source_ip' | 'node_id') => {
+      const { rows: [row] } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)} o
+        where o.scope = ${second} and o.range_prefix = ${prefix}
+          and not exists (select 1 from ${sql.table(table)} s where s.scope = ${first} and s.range_prefix = ${prefix} and s.${sql.ref(member)} = o.${sql.ref(member)})`.execute(this.db);
+      return Number(row?.n ?? 0);
+    };
+    const firstRow = rows.find((r) => r.scope === first);
+    // Its numbers are its prefix and two more characters: read both scopes' (a few hundred rows
+    // at most) and keep the keys whose range it is.
+    const numbers = await this.db
+      .selectFrom('number_aggregates')
+      .select('number_key')
+      .where('scope', 'in', [first, second])
+      .where('number_key', '>', prefix)
+      .where('number_key', '<', `${prefix}:`)
+      .where((eb) => eb(eb.fn('length', ['number_key']), '=', prefix.length + 2))
+      .execute();
+    const merged = rangeAggregateOf(rows);
+    return {
+      ...merged,
+      numberCount: new Set(numbers.map((n) => n.number_key).filter((key) => rangeOfNumberKey(key) === prefix)).size,
+      sourceIpCount: Number(firstRow?.source_ip_count ?? 0) + (await ownOnly('range_sources', 'source_ip')),
+      nodeCount: Number(firstRow?.node_count ?? 0) + (await ownOnly('range_nodes', 'node_id')),
+    };
   }
 
   /** The statement reading `what` over `scopeCount` scopes, prepared on first use. */
@@ -138,6 +172,37 @@ export function ipAggregateOf(rows: LookupRow[], calledNumberCount: number, topU
     transports: Object.fromEntries([...sumCounts(rows, 'second_counts')].sort(byName)),
     nodeCount: sumCounts(rows, 'third_counts').size,
   };
+}
+
+/** One kept row of a number range. */
+interface RangeRow {
+  scope: string;
+  seen_count: number | string;
+  first_seen: string;
+  last_seen: string;
+  number_count: number | string;
+  source_ip_count: number | string;
+  node_count: number | string;
+  invite_count: number | string;
+}
+
+/** A range's aggregate from its kept rows, its distinct counts summed (exact for one row). */
+function rangeAggregateOf(rows: RangeRow[]): RangeAggregate {
+  const sum = (column: 'number_count' | 'source_ip_count' | 'node_count' | 'invite_count') => rows.reduce((n, row) => n + Number(row[column]), 0);
+  return {
+    ...span(rows as unknown as LookupRow[]),
+    numberCount: sum('number_count'),
+    sourceIpCount: sum('source_ip_count'),
+    nodeCount: sum('node_count'),
+    inviteCount: sum('invite_count'),
+  };
+}
+
+/** The kept rows of a number range in the given scopes. */
+function rangeStatement(scopes: unknown[], prefix: unknown) {
+  return sql<LookupRow>`
+    select scope, seen_count, first_seen, last_seen, number_count, source_ip_count, node_count, invite_count
+      from range_aggregates where scope in (${sql.join(scopes)}) and range_prefix = ${prefix}`;
 }
 
 /** The kept rows of a called number in the given scopes. */

@@ -8,7 +8,7 @@ import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';
 import { toSecond } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
-import { addressLink, numberLink } from '../subject-links.ts';
+import { addressLink, numberLink, userAgentText } from '../subject-links.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { accountOf } from '../web-session.ts';
 
@@ -29,13 +29,16 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     const account = accountOf(request);
     const filters = filtersOf(request);
     const cursor = textParam(request, 'cursor');
+    // The filter form sends every field, empty or not: its URL is said again without the empty
+    // ones, so what is kept, bookmarked or shared names only the filters in use.
+    const place = placeOf(filters, cursor);
+    if (Object.keys(request.query as object).length !== [...new URLSearchParams(place)].length) return reply.redirect(`/events${place ? `?${place}` : ''}`, 303);
     let page: EventPage | undefined;
     let errors: Html | undefined;
     let fieldErrors: FieldErrors | undefined;
-    let names = new Map<string, string>();
+    const names = await services.activity.nodeNames(account);
     try {
       page = await services.eventQuery.list(account, { ...queryOf(filters), limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
-      names = await services.activity.nodeNames(account);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'validation_failed') throw err;
       fieldErrors = new FieldErrors(err, FILTER_LABELS);
@@ -43,10 +46,10 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
     }
     const query = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
-      (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td><td>${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</td></tr>`,
+      (e) => html`<tr><td><a href="/events/${e.event_uuid}${place ? `?${new URLSearchParams({ from: place }).toString()}` : ''}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td><td><a href="/events?${new URLSearchParams({ node_id: e.created_by_node_id }).toString()}" title="This node’s events">${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</a></td></tr>`,
     );
     const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
-    const content = html`${filterForm(filters, fieldErrors)}${errors}
+    const content = html`${filterForm(filters, names, fieldErrors)}${errors}
 <p class="exports">Export these events: <a href="/export/events.csv${query ? `?${query}` : ''}" download>CSV</a> · <a href="/export/events.ndjson${query ? `?${query}` : ''}" download>NDJSON</a></p>
 ${page && page.data.length === 0 ? (page.next_cursor ? html`<p>None of the newest events read matches the range; older ones may.</p>` : html`<p>No events match.</p>`) : ''}
 ${page && page.data.length > 0 ? html`<div class="scroll"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Transport</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th><th scope="col">Node</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
@@ -56,11 +59,16 @@ ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest event
 
   app.get('/events/:uuid', { config: { web: 'account' } }, async (request, reply) => {
     const event = await services.eventQuery.get(accountOf(request), (request.params as { uuid: string }).uuid);
+    // Back to the page of events it was opened from, filters and page kept: only the events
+    // page's own parameters are read from `from`, and the link is always to /events.
+    const from = new URLSearchParams(textParam(request, 'from') ?? '');
+    const back = placeOf(Object.fromEntries(FILTERS.flatMap((name) => (from.get(name) ? [[name, from.get(name)!]] : []))), from.get('cursor') ?? undefined);
     const { sip_message, ...fields } = event;
     // The number and the address it names lead to their pages.
-    const shown = (name: string, value: string) => (name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : value);
+    const shown = (name: string, value: string) =>
+      name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : name === 'sip_user_agent' ? userAgentText(value) : value;
     const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${shown(name, String(value))}</dd>`);
-    return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events">Back to the events</a></p>`);
+    return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events${back ? `?${back}` : ''}">Back to the events</a></p>`);
   });
 
   for (const [extension, type, lines] of [
@@ -89,6 +97,11 @@ function filtersOf(request: FastifyRequest): Record<string, string> {
   return filters;
 }
 
+/** The events page's own query (its filters and page) in its one written order. */
+function placeOf(filters: Record<string, string>, cursor: string | undefined): string {
+  return new URLSearchParams({ ...filters, ...(cursor ? { cursor } : {}) }).toString();
+}
+
 function textParam(request: FastifyRequest, name: string): string | undefined {
   const value = (request.query as Record<string, unknown>)[name];
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
@@ -101,7 +114,7 @@ const FILTER_LABELS: Record<string, string> = {
   called_number: 'The called number',
   source_ip: 'The source address',
   sip_method: 'The SIP method',
-  node_id: 'The node id',
+  node_id: 'The node',
   collected_method: 'Collected',
   transport_type: 'The transport',
   cursor: 'The page',
@@ -121,17 +134,21 @@ function queryOf(filters: Record<string, string>): Record<string, string> {
   return query;
 }
 
-function filterForm(filters: Record<string, string>, errors = new FieldErrors(undefined, FILTER_LABELS)): Html {
+function filterForm(filters: Record<string, string>, nodeNames: Map<string, string>, errors = new FieldErrors(undefined, FILTER_LABELS)): Html {
   const input = (name: string, label: string, hint: string) =>
     html`<div><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${filters[name] ?? ''}" placeholder="${hint}"${errors.attributes(name)}>${errors.note(name)}</div>`;
-  const choice = (name: string, label: string, options: readonly string[]) => {
+  const choice = (name: string, label: string, options: readonly string[], shown: (value: string) => string = (v) => v) => {
     const offered = filters[name] && !options.includes(filters[name]) ? [...options, filters[name]] : options;
-    return html`<div><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"${errors.attributes(name)}><option value="">any</option>${offered.map((o) => html`<option${filters[name] === o ? html` selected` : ''}>${o}</option>`)}</select>${errors.note(name)}</div>`;
+    return html`<div><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"${errors.attributes(name)}><option value="">any</option>${offered.map((o) => html`<option value="${o}"${filters[name] === o ? html` selected` : ''}>${shown(o)}</option>`)}</select>${errors.note(name)}</div>`;
   };
+  // Nodes by the names the account gave them (the nodes page names them); an unnamed node is
+  // chosen from the events table's node column, which links to its events.
+  const named = [...nodeNames].sort((a, b) => a[1].localeCompare(b[1]));
+  const nodeChoice = choice('node_id', 'Node', named.map(([id]) => id), (id) => nodeNames.get(id) ?? id);
   return html`<form method="get" action="/events" class="filters">
 ${input('since', 'Since (UTC)', 'a day, or a day and time')}${input('until', 'Until (UTC)', 'a day, or a day and time')}
 ${input('called_number', 'Called number', 'as dialled, any form')}${input('source_ip', 'Source address', 'IPv4 or IPv6, or a range such as 198.51.100.0/24')}
-${choice('sip_method', 'SIP method', SIP_METHODS)}${input('node_id', 'Node id', 'the node’s UUID')}
+${choice('sip_method', 'SIP method', SIP_METHODS)}${nodeChoice}
 ${choice('collected_method', 'Collected', COLLECTED_METHODS)}${choice('transport_type', 'Transport', TRANSPORT_TYPES)}
 <div class="buttons"><button type="submit">Filter</button> <a href="/events">Clear</a></div>
 </form>`;

@@ -290,7 +290,11 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
     : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const changes = owner
     ? html`${changeForm(request, integration, refused)}
-<form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}<button type="submit"${integration.status === 'active' ? '' : html` disabled`}>Send a test alert</button></form>
+<form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}${
+      integration.status === 'active'
+        ? html`<button type="submit">Send a test alert</button>`
+        : html`<button type="submit" disabled aria-describedby="test-why">Send a test alert</button> <span id="test-why" class="hint">Enable it first: nothing is sent to a disabled integration.</span>`
+    }</form>
 ${integration.kind === 'webhook' ? html`<form method="post" action="/settings/integrations/${integration.id}/secret" class="inline">${csrfField(request)}<button type="submit">Rotate the signing secret</button></form>` : ''}
 ${integration.status === 'active' ? html`<form method="post" action="/settings/integrations/${integration.id}/disable" class="inline">${csrfField(request)}<button type="submit">Disable</button></form>` : ''}
 <p><a href="/settings/integrations/${integration.id}/delete">Delete…</a></p>`

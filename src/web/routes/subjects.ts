@@ -3,13 +3,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CountedValue } from '../../domain/accounts/account-activity.ts';
 import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
+import { isAbsentValue } from '../../domain/events/event-fields.ts';
 import type { StoredEvent } from '../../domain/events/events.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
 import type { IpAddressAnswer, PhoneNumberAnswer } from '../../domain/lookups/lookup-answers.ts';
 import type { Services } from '../../services.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
-import { addressLink, addressPath, numberLink, numberPath } from '../subject-links.ts';
+import { addressLink, addressPath, numberLink, numberPath, userAgentText } from '../subject-links.ts';
 import { barChart, timeChart } from '../svg-charts.ts';
 import { toSecond } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
@@ -64,7 +65,8 @@ ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.pho
     await spendLookup(services, account);
     const answer = await services.lookups.ipAddress(account, address);
     const events = await ownEvents(services, account, { source_ip: address });
-    const pairs = counted(events.map((e) => e.called_number));
+    // A probe without a number (NOT_FOUND) dialled nothing: it is no bar of this chart.
+    const pairs = counted(events.map((e) => e.called_number).filter((n) => !isAbsentValue(n)));
     const content = html`${answerOf(answer)}
 ${timeChart('Its events per day (this account’s own)', perDay(events), 'day')}
 ${barChart('Numbers it dialled', pairs.slice(0, PAIRS_SHOWN), numberPath)}
@@ -110,7 +112,7 @@ function counted(values: string[]): CountedValue[] {
 function eventsTable(events: StoredEvent[], all: string): Html {
   if (events.length === 0) return html`<h2>Its events</h2><p>None of this account’s own events name it: what is above comes from the shared data set.</p>`;
   const rows = events.slice(0, EVENTS_LISTED).map(
-    (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${e.sip_user_agent}</td></tr>`,
+    (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td></tr>`,
   );
   const read = events.length === EVENTS_READ ? `the newest ${EVENTS_READ.toLocaleString('en')}` : `all ${events.length.toLocaleString('en')}`;
   return html`<h2>Its events</h2>
