@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -5,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAnsweringProxy, type AnsweringProxy, type ProxyAction } from '../support/answering-proxy.ts';
 import { firewallNamespaceMissing, firewallToolsMissing, startFirewallNamespace, submitDistinctAddresses, type FirewallNamespace } from '../support/firewall-namespace.ts';
+import { eventually } from '../support/eventually.ts';
 import { sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 const MAIN = new URL('../../cli/src/main.ts', import.meta.url).pathname;
@@ -15,7 +17,8 @@ const IPSET_MAX_TIMEOUT = 2_147_483;
  * and ipset, in a network namespace of the test's own, against a real server holding real
  * events: the sets hold the feed's addresses with their valid_until as timeouts, a 304 changes
  * nothing, a smaller feed removes elements, a failing server leaves the sets exactly as they
- * were, --allow keeps addresses out, --dry-run prints the script and changes nothing. Root only
+ * were (and --interval tries again at its next turn), --allow keeps addresses out, --dry-run prints
+ * the script and changes nothing; and 100,000 addresses, in both. Root only
  * (unshare -n); skipped otherwise, saying so.
  */
 const missing = firewallNamespaceMissing();
@@ -237,6 +240,31 @@ describe.skipIf(missing !== undefined)('tollwatch-cli firewall sync, with nft an
       expect(run.stdout).toMatch(/\nadd element inet tollwatch tollwatch_v4 \{\n {2}203\.0\.113\.1[01] timeout \d+s,\n {2}203\.0\.113\.1[01] timeout \d+s\n\}\nadd element inet tollwatch tollwatch_v6 \{\n {2}2001:db8::10 timeout \d+s\n\}\n$/);
       expect(await nftSet('tollwatch_v4')).toEqual(before);
       expect(readFileSync(statePath, 'utf8')).toBe(state);
+    });
+
+    it('--interval: a sync every interval; a failed one leaves the sets and is tried again at the next; SIGTERM ends it with 0', { timeout: 180_000 }, async () => {
+      const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLWATCH_')));
+      const child = spawn('nsenter', ['-t', ns.pid, '-n', process.execPath, MAIN, 'firewall', 'sync', '--interval', '10', '--min-score', String(strongOnly)], {
+        env: { ...env, TOLLWATCH_URL: ns.url, TOLLWATCH_CLIENT_ID: who.clientId, TOLLWATCH_CLIENT_SECRET: who.clientSecret, TOLLWATCH_CONFIG_DIR: home },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+      child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      try {
+        await eventually('the first sync', () => out, (o) => /^(applied|unchanged)/m.test(o), { timeoutMs: 60_000 });
+        const before = await nftSet('tollwatch_v4');
+        await ns.down();
+        await eventually('a failed sync', () => out, (o) => o.includes('; the firewall sets are as they were; trying again in 10 s\n'), { timeoutMs: 60_000 });
+        expect([...(await nftSet('tollwatch_v4')).keys()].sort()).toEqual([...before.keys()].sort());
+        await ns.up();
+        const syncs = out.split('\n').filter((line) => /^(applied|unchanged)/.test(line)).length;
+        await eventually('the next sync', () => out, (o) => o.split('\n').filter((line) => /^(applied|unchanged)/.test(line)).length > syncs, { timeoutMs: 60_000 });
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
     });
 
     it('another table, family and set names', async () => {

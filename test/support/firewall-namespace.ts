@@ -16,6 +16,8 @@ import { runCommand, type CommandRun } from './run-command.ts';
 export interface FirewallNamespace {
   /** The server's address as seen from inside. */
   url: string;
+  /** A process in the namespace, for `nsenter -t <pid> -n`. */
+  pid: string;
   /** Runs a command inside the namespace. */
   run(command: string, args: string[], options?: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number }): Promise<CommandRun>;
   down(): Promise<void>;
@@ -82,6 +84,7 @@ export async function startFirewallNamespace(target: string): Promise<FirewallNa
   const pid = String(holder.pid);
   return {
     url: `http://127.0.0.1:${INSIDE_PORT}`,
+    pid,
     run: (command, args, options = {}) => runCommand('nsenter', ['-t', pid, '-n', command, ...args], options),
     up,
     down,
