@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writePrivateFile } from '../private-file.ts';
 import { configDirectory } from '../settings.ts';
 import type { SetTarget } from './firewall-sets.ts';
 
@@ -36,8 +37,5 @@ export function loadState(path: string): SyncState | undefined {
 
 /** Saves the state whole, readable by the owner only, renamed into place so a reader never sees half of it. */
 export function saveState(path: string, state: SyncState): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const partial = `${path}.${process.pid}.tmp`;
-  writeFileSync(partial, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  renameSync(partial, path);
+  writePrivateFile(path, `${JSON.stringify(state, null, 2)}\n`);
 }
