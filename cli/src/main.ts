@@ -10,6 +10,7 @@ import { Tollwatch } from '../../sdk/src/index.ts';
 import { describeApiFailure } from '../../src/cli/api-client.ts';
 import { escapeControlCharacters } from '../../src/cli/terminal-text.ts';
 import { FAILED, FOUND, type OutputFormat } from '../../src/cli/lookup-output.ts';
+import { firewallCommand } from './firewall/firewall-command.ts';
 import { runLookups } from './lookups.ts';
 import { readSecret } from './secret-input.ts';
 import { configFile, requireSettings, resolveSettings, saveSettings, UsageError, type ClientSettings } from './settings.ts';
@@ -23,6 +24,14 @@ const USAGE = `Usage:
   tollwatch-cli ip [--json | --csv] [--timeout <seconds>] [<address>... | -]
         with no value, or -, the values are read from standard input, one a line, and sent
         1,000 to a request; exit 0 when any was seen, 1 when none was, 2 on an error
+  tollwatch-cli firewall sync [--backend nft | ipset] [--family <f>] [--table <name>]
+        [--set-v4 <name>] [--set-v6 <name>] [--min-score <0-100>] [--allow <file>]...
+        [--interval <seconds>] [--dry-run] [--state <file>] [--json] [--timeout <seconds>]
+        makes an nftables set per IP version (default: inet tollwatch, tollwatch_v4 and
+        tollwatch_v6), or an ipset, hold exactly the address feed less the --allow files'
+        addresses and ranges, each element timing out at its valid_until; atomic, skipped when
+        the feed is unchanged (ETag), left as it was on any failure (exit 2). Once, or every
+        --interval seconds; --dry-run prints the nft (or ipset restore) script instead
   tollwatch-cli config
         where the settings come from (environment or config file); the secret is not shown
 
@@ -31,6 +40,8 @@ override the config file; TOLLWATCH_CONFIG_DIR moves it (default ~/.config/tollw
 
 /** Each request's budget when --timeout is not given: a shell can wait longer than a call. */
 const DEFAULT_TIMEOUT_SECONDS = 10;
+/** `firewall sync`'s budget for one sync's request when --timeout is not given. */
+const FIREWALL_TIMEOUT_SECONDS = 60;
 
 const OPTIONS = {
   url: { type: 'string' },
@@ -41,6 +52,16 @@ const OPTIONS = {
   csv: { type: 'boolean' },
   private: { type: 'boolean' },
   timeout: { type: 'string' },
+  backend: { type: 'string' },
+  family: { type: 'string' },
+  table: { type: 'string' },
+  'set-v4': { type: 'string' },
+  'set-v6': { type: 'string' },
+  'min-score': { type: 'string' },
+  allow: { type: 'string', multiple: true },
+  interval: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  state: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -66,6 +87,8 @@ async function main(argv: string[]): Promise<number> {
       return lookup(command, options, values);
     case 'config':
       return config(values);
+    case 'firewall':
+      return firewall(options, values);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
   }
@@ -106,6 +129,21 @@ async function lookup(command: 'lookup' | 'ip', options: Options, values: string
     },
     (line) => process.stdout.write(`${line}\n`),
   );
+}
+
+async function firewall(options: Options, values: string[]): Promise<number> {
+  const [subcommand, ...rest] = values;
+  // A firewall sync is no call path: it can wait for a large feed (100,000 entries, some MB).
+  const timeoutMs = parseTimeout(options.timeout ?? String(FIREWALL_TIMEOUT_SECONDS));
+  const settings = requireSettings(process.env);
+  return firewallCommand(subcommand, rest, options, {
+    env: process.env,
+    settings,
+    client: clientFor(settings, timeoutMs),
+    timeoutMs,
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+  });
 }
 
 function config(extra: string[]): number {

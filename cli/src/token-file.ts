@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SavedToken, TokenCache } from '../../sdk/src/index.ts';
+import { writePrivateFile } from './private-file.ts';
 import { configDirectory, type ClientSettings } from './settings.ts';
 
 /**
@@ -22,10 +23,7 @@ export function tokenFile(env: NodeJS.ProcessEnv, settings: ClientSettings): Tok
       return { accessToken: saved.access_token, expiresAt: saved.expires_at };
     },
     save(token: SavedToken) {
-      mkdirSync(directory, { recursive: true, mode: 0o700 });
-      const partial = `${path}.${process.pid}.tmp`;
-      writeFileSync(partial, JSON.stringify({ access_token: token.accessToken, expires_at: token.expiresAt }), { mode: 0o600 });
-      renameSync(partial, path);
+      writePrivateFile(path, JSON.stringify({ access_token: token.accessToken, expires_at: token.expiresAt }));
     },
   };
 }

@@ -11,9 +11,13 @@ import type {
   BatchItemResult,
   EventFilters,
   EventPage,
+  FeedPoll,
+  FeedQuery,
   IpAddressBulkResult,
+  IpAddressFeed,
   IpAddressLookup,
   PhoneNumberBulkResult,
+  PhoneNumberFeed,
   PhoneNumberLookup,
   RangeLookup,
   SubmitEventsResult,
@@ -205,6 +209,22 @@ export class Tollwatch {
   }
 
   /**
+   * The blocklist of source addresses scoring at least `minScore` (docs/api.md §14), as JSON:
+   * most recently seen first, each entry with its score, sightings, tags and `valid_until` (when
+   * it stops holding). With `ifNoneMatch`, `{ notModified: true }` while that answer still holds.
+   * Counted as one lookup, a `notModified` too; bounded by the retry policy and `options`, not by
+   * the lookups' deadline.
+   */
+  async ipAddressFeed(query: FeedQuery = {}, options?: CallOptions): Promise<WithRateLimit<FeedPoll<IpAddressFeed>>> {
+    return this.feed<IpAddressFeed>('ip-addresses', query, options);
+  }
+
+  /** The blocklist of called numbers, as ipAddressFeed (docs/api.md §14). */
+  async phoneNumberFeed(query: FeedQuery = {}, options?: CallOptions): Promise<WithRateLimit<FeedPoll<PhoneNumberFeed>>> {
+    return this.feed<PhoneNumberFeed>('phone-numbers', query, options);
+  }
+
+  /**
    * The caller's events matching `filters`, newest first, page after page (docs/api.md §8):
    * `for await (const page of client.listEvents({ limit: 500 })) …`.
    * Starts at `filters.cursor` when given; ends after the page whose `next_cursor` is null.
@@ -235,6 +255,17 @@ export class Tollwatch {
     if (answer.status === 404) return null;
     if (answer.status !== 200) throw failure(answer);
     return answer.json as StoredEvent;
+  }
+
+  private async feed<T>(kind: 'ip-addresses' | 'phone-numbers', query: FeedQuery, options: CallOptions | undefined): Promise<WithRateLimit<FeedPoll<T>>> {
+    const search = new URLSearchParams({ format: 'json' });
+    if (query.minScore !== undefined) search.set('min_score', String(query.minScore));
+    if (query.since !== undefined) search.set('since', query.since);
+    const answer = await this.call('GET', `/feeds/${kind}?${search}`, options, undefined, query.ifNoneMatch === undefined ? {} : { 'if-none-match': query.ifNoneMatch });
+    const etag = answer.headers.get('etag');
+    if (answer.status === 304) return withRateLimit({ notModified: true, etag }, answer.headers);
+    if (answer.status !== 200) throw failure(answer);
+    return withRateLimit({ notModified: false, etag, feed: answer.json as T }, answer.headers);
   }
 
   private async lookup<T extends object>(path: string, options: CallOptions | undefined): Promise<WithRateLimit<T>> {
@@ -277,7 +308,7 @@ export class Tollwatch {
    * A 401 means the token was revoked or expired early: it is dropped, a new one fetched, and
    * the request sent once more; a second 401 is the caller's to see.
    */
-  private async call(method: 'GET' | 'POST', path: string, options: CallOptions | undefined, body?: string): Promise<Answer> {
+  private async call(method: 'GET' | 'POST', path: string, options: CallOptions | undefined, body?: string, extraHeaders: Record<string, string> = {}): Promise<Answer> {
     const bounds = this.bounds(options);
     const send = (token: string) =>
       fetchWithRetries(
@@ -285,7 +316,7 @@ export class Tollwatch {
         `${this.api}${path}`,
         {
           method,
-          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...extraHeaders },
           ...(body === undefined ? {} : { body }),
         },
         this.retry,

@@ -2,7 +2,20 @@
 import type { BulkItemError, IpAddressFound, IpAddressNotFound, Operations, PhoneNumberFound, PhoneNumberNotFound } from './generated/api-types.ts';
 import type { RateLimit } from './rate-limit.ts';
 
-export type { BulkItemError, HoneypotEvent, IpAddressFound, IpAddressNotFound, PhoneNumberFound, PhoneNumberNotFound, Problem, StoredEvent } from './generated/api-types.ts';
+export type {
+  BulkItemError,
+  HoneypotEvent,
+  IpAddressFeed,
+  IpAddressFeedEntry,
+  IpAddressFound,
+  IpAddressNotFound,
+  PhoneNumberFeed,
+  PhoneNumberFeedEntry,
+  PhoneNumberFound,
+  PhoneNumberNotFound,
+  Problem,
+  StoredEvent,
+} from './generated/api-types.ts';
 
 /** A number's lookup: seen (`found: true`) or not (docs/api.md §7). */
 export type PhoneNumberLookup = PhoneNumberFound | PhoneNumberNotFound;
@@ -18,6 +31,22 @@ export type IpAddressBulkResult = IpAddressLookup | BulkItemError;
  * among the range's numbers, with its events and score when it was.
  */
 export type RangeLookup = { key: string; found: true; seen_count: number; score: number } | { key: string; found: false };
+
+/** A feed poll's query (docs/api.md §14). */
+export interface FeedQuery {
+  /** Only entries scoring at least this, 0–100 (the server's default is 50). */
+  minScore?: number;
+  /** Only entries last seen at or after this instant. */
+  since?: string;
+  /** The `etag` of the answer the caller holds: while it is still the answer, the poll is `notModified`. */
+  ifNoneMatch?: string;
+}
+
+/**
+ * A feed poll's outcome: the feed and its `etag` (to send back as `ifNoneMatch`), or
+ * `notModified` when the answer held is still the feed (HTTP 304, no body).
+ */
+export type FeedPoll<T> = { notModified: false; etag: string | null; feed: T } | { notModified: true; etag: string | null };
 
 /** The filters of `GET /api/events`, with `limit` and `cursor` (docs/api.md §8). */
 export type EventFilters = Operations['listEvents']['query'];

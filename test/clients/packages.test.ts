@@ -132,6 +132,10 @@ describe('the SDK and CLI packages, installed from their tarballs', () => {
       expect(lookup).toMatchObject({ status: 0, stderr: '' });
       expect(JSON.parse(lookup.stdout)).toMatchObject({ phone_number: '+46812118532', found: true });
       expect(existsSync(join(home, 'tokens'))).toBe(true);
+      // firewall sync's script, which --dry-run prints without running nft (cli/README.md).
+      const script = await runCommand(bin, ['firewall', 'sync', '--dry-run', '--min-score', '1'], { cwd: project, env });
+      expect(script).toMatchObject({ status: 0, stderr: '' });
+      expect(script.stdout).toMatch(/^# tollwatch-cli firewall sync: 1 IPv4 and 0 IPv6 addresses, one transaction\n[\s\S]*\n {2}203\.0\.113\.7 timeout \d+s\n\}\n$/);
     });
   }
 });

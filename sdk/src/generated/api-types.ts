@@ -1540,6 +1540,10 @@ export interface IpAddressFeedEntry {
    * The scanning tools the address’s User-Agents name (docs/scoring.md, "Tags")
    */
   tags: string[];
+  /**
+   * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
+   */
+  valid_until?: string;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1569,6 +1573,10 @@ export interface PhoneNumberFeedEntry {
   seen_count: number;
   first_seen: string;
   last_seen: string;
+  /**
+   * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
+   */
+  valid_until?: string;
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1932,6 +1940,10 @@ export interface IpAddressStixIndicator {
    */
   confidence: number;
   /**
+   * The first hour at which the score falls below min_score; absent with min_score=0
+   */
+  valid_until?: string;
+  /**
    * The tags, when the address has any
    */
   labels?: string[];
@@ -1972,6 +1984,10 @@ export interface PhoneNumberStixIndicator {
    * The score
    */
   confidence: number;
+  /**
+   * The first hour at which the score falls below min_score; absent with min_score=0
+   */
+  valid_until?: string;
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)

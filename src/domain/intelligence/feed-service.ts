@@ -7,7 +7,7 @@ import type { FieldError } from '../field-error.ts';
 import { queryText } from '../query-text.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
-import { indicatorTimes, type IndicatorTimes } from './indicator-versions.ts';
+import { indicatorTimes, indicatorValidUntil } from './indicator-versions.ts';
 import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
@@ -43,8 +43,20 @@ export interface FeedEntry {
   last_seen: string;
   /** Addresses only: the tools their User-Agents name (docs/scoring.md, "Tags"); numbers keep no User-Agents. */
   tags?: string[];
+  /**
+   * In a JSON or STIX feed: the first hour at which the score falls below the feed's `min_score`
+   * (docs/api.md §14), so that a consumer drops the entry then; absent with `min_score=0`.
+   */
+  valid_until?: string;
   /** In a STIX feed: the indicator's version (docs/api.md §14). */
-  stix?: { created: string } & IndicatorTimes;
+  stix?: { created: string; modified: string };
+}
+
+/** What a format needs of each entry beyond its score: `valid_until` (JSON), and the STIX version too. */
+export interface EntryDetail {
+  /** The feed's `min_score`, which `valid_until` is the end of. */
+  minScore: number;
+  versioned: boolean;
 }
 
 export interface Feed {
@@ -162,7 +174,8 @@ export class FeedService {
       .slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
-    const entries = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, query.format === 'stix', reported);
+    const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
+    const entries = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported);
     return { etag: `"${tag}"`, scoredAt, entries };
   }
 
@@ -190,12 +203,12 @@ export class FeedService {
     kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
     scoredAt: Date,
     minScore: number,
-    versioned: boolean,
+    detail: EntryDetail | undefined,
     reported: AcceptedSet,
   ): AsyncIterable<FeedEntry> {
     let count = 0;
     for await (const one of kept) {
-      const entry = feedEntryOf(one, scoredAt, this.scoring, versioned ? minScore : undefined, reported);
+      const entry = feedEntryOf(one, scoredAt, this.scoring, detail, reported);
       if (entry.score < minScore) continue;
       yield entry;
       count += 1;
@@ -235,21 +248,24 @@ export function oldestThatCanReach(minScore: number, at: Date, scoring: ScoringS
 }
 
 /**
- * A kept aggregate as a feed entry scored at `scoredAt`. With `versionedAt` (a threshold), its
- * STIX version too: `created`, and the `modified` and `valid_until` of indicator-versions.ts.
+ * A kept aggregate as a feed entry scored at `scoredAt`. With `detail`, its `valid_until` (the
+ * end of `detail.minScore`) too, and when versioned its STIX version: `created`, and the
+ * `modified` of indicator-versions.ts.
  */
-export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, versionedAt?: number, reports?: AcceptedSet): FeedEntry {
+export function feedEntryOf(kept: KeptAggregate<NumberAggregate | IpAggregate>, scoredAt: Date, scoring: ScoringSettings, detail?: EntryDetail, reports?: AcceptedSet): FeedEntry {
   const { key, aggregate, publishedAt, changedAt } = kept;
   const isAddress = 'userAgents' in aggregate;
   const reported = reports && reportedOf(reports, isAddress ? 'ip' : 'number', key);
   const { score } = isAddress ? scoreOfAddress(aggregate, scoredAt, scoring, reported) : scoreOfNumber(aggregate, scoredAt, scoring, reported);
   const entry: FeedEntry = { value: key, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen };
   if (isAddress) entry.tags = tagsOfUserAgents(aggregate.userAgents);
-  if (versionedAt !== undefined) {
+  if (detail !== undefined) {
     // Held down by an accepted report, the evidence can score no more than the ceiling: its validity ends as that would.
     const fresh = Math.min(isAddress ? freshOfAddress(aggregate) : freshOfNumber(aggregate), reported ? REPORTED_CEILING : Infinity);
-    const times = indicatorTimes({ fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: versionedAt, halfLifeDays: scoring.halfLifeDays });
-    entry.stix = { created: publishedAt, ...times };
+    const facts = { fresh, lastSeen: aggregate.lastSeen, changedAt, scoredAt, minScore: detail.minScore, halfLifeDays: scoring.halfLifeDays };
+    const times = detail.versioned ? indicatorTimes(facts) : { validUntil: indicatorValidUntil(facts) };
+    if (times.validUntil !== undefined) entry.valid_until = times.validUntil;
+    if ('modified' in times) entry.stix = { created: publishedAt, modified: times.modified };
   }
   return entry;
 }

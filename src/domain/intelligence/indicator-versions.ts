@@ -39,8 +39,16 @@ export interface IndicatorFacts {
 }
 
 export function indicatorTimes(facts: IndicatorFacts): IndicatorTimes {
+  const times: IndicatorTimes = { modified: indicatorModified(facts) };
+  const validUntil = indicatorValidUntil(facts);
+  if (validUntil !== undefined) times.validUntil = validUntil;
+  return times;
+}
+
+/** IndicatorTimes' `modified` alone. */
+export function indicatorModified(facts: IndicatorFacts): string {
   const lastSeen = Date.parse(facts.lastSeen);
-  const scoreAt = (t: number) => pointsToScore(facts.fresh, decayWeight((t - lastSeen) / DAY_MS, facts.halfLifeDays));
+  const scoreAt = scoreAtOf(facts, lastSeen);
   const scoredAt = facts.scoredAt.getTime();
   const changedAt = Date.parse(facts.changedAt);
   const current = scoreAt(scoredAt);
@@ -56,20 +64,32 @@ export function indicatorTimes(facts: IndicatorFacts): IndicatorTimes {
     for (let step = 0; step < NUDGES && since < scoredAt && scoreAt(since) !== current; step++) since += HOUR_MS;
     modified = Math.max(changedAt, Math.min(since, scoredAt));
   }
+  return new Date(modified).toISOString();
+}
 
-  const times: IndicatorTimes = { modified: new Date(modified).toISOString() };
-  if (facts.minScore > 0) {
-    let until = firstHourAfter(instantBelow(facts, lastSeen, facts.minScore - 0.5));
-    until = Math.max(until, scoredAt + HOUR_MS);
-    for (let step = 0; step < NUDGES && until - HOUR_MS > scoredAt && scoreAt(until - HOUR_MS) < facts.minScore; step++) until -= HOUR_MS;
-    for (let step = 0; step < NUDGES && scoreAt(until) >= facts.minScore; step++) until += HOUR_MS;
-    times.validUntil = new Date(until).toISOString();
-  }
-  return times;
+/**
+ * IndicatorTimes' `validUntil` alone (`changedAt` plays no part): what the JSON feed gives each
+ * entry as `valid_until`, so that a firewall's element times out when the feed would drop it.
+ */
+export function indicatorValidUntil(facts: Omit<IndicatorFacts, 'changedAt'>): string | undefined {
+  if (facts.minScore <= 0) return undefined;
+  const lastSeen = Date.parse(facts.lastSeen);
+  const scoreAt = scoreAtOf(facts, lastSeen);
+  const scoredAt = facts.scoredAt.getTime();
+  let until = firstHourAfter(instantBelow(facts, lastSeen, facts.minScore - 0.5));
+  until = Math.max(until, scoredAt + HOUR_MS);
+  for (let step = 0; step < NUDGES && until - HOUR_MS > scoredAt && scoreAt(until - HOUR_MS) < facts.minScore; step++) until -= HOUR_MS;
+  for (let step = 0; step < NUDGES && scoreAt(until) >= facts.minScore; step++) until += HOUR_MS;
+  return new Date(until).toISOString();
+}
+
+/** The rounded score the feed shows at instant `t` (ms), as docs/scoring.md computes it. */
+function scoreAtOf(facts: Pick<IndicatorFacts, 'fresh' | 'halfLifeDays'>, lastSeen: number): (t: number) => number {
+  return (t) => pointsToScore(facts.fresh, decayWeight((t - lastSeen) / DAY_MS, facts.halfLifeDays));
 }
 
 /** The instant (ms) at which fresh × weight falls to `level`; the last sighting itself when it starts below. */
-function instantBelow(facts: IndicatorFacts, lastSeen: number, level: number): number {
+function instantBelow(facts: Pick<IndicatorFacts, 'fresh' | 'halfLifeDays'>, lastSeen: number, level: number): number {
   if (level <= 0 || facts.fresh <= level) return lastSeen;
   return lastSeen + facts.halfLifeDays * Math.log2(facts.fresh / level) * DAY_MS;
 }

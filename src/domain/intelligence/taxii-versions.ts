@@ -58,7 +58,7 @@ export function nextVersion(
   now: Date,
   previous: StixIndicator | undefined,
 ): NewVersion | undefined {
-  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, settings.minScore, settings.accepted);
+  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, { minScore: settings.minScore, versioned: true }, settings.accepted);
   const live = object && !object.revoked;
   if (!entry?.stix || !scores(entry.score, settings)) {
     if (!live || !previous) return undefined;
@@ -66,16 +66,16 @@ export function nextVersion(
     const body: StixIndicator = { ...previous, modified, revoked: true };
     return { object: { ...object, modified, revoked: true, fingerprint: fingerprintOf(body) }, body };
   }
-  const { score, first_seen, tags, stix } = entry;
+  const { score, first_seen, tags, stix, valid_until: validUntil } = entry;
   if (!object || object.revoked) {
     // Generation 0 is the STIX feed's own object (its id and created); a later one starts now.
     const generation = object ? object.generation + 1 : 0;
     const created = generation === 0 ? stixTime(stix.created) : stixTime(now.toISOString());
     const modified = laterOf(stixTime(stix.modified), created);
-    const body = indicatorOf(kind, { value, score, first_seen, tags, created, modified, validUntil: stix.validUntil }, indicatorId(kind, value, generation));
+    const body = indicatorOf(kind, { value, score, first_seen, tags, created, modified, validUntil }, indicatorId(kind, value, generation));
     return { object: { value, generation, objectId: body.id, created, modified, revoked: false, fingerprint: fingerprintOf(body) }, body };
   }
-  const body = indicatorOf(kind, { value, score, first_seen, tags, created: object.created, modified: stix.modified, validUntil: stix.validUntil }, object.objectId);
+  const body = indicatorOf(kind, { value, score, first_seen, tags, created: object.created, modified: stix.modified, validUntil }, object.objectId);
   const fingerprint = fingerprintOf(body);
   if (fingerprint === object.fingerprint) return undefined;
   // STIX 2.1 §3.6: every new version has a later `modified` than the one before.

@@ -72,7 +72,8 @@ async function* jsonParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   yield `{"kind":${JSON.stringify(kind)},"scored_at":${JSON.stringify(feed.scoredAt.toISOString())},"entries":[`;
   let first = true;
   for await (const e of feed.entries) {
-    yield `${first ? '' : ','}${JSON.stringify({ [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}) })}`;
+    const entry = { [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}), ...(e.valid_until ? { valid_until: e.valid_until } : {}) };
+    yield `${first ? '' : ','}${JSON.stringify(entry)}`;
     first = false;
   }
   yield ']}';
@@ -100,7 +101,7 @@ async function* stixParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
  */
 function indicator(kind: FeedKind, e: FeedEntry) {
   const { value, score, first_seen, tags } = e;
-  return indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.stix?.validUntil });
+  return indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until });
 }
 
 function valueName(kind: FeedKind): string {

@@ -36,6 +36,8 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
   const tagged = kind === 'ip-addresses';
   const tags = { tags: Type.Array(Type.String(), { description: 'The scanning tools the address’s User-Agents name (docs/scoring.md, "Tags")' }) };
   const sample = { score: 78, seen_count: 120, first_seen: '2026-11-20T10:00:01.123456789Z', last_seen: '2026-11-22T06:25:32.918708020Z', ...(tagged ? { tags: ['sipvicious'] } : {}) };
+  // The JSON format's entries also say when they stop holding (docs/api.md §14).
+  const jsonSample = { ...sample, valid_until: '2026-12-22T07:00:00.000Z' };
   const entry = Type.Object(
     {
       [valueName]: valueSchema,
@@ -44,6 +46,9 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       first_seen: Type.String(),
       last_seen: Type.String(),
       ...(tagged ? tags : {}),
+      valid_until: Type.Optional(
+        Type.String({ description: 'The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0', example: '2026-12-22T07:00:00.000Z' }),
+      ),
     },
     { $id: `${name}FeedEntry` },
   );
@@ -60,6 +65,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       pattern_type: Type.Literal('stix'),
       valid_from: Type.String(),
       confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
+      valid_until: Type.Optional(Type.String({ description: 'The first hour at which the score falls below min_score; absent with min_score=0' })),
       ...(tagged ? { labels: Type.Optional(Type.Array(Type.String(), { description: 'The tags, when the address has any' })) } : {}),
     },
     { $id: `${name}StixIndicator` },
@@ -78,7 +84,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
         scored_at: Type.String({ description: 'The instant scores were computed at: the start of the hour' }),
         entries: Type.Array(Type.Ref(`${name}FeedEntry`), { maxItems: MAX_FEED_ENTRIES }),
       },
-      { $id: `${name}Feed`, example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...sample }] } },
+      { $id: `${name}Feed`, example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...jsonSample }] } },
     ),
     indicator,
     Type.Object(
