@@ -11,6 +11,7 @@ function fakeRepo(n: number, position = 7) {
   const repo: FeedsRepository = {
     foldPosition: async () => position,
     async *recentNumbers(): AsyncIterable<KeptAggregate<NumberAggregate>> {},
+    async *recentRanges() {},
     async *recentAddresses(scopes, since): AsyncIterable<KeptAggregate<IpAggregate>> {
       asked.push({ scopes, since });
       const lastSeen = new Date().toISOString().replace('Z', '000000Z');
@@ -83,5 +84,57 @@ describe('FeedService (docs/api.md §14)', () => {
     expect(await tag(7, {}, Buffer.alloc(32, 8))).not.toBe(first);
     now = new Date('2026-11-23T13:00:00Z');
     expect(await tag(7)).not.toBe(first);
+  });
+});
+
+describe('FeedService: ranges=include (docs/api.md §14)', () => {
+  /** `n` busy numbers and `n` busy ranges, all seen now; records the `since` each read was given. */
+  function rangedRepo(n: number) {
+    const asked: Record<string, string[]> = { numbers: [], ranges: [] };
+    const lastSeen = new Date().toISOString().replace('Z', '000000Z');
+    const repo: FeedsRepository = {
+      foldPosition: async () => 7,
+      async *recentNumbers(_scopes, since): AsyncIterable<KeptAggregate<NumberAggregate>> {
+        asked.numbers!.push(since);
+        for (let i = 0; i < n; i += 1) {
+          yield { key: `+4681${String(i).padStart(8, '0')}`, aggregate: { seenCount: 500, firstSeen: lastSeen, lastSeen, sourceIpCount: 50, sipMethods: { INVITE: 500 }, forms: [], nodeCount: 4 }, publishedAt: lastSeen, changedAt: lastSeen };
+        }
+      },
+      async *recentAddresses() {},
+      async *recentRanges(_scopes, since) {
+        asked.ranges!.push(since);
+        for (let i = 0; i < n; i += 1) yield { prefix: `+4690${String(i).padStart(6, '0')}`, aggregate: { seenCount: 50, firstSeen: lastSeen, lastSeen, numberCount: 20, sourceIpCount: 20, nodeCount: 4, inviteCount: 50 } };
+      },
+    };
+    return { repo, asked };
+  }
+
+  it('bounds numbers and ranges together at 100,000 entries', async () => {
+    const { repo } = rangedRepo(60_000);
+    const service = new FeedService(repo);
+    const entries = await collect((await service.feed(account, 'phone-numbers', service.parseQuery({ ranges: 'include' }, 'text'))).entries);
+    expect(entries).toHaveLength(MAX_FEED_ENTRIES);
+    expect(entries.filter((e) => e.range).length).toBeGreaterThan(0);
+    expect(entries.filter((e) => !e.range).length).toBeGreaterThan(0);
+  });
+
+  it('reads ranges with the same "can still reach min_score" bound as numbers, and none without ranges=include', async () => {
+    const { repo, asked } = rangedRepo(0);
+    const service = new FeedService(repo);
+    await collect((await service.feed(account, 'phone-numbers', service.parseQuery({ min_score: '70', ranges: 'include' }, 'text'))).entries);
+    expect(asked.ranges).toEqual(asked.numbers);
+    await collect((await service.feed(account, 'phone-numbers', service.parseQuery({ min_score: '70' }, 'text'))).entries);
+    expect(asked.ranges).toHaveLength(1);
+    expect(asked.numbers).toHaveLength(2);
+  });
+
+  it('keeps the ETag of a request without ranges as it was, and gives one with them its own', async () => {
+    const { repo } = rangedRepo(0);
+    const key = new Uint8Array(32);
+    const now = () => new Date('2026-11-23T12:34:56Z');
+    const service = new FeedService(repo, undefined, undefined, now, key);
+    const tag = async (query: Record<string, string>) => (await service.feed(account, 'phone-numbers', service.parseQuery(query, 'text'))).etag;
+    expect(await tag({ ranges: 'exclude' })).toBe(await tag({}));
+    expect(await tag({ ranges: 'include' })).not.toBe(await tag({}));
   });
 });

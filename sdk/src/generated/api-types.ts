@@ -43,14 +43,14 @@ export type IpAddressFeedText = string;
  */
 export type IpAddressFeedCsv = string;
 /**
- * One value per line
+ * One value per line; with ranges=include a range as its prefix and XX (+468121185XX)
  *
  * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "PhoneNumberFeedText".
  */
 export type PhoneNumberFeedText = string;
 /**
- * RFC 4180 with a header line: phone_number,score,seen_count,first_seen,last_seen
+ * RFC 4180 with a header line: phone_number,score,seen_count,first_seen,last_seen; with ranges=include also a last column kind, number or range (a range’s value is its prefix, its seen_count its events)
  *
  * This interface was referenced by `Operations`'s JSON-Schema
  * via the `definition` "PhoneNumberFeedCsv".
@@ -332,6 +332,10 @@ export interface Operations {
        * Overrides Accept: text, csv, json or stix (a STIX 2.1 bundle)
        */
       format?: 'text' | 'csv' | 'json' | 'stix';
+      /**
+       * include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range
+       */
+      ranges?: 'exclude' | 'include';
     };
     responses: {
       '200': PhoneNumberFeed;
@@ -1558,7 +1562,7 @@ export interface PhoneNumberFeed {
   /**
    * @maxItems 100000
    */
-  entries: PhoneNumberFeedEntry[];
+  entries: (PhoneNumberFeedEntry | PhoneNumberRangeFeedEntry)[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1575,6 +1579,27 @@ export interface PhoneNumberFeedEntry {
   last_seen: string;
   /**
    * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
+   */
+  valid_until?: string;
+}
+/**
+ * This interface was referenced by `Operations`'s JSON-Schema
+ * via the `definition` "PhoneNumberRangeFeedEntry".
+ */
+export interface PhoneNumberRangeFeedEntry {
+  /**
+   * A number range’s prefix: every number that begins with it and has two more digits (docs/scoring.md, "Ranges")
+   */
+  range: string;
+  score: number;
+  /**
+   * Distinct numbers of the range seen
+   */
+  numbers_seen: number;
+  first_seen: string;
+  last_seen: string;
+  /**
+   * The first hour at which the score falls below min_score; absent with min_score=0
    */
   valid_until?: string;
 }
@@ -1975,7 +2000,7 @@ export interface PhoneNumberStixIndicator {
   name: string;
   indicator_types: string[];
   /**
-   * [x-tollwatch-phone-number:value = '+…'] (a custom object type, docs/api.md §14)
+   * [x-tollwatch-phone-number:value = '+…'] (a custom object type, docs/api.md §14); a range (ranges=include): [x-tollwatch-phone-number:value LIKE '+…__']
    */
   pattern: string;
   pattern_type: 'stix';

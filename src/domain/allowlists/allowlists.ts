@@ -108,6 +108,19 @@ export class AllowlistMatcher {
     return undefined;
   }
 
+  /**
+   * The entry that keeps a number range (a block's prefix, number-range.ts) out of a feed, or
+   * undefined: a prefix covering the whole block, or a number or longer prefix inside it, since
+   * listing the block would block what that entry allowlists.
+   */
+  numberRange(rangePrefix: string): AllowlistEntry | undefined {
+    const covering = this.number(rangePrefix);
+    if (covering && covering.kind === 'number_prefix') return covering;
+    for (const [value, entry] of this.numbers) if (value.startsWith(rangePrefix)) return entry;
+    for (const [value, entry] of this.prefixes) if (value.startsWith(rangePrefix)) return entry;
+    return undefined;
+  }
+
   /** The entry that allowlists a canonical address, or undefined. */
   address(ip: string): AllowlistEntry | undefined {
     const exact = this.addresses.get(ip);

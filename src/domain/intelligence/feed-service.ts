@@ -5,10 +5,10 @@ import { ServiceError } from '../errors.ts';
 import { parseEventTimestamp } from '../events/event-timestamp.ts';
 import type { FieldError } from '../field-error.ts';
 import { queryText } from '../query-text.ts';
-import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
+import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { indicatorTimes, indicatorValidUntil } from './indicator-versions.ts';
-import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, type ScoringSettings } from './scores.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, rangePoints, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, scoreOfRange, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from './value-reports.ts';
@@ -32,7 +32,15 @@ export interface FeedQuery {
   /** Only entries last seen at or after this instant (`event_time` form). */
   since: string | undefined;
   format: FeedFormat;
+  /**
+   * Phone-number feed only: also list the number ranges that reach `min_score` (`ranges=include`,
+   * docs/api.md §14). Opt-in, so a consumer that reads every line as a number never gets a prefix.
+   */
+  ranges: boolean;
 }
+
+/** The values of `ranges` (docs/api.md §14); `exclude` is the default. */
+export const FEED_RANGES = ['exclude', 'include'] as const;
 
 /** One entry of a feed: a number key or an address, with its score and span of sightings. */
 export interface FeedEntry {
@@ -50,6 +58,11 @@ export interface FeedEntry {
   valid_until?: string;
   /** In a STIX feed: the indicator's version (docs/api.md §14). */
   stix?: { created: string; modified: string };
+  /**
+   * Set on a number range's entry (`ranges=include`): `value` is then the range's prefix, a
+   * block of 100 numbers (src/domain/number-range.ts), and this its distinct numbers seen.
+   */
+  range?: { numbers_seen: number };
 }
 
 /** What a format needs of each entry beyond its score: `valid_until` (JSON), and the STIX version too. */
@@ -65,6 +78,8 @@ export interface Feed {
   /** The instant scores were computed at: the start of the current hour. */
   scoredAt: Date;
   entries: AsyncIterable<FeedEntry>;
+  /** Whether range entries may be among them (`ranges=include`): the CSV format then has a `kind` column. */
+  ranges: boolean;
 }
 
 /** A kept key with its aggregate, merged across the scopes read. */
@@ -84,6 +99,11 @@ export interface FeedsRepository {
   recentNumbers(scopes: string[], since: string): AsyncIterable<KeptAggregate<NumberAggregate>>;
   /** Addresses likewise. */
   recentAddresses(scopes: string[], since: string): AsyncIterable<KeptAggregate<IpAggregate>>;
+  /**
+   * Number ranges last seen at or after `since` in any of `scopes`, most recent first, each once,
+   * merged across scopes exactly as a lookup's `range` is (LookupsRepository.numberRange).
+   */
+  recentRanges(scopes: string[], since: string): AsyncIterable<{ prefix: string; aggregate: RangeAggregate }>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -128,11 +148,13 @@ export class FeedService {
   }
 
   /** Reads a feed's query parameters; one 422 names every bad one. `format` may come from elsewhere (Accept). */
-  parseQuery(input: Readonly<Record<string, unknown>>, fallbackFormat: FeedFormat): FeedQuery {
+  parseQuery(input: Readonly<Record<string, unknown>>, fallbackFormat: FeedFormat, kind: FeedKind = 'phone-numbers'): FeedQuery {
     const errors: FieldError[] = [];
     const refuse = (field: string, message: string) => void errors.push({ field, message });
     const text = (name: string) => queryText(input, name, refuse);
-    for (const name of Object.keys(input)) if (!['min_score', 'since', 'format'].includes(name)) refuse(name, 'is not a parameter of this route');
+    // Addresses have no ranges: there `ranges` stays an unknown parameter.
+    const known = kind === 'phone-numbers' ? ['min_score', 'since', 'format', 'ranges'] : ['min_score', 'since', 'format'];
+    for (const name of Object.keys(input)) if (!known.includes(name)) refuse(name, 'is not a parameter of this route');
     let minScore = DEFAULT_MIN_SCORE;
     const min = text('min_score');
     if (min !== undefined) {
@@ -152,14 +174,21 @@ export class FeedService {
       if ((FEED_FORMATS as readonly string[]).includes(formatText)) format = formatText as FeedFormat;
       else refuse('format', `must be one of: ${FEED_FORMATS.join(', ')}`);
     }
+    let ranges = false;
+    const rangesText = kind === 'phone-numbers' ? text('ranges') : undefined;
+    if (rangesText !== undefined) {
+      if ((FEED_RANGES as readonly string[]).includes(rangesText)) ranges = rangesText === 'include';
+      else refuse('ranges', `must be one of: ${FEED_RANGES.join(', ')}`);
+    }
     if (errors.length > 0) throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
-    return { minScore, since, format };
+    return { minScore, since, format, ranges };
   }
 
   async feed(account: Account, kind: FeedKind, query: FeedQuery): Promise<Feed> {
     await this.ownWrites.ownWritesVisible(account.account_id);
     const scopes = readScopesOf(account);
     const scoredAt = scoringHour(this.now());
+    const withRanges = kind === 'phone-numbers' && query.ranges;
     // A feed is a blocklist: what the operator allowlisted is in no one's, and what the caller
     // allowlisted is not in its own (its call guard's mirror loads it).
     const [position, operator, own] = await Promise.all([this.repo.foldPosition(), this.listOf(OPERATOR_LIST), this.listOf(account.account_id)]);
@@ -169,14 +198,17 @@ export class FeedService {
     // would give away the position, how many events every account together has sent. The
     // lists' entries are in it, so any change to either list changes the tag.
     const tag = createHmac('sha256', this.tagKey)
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint]))
+      // `ranges` only when included, so a request without it keeps the tag it had before ranges were published.
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : [])]))
       .digest('base64url')
       .slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
-    const entries = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported);
-    return { etag: `"${tag}"`, scoredAt, entries };
+    const numbers = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported);
+    // Range rows change only as the fold moves, so the tag's fold position covers them too.
+    const entries = withRanges ? capped(byLastSeen(numbers, this.scoredRanges(scopes, since, scoredAt, query.minScore, detail, [operator, own]))) : numbers;
+    return { etag: `"${tag}"`, scoredAt, entries, ranges: withRanges };
   }
 
   /**
@@ -199,6 +231,19 @@ export class FeedService {
     return kept ? Promise.resolve(kept) : this.allowlists.load(owner);
   }
 
+  /**
+   * The ranges that reach `minScore`, less those an allowlist keeps out (AllowlistMatcher.numberRange).
+   * Accepted reports are per value (a number or an address), so none holds a range down.
+   */
+  private async *scoredRanges(scopes: string[], since: string, scoredAt: Date, minScore: number, detail: EntryDetail | undefined, lists: AllowlistMatcher[]): AsyncIterable<FeedEntry> {
+    const active = lists.filter((list) => list.size > 0);
+    for await (const { prefix, aggregate } of this.repo.recentRanges(scopes, since)) {
+      if (active.some((list) => list.numberRange(prefix))) continue;
+      const entry = rangeEntryOf(prefix, aggregate, scoredAt, this.scoring, detail);
+      if (entry.score >= minScore) yield entry;
+    }
+  }
+
   private async *scored(
     kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
     scoredAt: Date,
@@ -214,6 +259,49 @@ export class FeedService {
       count += 1;
       if (count >= MAX_FEED_ENTRIES) return;
     }
+  }
+}
+
+/**
+ * A range's feed entry: scored as a lookup's `range` is (scoreOfRange). Range rows keep no
+ * publication times, so its STIX `created` is its first sighting and its `modified` follows
+ * its last (indicator-versions.ts with the last sighting as the last change).
+ */
+export function rangeEntryOf(prefix: string, aggregate: RangeAggregate, scoredAt: Date, scoring: ScoringSettings, detail?: EntryDetail): FeedEntry {
+  const { score } = scoreOfRange(aggregate, scoredAt, scoring);
+  const entry: FeedEntry = { value: prefix, score, seen_count: aggregate.seenCount, first_seen: aggregate.firstSeen, last_seen: aggregate.lastSeen, range: { numbers_seen: aggregate.numberCount } };
+  if (detail !== undefined) {
+    const facts = { fresh: rangePoints(aggregate), lastSeen: aggregate.lastSeen, changedAt: aggregate.lastSeen, scoredAt, minScore: detail.minScore, halfLifeDays: scoring.halfLifeDays };
+    const times = detail.versioned ? indicatorTimes(facts) : { validUntil: indicatorValidUntil(facts) };
+    if (times.validUntil !== undefined) entry.valid_until = times.validUntil;
+    if ('modified' in times) entry.stix = { created: aggregate.firstSeen, modified: times.modified };
+  }
+  return entry;
+}
+
+/** Two entry streams, each most recently seen first, as one (numbers before ranges on a tie). */
+async function* byLastSeen(a: AsyncIterable<FeedEntry>, b: AsyncIterable<FeedEntry>): AsyncIterable<FeedEntry> {
+  const left = a[Symbol.asyncIterator]();
+  const right = b[Symbol.asyncIterator]();
+  let [l, r] = await Promise.all([left.next(), right.next()]);
+  while (!l.done || !r.done) {
+    if (!l.done && (r.done || l.value.last_seen >= r.value.last_seen)) {
+      yield l.value;
+      l = await left.next();
+    } else if (!r.done) {
+      yield r.value;
+      r = await right.next();
+    }
+  }
+}
+
+/** The first MAX_FEED_ENTRIES of `entries`: numbers and ranges together are bounded as numbers alone are. */
+async function* capped(entries: AsyncIterable<FeedEntry>): AsyncIterable<FeedEntry> {
+  let count = 0;
+  for await (const entry of entries) {
+    yield entry;
+    count += 1;
+    if (count >= MAX_FEED_ENTRIES) return;
   }
 }
 

@@ -72,6 +72,29 @@ export function indicatorOf(kind: IndicatorKind, facts: IndicatorFacts, id = ind
   };
 }
 
+/**
+ * A number range's indicator (docs/api.md §14, `ranges=include`): its pattern matches every number
+ * of the block, `_` standing for one digit each (STIX 2.1 patterning's LIKE). Its id is name-based
+ * over the prefix in a name space of its own, so it never collides with a number's.
+ */
+export function rangeIndicatorOf(prefix: string, openDigits: number, facts: Omit<IndicatorFacts, 'value' | 'tags'>): StixIndicator {
+  return {
+    type: 'indicator',
+    spec_version: '2.1',
+    id: `indicator--${nameUuid(`phone-number-range:${prefix}`)}`,
+    created: stixTime(facts.created),
+    modified: stixTime(facts.modified),
+    name: `Number range called by toll-fraud probes: ${prefix}${'X'.repeat(openDigits)}`,
+    indicator_types: ['malicious-activity'],
+    // A prefix is `+` and digits only (number-range.ts): nothing in it needs escaping, and no LIKE wildcard.
+    pattern: `[${STIX_NUMBER_TYPE}:value LIKE '${prefix}${'_'.repeat(openDigits)}']`,
+    pattern_type: 'stix',
+    valid_from: stixTime(facts.first_seen),
+    ...(facts.validUntil ? { valid_until: stixTime(facts.validUntil) } : {}),
+    confidence: facts.score,
+  };
+}
+
 /** An instant (`event_time`'s nine fraction digits, or ISO's three) to STIX's millisecond precision. */
 export function stixTime(instant: string): string {
   return `${instant.slice(0, 23)}Z`;

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { csvField } from '../../domain/csv-cells.ts';
 import type { Feed, FeedEntry, FeedFormat, FeedKind } from '../../domain/intelligence/feed-service.ts';
-import { indicatorOf, nameUuid } from '../../domain/intelligence/stix-indicators.ts';
+import { indicatorOf, nameUuid, rangeIndicatorOf } from '../../domain/intelligence/stix-indicators.ts';
+import { RANGE_DIGITS } from '../../domain/number-range.ts';
 
 export { STIX_NUMBER_TYPE } from '../../domain/intelligence/stix-indicators.ts';
 
@@ -54,16 +55,28 @@ export function feedBody(kind: FeedKind, format: FeedFormat, feed: Feed): Readab
   return Readable.from(writers[format](kind, feed), { objectMode: false });
 }
 
+/**
+ * A range in the text format: its prefix and an `X` per open digit (`+468121185XX`),
+ * the dial-plan form Asterisk and Kamailio prefix lists read, and never a number, so a consumer
+ * that takes every line for one blocks nothing it did not mean to.
+ */
+function rangeLine(prefix: string): string {
+  return `${prefix}${'X'.repeat(RANGE_DIGITS)}`;
+}
+
 async function* textLines(_kind: FeedKind, feed: Feed): AsyncIterable<string> {
-  for await (const entry of feed.entries) yield `${entry.value}\n`;
+  for await (const entry of feed.entries) yield `${entry.range ? rangeLine(entry.value) : entry.value}\n`;
 }
 
 async function* csvLines(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   // Addresses carry their tags, space-separated, in a last column; numbers have none.
   const tagged = kind === 'ip-addresses';
-  yield `${valueName(kind)},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}\r\n`;
+  // With ranges=include, a last `kind` column (`number` or `range`); a range's seen_count is its events'.
+  yield `${valueName(kind)},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}${feed.ranges ? ',kind' : ''}\r\n`;
   for await (const e of feed.entries) {
-    const cells = [e.value, e.score, e.seen_count, e.first_seen, e.last_seen, ...(tagged ? [(e.tags ?? []).join(' ')] : [])];
+    // A range's value is its bare prefix, marked by the `kind` column: `+…XX` would be a formula to a spreadsheet (csvField guards it).
+    const value = e.value;
+    const cells = [value, e.score, e.seen_count, e.first_seen, e.last_seen, ...(tagged ? [(e.tags ?? []).join(' ')] : []), ...(feed.ranges ? [e.range ? 'range' : 'number'] : [])];
     yield `${cells.map((v) => csvField(String(v))).join(',')}\r\n`;
   }
 }
@@ -72,7 +85,9 @@ async function* jsonParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   yield `{"kind":${JSON.stringify(kind)},"scored_at":${JSON.stringify(feed.scoredAt.toISOString())},"entries":[`;
   let first = true;
   for await (const e of feed.entries) {
-    const entry = { [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}), ...(e.valid_until ? { valid_until: e.valid_until } : {}) };
+    const entry = e.range
+      ? { range: e.value, score: e.score, numbers_seen: e.range.numbers_seen, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.valid_until ? { valid_until: e.valid_until } : {}) }
+      : { [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}), ...(e.valid_until ? { valid_until: e.valid_until } : {}) };
     yield `${first ? '' : ','}${JSON.stringify(entry)}`;
     first = false;
   }
@@ -101,6 +116,7 @@ async function* stixParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
  */
 function indicator(kind: FeedKind, e: FeedEntry) {
   const { value, score, first_seen, tags } = e;
+  if (e.range) return rangeIndicatorOf(value, RANGE_DIGITS, { score, first_seen, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until });
   return indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until });
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import { DEFAULT_MIN_SCORE, FEED_FORMATS, MAX_FEED_ENTRIES, type FeedKind } from '../../domain/intelligence/feed-service.ts';
+import { DEFAULT_MIN_SCORE, FEED_FORMATS, FEED_RANGES, MAX_FEED_ENTRIES, type FeedKind } from '../../domain/intelligence/feed-service.ts';
 import type { Permission } from '../../domain/accounts/permissions.ts';
 import type { Services } from '../../services.ts';
 import { apiAnswers } from '../route-responses.ts';
@@ -16,6 +16,21 @@ const FeedQuery = Type.Object(
     min_score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: DEFAULT_MIN_SCORE, description: 'Only entries scoring at least this (docs/scoring.md)' })),
     since: Type.Optional(formatSchema('timestamp', { description: 'Only entries last seen at or after this instant', example: '2026-11-20T10:00:00Z' })),
     format: Type.Optional(Type.Enum([...FEED_FORMATS], { type: 'string', description: 'Overrides Accept: text, csv, json or stix (a STIX 2.1 bundle)' })),
+  },
+  { additionalProperties: false },
+);
+
+/** The phone-number feed's query: also `ranges` (docs/api.md §14). */
+const NumberFeedQuery = Type.Object(
+  {
+    ...FeedQuery.properties,
+    ranges: Type.Optional(
+      Type.Enum([...FEED_RANGES], {
+        type: 'string',
+        default: 'exclude',
+        description: 'include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -52,6 +67,19 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
     },
     { $id: `${name}FeedEntry` },
   );
+  // With ranges=include, the phone-number feed's entries may also be ranges (docs/api.md §14).
+  const rangeEntry = Type.Object(
+    {
+      range: Type.String({ description: 'A number range’s prefix: every number that begins with it and has two more digits (docs/scoring.md, "Ranges")', example: '+468121185' }),
+      score: Type.Integer({ minimum: 0, maximum: 100 }),
+      numbers_seen: Type.Integer({ minimum: 1, description: 'Distinct numbers of the range seen' }),
+      first_seen: Type.String(),
+      last_seen: Type.String(),
+      valid_until: Type.Optional(Type.String({ description: 'The first hour at which the score falls below min_score; absent with min_score=0' })),
+    },
+    { $id: `${name}RangeFeedEntry` },
+  );
+  const entryRef = tagged ? Type.Ref(`${name}FeedEntry`) : Type.Union([Type.Ref(`${name}FeedEntry`), Type.Ref(`${name}RangeFeedEntry`)]);
   const indicator = Type.Object(
     {
       type: Type.Literal('indicator'),
@@ -61,7 +89,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       modified: Type.String(),
       name: Type.String(),
       indicator_types: Type.Array(Type.String()),
-      pattern: Type.String({ description: stixPattern }),
+      pattern: Type.String({ description: tagged ? stixPattern : `${stixPattern}; a range (ranges=include): [${STIX_NUMBER_TYPE}:value LIKE '+…__']` }),
       pattern_type: Type.Literal('stix'),
       valid_from: Type.String(),
       confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
@@ -71,18 +99,19 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
     { $id: `${name}StixIndicator` },
   );
   return [
-    Type.String({ $id: `${name}FeedText`, description: 'One value per line', example: `${example}\n` }),
+    Type.String({ $id: `${name}FeedText`, description: tagged ? 'One value per line' : 'One value per line; with ranges=include a range as its prefix and XX (+468121185XX)', example: `${example}\n` }),
     Type.String({
       $id: `${name}FeedCsv`,
-      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags (space-separated)' : ''}`,
+      description: `RFC 4180 with a header line: ${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags (space-separated)' : '; with ranges=include also a last column kind, number or range (a range’s value is its prefix, its seen_count its events)'}`,
       example: `${valueName},score,seen_count,first_seen,last_seen${tagged ? ',tags' : ''}\r\n${example},${sample.score},${sample.seen_count},${sample.first_seen},${sample.last_seen}${tagged ? ',sipvicious' : ''}\r\n`,
     }),
     entry,
+    ...(tagged ? [] : [rangeEntry]),
     Type.Object(
       {
         kind: Type.String(),
         scored_at: Type.String({ description: 'The instant scores were computed at: the start of the hour' }),
-        entries: Type.Array(Type.Ref(`${name}FeedEntry`), { maxItems: MAX_FEED_ENTRIES }),
+        entries: Type.Array(entryRef, { maxItems: MAX_FEED_ENTRIES }),
       },
       { $id: `${name}Feed`, example: { kind, scored_at: '2026-11-22T07:00:00.000Z', entries: [{ [valueName]: example, ...jsonSample }] } },
     ),
@@ -195,12 +224,12 @@ export async function feedRoutes(app: FastifyInstance, { services }: { services:
           description: `Only the shared data set and the caller’s own events. At most ${MAX_FEED_ENTRIES.toLocaleString('en')} entries, most recently seen first, streamed. Format by \`format\` or Accept (plain text when neither names one). Counted as one lookup, a 304 too.`,
           operationId: route.operationId,
           tags: ['feeds'],
-          querystring: FeedQuery,
+          querystring: route.kind === 'phone-numbers' ? NumberFeedQuery : FeedQuery,
           response,
         },
       },
       async (request, reply) => {
-        const query = services.feeds.parseQuery(request.query as Record<string, unknown>, formatFromAccept(request.headers.accept));
+        const query = services.feeds.parseQuery(request.query as Record<string, unknown>, formatFromAccept(request.headers.accept), route.kind);
         const feed = await services.feeds.feed(principalOf(request).account, route.kind, query);
         reply.header('etag', feed.etag).header('vary', 'Accept');
         if (matchesIfNoneMatch(request.headers['if-none-match'], feed.etag)) return reply.code(304).send();

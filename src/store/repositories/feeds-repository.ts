@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
-import type { IpAggregate, LookupsRepository, NumberAggregate } from '../../domain/lookups/lookup-aggregates.ts';
+import type { IpAggregate, LookupsRepository, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
 import { AGGREGATES_FOLD } from '../fold/aggregate-fold.ts';
 import { ipAggregateOf, numberAggregateOf, type LookupRow } from './lookups-repository.ts';
 import type { Schema } from '../schema.ts';
@@ -77,6 +77,60 @@ export class SqlFeedsRepository implements FeedsRepository {
     );
   }
 
+  async *recentRanges(scopes: string[], since: string): AsyncIterable<{ prefix: string; aggregate: RangeAggregate }> {
+    // Each scope's rows by recency through migration 027's `(scope, last_seen, range_prefix)` index.
+    const rows = byRecency(scopes.map((scope) => this.rangeRowsOf(scope, since)[Symbol.asyncIterator]()));
+    // A range kept in more than one scope is merged by the lookups' read (its distinct counts
+    // exact across the scopes), at its most recent row; its older row comes later and is skipped.
+    const done = new Set<string>();
+    for await (const chunk of chunked(rows, PAGE)) {
+      const shared = scopes.length > 1 ? await this.rangesInSeveralScopes(scopes, chunk.map((r) => r.key)) : new Set<string>();
+      for (const row of chunk) {
+        if (done.has(row.key)) continue;
+        if (!shared.has(row.key)) {
+          yield { prefix: row.key, aggregate: rangeOfRow(row) };
+          continue;
+        }
+        done.add(row.key);
+        const aggregate = await this.lookups.numberRange(scopes, row.key);
+        if (aggregate) yield { prefix: row.key, aggregate };
+      }
+    }
+  }
+
+  /** One scope's range rows last seen at or after `since`, most recent first, a page at a time. */
+  private async *rangeRowsOf(scope: string, since: string): AsyncIterable<RangeKeptRow> {
+    let after: RangeKeptRow | undefined;
+    for (;;) {
+      let query = this.db
+        .selectFrom('range_aggregates')
+        .select(['scope', 'range_prefix as key', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'])
+        .where('scope', '=', scope)
+        .where('last_seen', '>=', since);
+      if (after) {
+        const { last_seen, key } = after;
+        query = query.where((eb) => eb.or([eb('last_seen', '<', last_seen), eb.and([eb('last_seen', '=', last_seen), eb('range_prefix', '<', key)])]));
+      }
+      const page = (await query.orderBy('last_seen', 'desc').orderBy('range_prefix', 'desc').limit(PAGE).execute()) as unknown as RangeKeptRow[];
+      yield* page;
+      if (page.length < PAGE) return;
+      after = page.at(-1);
+    }
+  }
+
+  /** Which of `prefixes` are kept in more than one of `scopes`. */
+  private async rangesInSeveralScopes(scopes: string[], prefixes: string[]): Promise<Set<string>> {
+    const found = await this.db
+      .selectFrom('range_aggregates')
+      .select('range_prefix')
+      .where('scope', 'in', scopes)
+      .where('range_prefix', 'in', [...new Set(prefixes)])
+      .groupBy('range_prefix')
+      .having((eb) => eb.fn.countAll(), '>', 1)
+      .execute();
+    return new Set(found.map((r) => String(r.range_prefix)));
+  }
+
   private async *recent<T>(shape: KeptShape, scopes: string[], since: string, single: (row: KeptRow) => T, merged: (key: string) => Promise<T | undefined>): AsyncIterable<KeptAggregate<T>> {
     const rows = byRecency(scopes.map((scope) => this.rowsOf(shape, scope, since)[Symbol.asyncIterator]()));
     // Keys kept in more than one scope, once merged: their older rows come later and are skipped.
@@ -142,18 +196,45 @@ export class SqlFeedsRepository implements FeedsRepository {
   }
 }
 
+/** A range's kept row, keyed by its prefix. */
+interface RangeKeptRow {
+  scope: string;
+  key: string;
+  seen_count: number | string;
+  first_seen: string;
+  last_seen: string;
+  number_count: number | string;
+  source_ip_count: number | string;
+  node_count: number | string;
+  invite_count: number | string;
+}
+
+/** One scope's range row as an aggregate (its counts exact: they are that scope's alone). */
+function rangeOfRow(row: RangeKeptRow): RangeAggregate {
+  return {
+    seenCount: Number(row.seen_count),
+    firstSeen: row.first_seen,
+    lastSeen: row.last_seen,
+    numberCount: Number(row.number_count),
+    sourceIpCount: Number(row.source_ip_count),
+    nodeCount: Number(row.node_count),
+    inviteCount: Number(row.invite_count),
+    soleScope: row.scope,
+  };
+}
+
 /** Merges streams that are each most recent first into one (ties by key, descending). */
-async function* byRecency(streams: Array<AsyncIterator<KeptRow>>): AsyncIterable<KeptRow> {
+async function* byRecency<R extends { key: string; last_seen: string }>(streams: Array<AsyncIterator<R>>): AsyncIterable<R> {
   const heads = await Promise.all(streams.map((s) => s.next()));
   for (;;) {
     let best = -1;
     heads.forEach((head, i) => {
       if (head.done) return;
-      const current = heads[best]?.value as KeptRow | undefined;
+      const current = heads[best]?.value as R | undefined;
       if (!current || head.value.last_seen > current.last_seen || (head.value.last_seen === current.last_seen && head.value.key > current.key)) best = i;
     });
     if (best < 0) return;
-    yield heads[best]!.value as KeptRow;
+    yield heads[best]!.value as R;
     heads[best] = await streams[best]!.next();
   }
 }
