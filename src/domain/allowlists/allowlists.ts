@@ -6,6 +6,7 @@ import type { FieldError } from '../field-error.ts';
 import { canonicalIpAddress } from '../ip-address.ts';
 import { normalisePhoneNumber } from '../phone-number.ts';
 import { canonicalUuid } from '../uuid.ts';
+import { rangeOfNumberKey } from '../number-range.ts';
 
 /**
  * Allowlists (docs/api.md §16): "this one is mine, never block it". An account's own list marks
@@ -116,8 +117,9 @@ export class AllowlistMatcher {
   numberRange(rangePrefix: string): AllowlistEntry | undefined {
     const covering = this.number(rangePrefix);
     if (covering && covering.kind === 'number_prefix') return covering;
-    for (const [value, entry] of this.numbers) if (value.startsWith(rangePrefix)) return entry;
-    for (const [value, entry] of this.prefixes) if (value.startsWith(rangePrefix)) return entry;
+    // A number of the block is its prefix and RANGE_DIGITS more digits (number-range.ts).
+    for (const [value, entry] of this.numbers) if (rangeOfNumberKey(value) === rangePrefix) return entry;
+    for (const [value, entry] of this.prefixes) if (value.length > rangePrefix.length && value.startsWith(rangePrefix)) return entry;
     return undefined;
   }
 
