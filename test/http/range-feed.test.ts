@@ -88,6 +88,21 @@ describe('number ranges in the phone-number feed', () => {
     expect((await entries('min_score=0&ranges=include', other)).some((e) => e.range === range)).toBe(true);
   });
 
+  it('merges a range seen in the shared data set and in my own events as my lookup does', async () => {
+    const me = await h.account({ permissions: ['read:phone-numbers', 'write:events'] });
+    const range = await probe();
+    for (const [suffix, ip] of [['01', '198.51.100.1'], ['64', '198.51.100.4']] as const) {
+      expect((await postEvent(me, sampleEvent({ called_number: `${range}${suffix}`, source_ip: ip, sip_method: 'INVITE' }))).status).toBe(201);
+    }
+    await h.settled();
+    const mine = (await entries('min_score=0&ranges=include', me)).find((e) => e.range === range)!;
+    const lookup = (await (await me.api(`/api/phone-numbers/${encodeURIComponent(`${range}99`)}`)).json()) as { range: { score: number; numbers_seen: number } };
+    // 01, 02, 37 shared and 01, 64 mine: four distinct numbers, counted once each.
+    expect(mine).toMatchObject({ numbers_seen: 4, score: lookup.range.score });
+    expect(lookup.range.numbers_seen).toBe(4);
+    expect((await entries('min_score=0&ranges=include')).find((e) => e.range === range)).toMatchObject({ numbers_seen: 3 });
+  });
+
   it('moves the ETag when a range row changes', async () => {
     const range = await probe();
     const first = (await feed('min_score=1&ranges=include')).headers.get('etag')!;
