@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
 import { AGGREGATES_FOLD } from '../fold/aggregate-fold.ts';
-import { ipAggregateOf, numberAggregateOf, type LookupRow } from './lookups-repository.ts';
+import { ipAggregateOf, numberAggregateOf, type LookupRow, type RangeRow } from './lookups-repository.ts';
 import type { Schema } from '../schema.ts';
 
 /** Rows read per statement: a feed of 100,000 entries is a hundred index range reads per scope. */
@@ -197,16 +197,8 @@ export class SqlFeedsRepository implements FeedsRepository {
 }
 
 /** A range's kept row, keyed by its prefix. */
-interface RangeKeptRow {
-  scope: string;
+interface RangeKeptRow extends RangeRow {
   key: string;
-  seen_count: number | string;
-  first_seen: string;
-  last_seen: string;
-  number_count: number | string;
-  source_ip_count: number | string;
-  node_count: number | string;
-  invite_count: number | string;
 }
 
 /** One scope's range row as an aggregate (its counts exact: they are that scope's alone). */

@@ -175,7 +175,7 @@ export function ipAggregateOf(rows: LookupRow[], calledNumberCount: number, topU
 }
 
 /** One kept row of a number range. */
-interface RangeRow {
+export interface RangeRow {
   scope: string;
   seen_count: number | string;
   first_seen: string;
