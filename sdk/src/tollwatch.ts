@@ -18,6 +18,7 @@ import type {
   IpAddressLookup,
   PhoneNumberBulkResult,
   PhoneNumberFeed,
+  PhoneNumberFeedQuery,
   PhoneNumberLookup,
   RangeLookup,
   SubmitEventsResult,
@@ -219,9 +220,12 @@ export class Tollwatch {
     return this.feed<IpAddressFeed>('ip-addresses', query, options);
   }
 
-  /** The blocklist of called numbers, as ipAddressFeed (docs/api.md §14). */
-  async phoneNumberFeed(query: FeedQuery = {}, options?: CallOptions): Promise<WithRateLimit<FeedPoll<PhoneNumberFeed>>> {
-    return this.feed<PhoneNumberFeed>('phone-numbers', query, options);
+  /**
+   * The blocklist of called numbers, as ipAddressFeed (docs/api.md §14); with `ranges: true`,
+   * also the number ranges scoring `minScore`, as entries with `range` (the block's prefix).
+   */
+  async phoneNumberFeed(query: PhoneNumberFeedQuery = {}, options?: CallOptions): Promise<WithRateLimit<FeedPoll<PhoneNumberFeed>>> {
+    return this.feed<PhoneNumberFeed>('phone-numbers', query, options, query.ranges === true ? { ranges: 'include' } : {});
   }
 
   /**
@@ -257,8 +261,8 @@ export class Tollwatch {
     return answer.json as StoredEvent;
   }
 
-  private async feed<T>(kind: 'ip-addresses' | 'phone-numbers', query: FeedQuery, options: CallOptions | undefined): Promise<WithRateLimit<FeedPoll<T>>> {
-    const search = new URLSearchParams({ format: 'json' });
+  private async feed<T>(kind: 'ip-addresses' | 'phone-numbers', query: FeedQuery, options: CallOptions | undefined, extra: Record<string, string> = {}): Promise<WithRateLimit<FeedPoll<T>>> {
+    const search = new URLSearchParams({ format: 'json', ...extra });
     if (query.minScore !== undefined) search.set('min_score', String(query.minScore));
     if (query.since !== undefined) search.set('since', query.since);
     const answer = await this.call('GET', `/feeds/${kind}?${search}`, options, undefined, query.ifNoneMatch === undefined ? {} : { 'if-none-match': query.ifNoneMatch });

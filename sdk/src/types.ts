@@ -42,6 +42,11 @@ export interface FeedQuery {
   ifNoneMatch?: string;
 }
 
+/** The phone-number feed's query: also number ranges (blocks of 100) scoring `minScore`, as range entries, when `ranges` is true. */
+export interface PhoneNumberFeedQuery extends FeedQuery {
+  ranges?: boolean;
+}
+
 /**
  * A feed poll's outcome: the feed and its `etag` (to send back as `ifNoneMatch`), or
  * `notModified` when the answer held is still the feed (HTTP 304, no body).

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_LIST } from '../../src/domain/allowlists/allowlists.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { sdkFor } from '../sdk/sdk-client.ts';
 
 type Json = Record<string, unknown>;
 
@@ -135,5 +136,18 @@ describe('number ranges in the phone-number feed', () => {
     expect(bad.status).toBe(422);
     expect(JSON.stringify(await bad.json())).toContain('ranges');
     expect((await caller.api('/api/feeds/ip-addresses?ranges=include')).status).toBe(422);
+  });
+
+  it('is asked for through the SDK with ranges: true, and not without it', async () => {
+    const range = await probe();
+    const { client } = sdkFor(h, caller);
+    const withRanges = await client.phoneNumberFeed({ minScore: 1, ranges: true });
+    if (withRanges.notModified) throw new Error('a first poll is never notModified');
+    expect(withRanges.feed.entries.find((e) => 'range' in e && e.range === range)).toMatchObject({ numbers_seen: 3 });
+    const plain = await client.phoneNumberFeed({ minScore: 1 });
+    if (plain.notModified) throw new Error('a first poll is never notModified');
+    expect(plain.feed.entries.some((e) => 'range' in e)).toBe(false);
+    // Its ETag is that of the answer with ranges: held, it polls as notModified.
+    expect(await client.phoneNumberFeed({ minScore: 1, ranges: true, ifNoneMatch: withRanges.etag! })).toMatchObject({ notModified: true });
   });
 });
