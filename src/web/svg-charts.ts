@@ -17,9 +17,11 @@ const AXIS = 18;
  * The chart's numbers as a table, behind a disclosure: what a screen reader or a keyboard reads
  * instead of the picture, and what anyone can copy. Linked values link here too.
  */
-function picture(label: string, width: number, height: number, content: Html[]): Html {
-  // Drawn at its own size (12px text stays 12px in a wide column), shrunk only where the page is narrower.
-  return html`<svg role="img" aria-label="${label}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMinYMin meet">${content}</svg>`;
+function picture(label: string, width: number, height: number, content: Html[], linked = false): Html {
+  // Drawn at its own size (12px text stays 12px in a wide column), shrunk only where the page is
+  // narrower. An image's content is presentational to assistive technology, so a chart whose
+  // bars are links is a named group of them instead.
+  return html`<svg role="${linked ? 'group' : 'img'}" aria-label="${label}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" preserveAspectRatio="xMinYMin meet">${content}</svg>`;
 }
 
 /** "1 event", "2 events". */
@@ -45,11 +47,11 @@ export function barChart(title: string, rows: CountedValue[], linkOf?: (value: s
     const y = i * ROW + 2;
     const width = Math.max(1, Math.round((r.count / max) * BAR_WIDTH));
     const bar = html`<g><title>${r.value || '(empty)'}: ${r.count}</title><text x="${LABEL_WIDTH - 6}" y="${y + 15}" class="label" text-anchor="end">${shorten(r.value || '(empty)')}</text><rect x="${LABEL_WIDTH}" y="${y + 3}" width="${width}" height="${ROW - 6}" class="bar"></rect><text x="${LABEL_WIDTH + width + 4}" y="${y + 15}" class="value">${r.count.toLocaleString('en')}</text></g>`;
-    // An SVG link is reached by the keyboard like any other, and named by the bar's title.
-    return linkOf && r.value ? html`<a href="${linkOf(r.value)}">${bar}</a>` : bar;
+    // An SVG link is reached by the keyboard like any other; named once, not by its title and its texts run together.
+    return linkOf && r.value ? html`<a href="${linkOf(r.value)}" aria-label="${r.value}: ${events(r.count)}">${bar}</a>` : bar;
   });
   const axis = html`<g class="axis"><line x1="${LABEL_WIDTH}" y1="${height}" x2="${LABEL_WIDTH + BAR_WIDTH}" y2="${height}"></line><text x="${LABEL_WIDTH}" y="${height + 14}" text-anchor="start">0</text><text x="${LABEL_WIDTH + BAR_WIDTH}" y="${height + 14}" text-anchor="end">${events(max)}</text></g>`;
-  return html`<figure class="chart"><figcaption>${title}</figcaption>${picture(title, LABEL_WIDTH + BAR_WIDTH + 50, height + AXIS, [...bars, axis])}${dataTable(title, ['Value', 'Events'], rows, linkOf)}</figure>`;
+  return html`<figure class="chart"><figcaption>${title}</figcaption>${picture(title, LABEL_WIDTH + BAR_WIDTH + 50, height + AXIS, [...bars, axis], linkOf !== undefined)}${dataTable(title, ['Value', 'Events'], rows, linkOf)}</figure>`;
 }
 
 /** Vertical bars over time, one per bucket, oldest left, on an axis of events per bucket. */
@@ -65,10 +67,22 @@ export function timeChart(title: string, rows: CountedValue[], unit = 'bucket'):
     const h = r.count === 0 ? 0 : Math.max(1, Math.round((r.count / max) * (height - 20)));
     return html`<rect x="${(left + i * step + 0.5).toFixed(1)}" y="${height - h}" width="${Math.max(1, step - 1).toFixed(1)}" height="${h}" class="bar"><title>${r.value}: ${r.count}</title></rect>`;
   });
-  const first = rows[0]!.value;
-  const last = rows.at(-1)!.value;
-  const axes = html`<g class="axis"><line x1="${left}" y1="${height}" x2="${width}" y2="${height}"></line><line x1="${left}" y1="20" x2="${left}" y2="${height}"></line><text x="${left - 4}" y="24" text-anchor="end">${max.toLocaleString('en')}</text><text x="${left - 4}" y="${height}" text-anchor="end">0</text><text x="${left}" y="${height + 14}">${first}</text><text x="${width}" y="${height + 14}" text-anchor="end">${last}</text></g>`;
-  return html`<figure class="chart"><figcaption>${title} (events per ${unit}, at most ${max.toLocaleString('en')})</figcaption>${picture(title, width, height + AXIS, [...bars, axes])}${dataTable(title, [unit === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', 'Events'], rows)}</figure>`;
+  const first = bucketText(rows[0]!.value);
+  const last = bucketText(rows.at(-1)!.value);
+  // A tick halfway up when it is a whole number of events, so the bars can be read against more than 0 and the top.
+  const mid = max >= 2 && max % 2 === 0 ? html`<line x1="${left - 3}" y1="${height - (height - 20) / 2}" x2="${left}" y2="${height - (height - 20) / 2}"></line><text x="${left - 4}" y="${height - (height - 20) / 2 + 4}" text-anchor="end">${(max / 2).toLocaleString('en')}</text>` : '';
+  const axes = html`<g class="axis"><line x1="${left}" y1="${height}" x2="${width}" y2="${height}"></line><line x1="${left}" y1="20" x2="${left}" y2="${height}"></line><text x="${left - 4}" y="24" text-anchor="end">${max.toLocaleString('en')}</text>${mid}<text x="${left - 4}" y="${height}" text-anchor="end">0</text><text x="${left}" y="${height + 14}">${first}</text><text x="${width}" y="${height + 14}" text-anchor="end">${last}</text></g>`;
+  return html`<figure class="chart"><figcaption>${title} (UTC; at most ${events(max)} in a${unit === 'hour' ? 'n' : ''} ${unit})</figcaption>${picture(title, width, height + AXIS, [...bars, axes])}${dataTable(title, [unit === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', 'Events'], rows)}</figure>`;
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** A bucket as people read it: `2026-11-30` as "30 Nov", `2026-11-30T14` as "30 Nov 14:00". */
+function bucketText(bucket: string): string {
+  const match = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}))?$/.exec(bucket);
+  if (!match) return bucket;
+  const day = `${Number(match[3])} ${MONTHS[Number(match[2]) - 1]}`;
+  return match[4] === undefined ? day : `${day} ${match[4]}:00`;
 }
 
 const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
@@ -90,8 +104,12 @@ export function weekHeatmap(title: string, grid: number[][]): Html {
   );
   const rows = WEEKDAYS.map((d, day) => html`<text x="${left - 4}" y="${day * cell + 12}" text-anchor="end">${d}</text>`);
   const hours = [0, 6, 12, 18].map((h) => html`<text x="${left + h * cell}" y="${7 * cell + 14}">${String(h).padStart(2, '0')}</text>`);
+  // The legend: what the shades mean, from no event to the busiest hour.
+  const y = 7 * cell + AXIS + 6;
+  const shades = [['track', 1], ['bar', 0.2], ['bar', 0.6], ['bar', 1]] as const;
+  const legend = html`<g class="legend"><text x="${left - 4}" y="${y + 10}" text-anchor="end">0</text>${shades.map(([kind, opacity], i) => html`<rect x="${left + i * cell}" y="${y}" width="${cell - 1}" height="${cell - 1}" class="${kind}" fill-opacity="${opacity}"></rect>`)}<text x="${left + shades.length * cell + 4}" y="${y + 10}">${events(max)} in an hour</text></g>`;
   const table = html`<details class="chart-data"><summary>The numbers</summary><div class="scroll"><table><caption class="visually-hidden">${title}</caption><thead><tr><th scope="col">Day</th>${Array.from({ length: 24 }, (_, h) => html`<th scope="col">${String(h).padStart(2, '0')}</th>`)}</tr></thead><tbody>${grid.map((hoursOf, day) => html`<tr><th scope="row">${WEEKDAYS[day]}</th>${hoursOf.map((n) => html`<td>${n}</td>`)}</tr>`)}</tbody></table></div></details>`;
-  return html`<figure class="chart"><figcaption>${title} (UTC, at most ${max.toLocaleString('en')} in an hour)</figcaption>${picture(title, left + 24 * cell, 7 * cell + AXIS + 2, [...cells, ...rows, ...hours])}${table}</figure>`;
+  return html`<figure class="chart"><figcaption>${title} (UTC, at most ${max.toLocaleString('en')} in an hour)</figcaption>${picture(title, left + 24 * cell, 7 * cell + AXIS + 2 + cell + 8, [...cells, ...rows, ...hours, legend])}${table}</figure>`;
 }
 
 /** A used/limit gauge as a single bar. */

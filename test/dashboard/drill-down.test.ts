@@ -51,10 +51,15 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const event = (await page.get(`/events/${uuid}`)).text;
     expect(event).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}">`);
     const overview = (await page.get('/overview')).text;
-    expect(overview).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}"><g><title>${NUMBER}: 6</title>`);
-    expect(overview).toContain('<a href="/addresses/192.0.2.12"><g><title>192.0.2.12: 3</title>');
+    // Each bar a link named once, for a screen reader, inside a named group rather than an image.
+    expect(overview).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}" aria-label="${NUMBER}: 6 events"><g><title>${NUMBER}: 6</title>`);
+    expect(overview).toContain('<a href="/addresses/192.0.2.12" aria-label="192.0.2.12: 3 events"><g><title>192.0.2.12: 3</title>');
+    expect(overview).toContain('<svg role="group" aria-label="Top called numbers"');
+    expect(overview).toContain('<svg role="img" aria-label="SIP methods"');
     // The week of hours counts the six events in their hour, and its table says the same.
     expect(overview).toContain(`<title>${WEEKDAY} 14:00–15:00 UTC: 6</title>`);
+    // Its legend says what the darkest shade means.
+    expect(overview).toMatch(/<g class="legend">.*6 events in an hour<\/text><\/g>/);
     expect(overview).toMatch(new RegExp(`<tr><th scope="row">${WEEKDAY}</th>(<td>0</td>){14}<td>6</td>(<td>0</td>){9}</tr>`));
     // Every chart's numbers are there as a table too, its values linked like its bars.
     expect(overview).toContain(`<th scope="row"><a href="/numbers/${encodeURIComponent(NUMBER)}">${NUMBER}</a></th><td>6</td>`);
@@ -68,9 +73,13 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect(res.text).toContain(`${api.score} of 100</h2>`);
     expect(res.text).toContain(`<dd>${api.seen_count} times</dd>`);
     // Most-dialling source first, each bar a link to its address page.
-    const bars = [...res.text.matchAll(/<a href="\/addresses\/([^"]+)"><g><title>[^:]+: (\d+)<\/title>/g)].map((m) => [m[1], Number(m[2])]);
+    const bars = [...res.text.matchAll(/<a href="\/addresses\/([^"]+)" aria-label="[^"]+"><g><title>[^:]+: (\d+)<\/title>/g)].map((m) => [m[1], Number(m[2])]);
     expect(bars).toEqual([['192.0.2.12', 3], ['192.0.2.11', 2], ['192.0.2.10', 1]]);
-    expect(res.text).toContain('Its events per day');
+    // One caption, one pair of brackets; the day axis in words, not an ISO timestamp.
+    expect(res.text).toContain('<figcaption>Its events per day, this account’s own (UTC; at most 6 events in a day)</figcaption>');
+    const day = `${YESTERDAY.getUTCDate()} ${YESTERDAY.toLocaleString('en', { month: 'short', timeZone: 'UTC' })}`;
+    expect(res.text).toContain(`>${day}</text>`);
+    expect(res.text).not.toMatch(/<text[^>]*>\d{4}-\d{2}-\d{2}/);
     expect(res.text).toContain('all 6 of this account’s own events');
     expect(res.text).not.toContain(THEIR_SOURCE);
   });
@@ -78,7 +87,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
   it('shows an address at its canonical URL, with the numbers it dialled', async () => {
     const res = await page.get('/addresses/192.0.2.12');
     expect(res.status).toBe(200);
-    expect(res.text).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}"><g><title>${WRITTEN}: 3</title>`);
+    expect(res.text).toContain(`<a href="/numbers/${encodeURIComponent(WRITTEN)}" aria-label="${WRITTEN}: 3 events"><g><title>${WRITTEN}: 3</title>`);
     const other = await page.get('/addresses/2001:0db8:0000:0000:0000:0000:0000:0007');
     expect(other.status).toBe(301);
     expect(other.location).toBe(`/addresses/${encodeURIComponent('2001:db8::7')}`);
@@ -90,7 +99,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const res = await page.get(`/addresses/${SCANNER}`);
     expect(res.status).toBe(200);
     // Its only chartable number is the one it really dialled, once; the four numberless probes are no bar.
-    const bars = [...res.text.matchAll(/<a href="\/numbers\/([^"]+)"><g><title>([^<]+)<\/title>/g)].map((m) => m[2]);
+    const bars = [...res.text.matchAll(/<a href="\/numbers\/([^"]+)" aria-label="[^"]+"><g><title>([^<]+)<\/title>/g)].map((m) => m[2]);
     expect(bars).toEqual([`${SCANNED}: 1`]);
     expect(res.text).not.toContain('/numbers/NOT_FOUND');
     // The events table says what the marker means, and shows what was sent on hover.
@@ -99,7 +108,8 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const events = (await page.get(`/events?source_ip=${SCANNER}`)).text;
     expect(events).not.toContain('>NOT_FOUND<');
     expect(events).toContain('<span class="absent" title="sent as NOT_FOUND">no number</span>');
-    const uuid = [...events.matchAll(/href="\/events\/([0-9a-f-]{36})"/g)].map((m) => m[1]!);
+    const uuid = [...events.matchAll(/href="\/events\/([0-9a-f-]{36})[?"]/g)].map((m) => m[1]!);
+    expect(uuid).toHaveLength(5);
     const details = await Promise.all(uuid.map(async (u) => (await page.get(`/events/${u}`)).text));
     const numberless = details.find((d) => d.includes('no number'))!;
     expect(numberless).toContain('<dt>called_number</dt><dd><span class="absent" title="sent as NOT_FOUND">no number</span></dd>');

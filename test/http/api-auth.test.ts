@@ -57,7 +57,7 @@ describe('authenticating /api calls (docs/api.md §3)', () => {
     expect(metadata).toEqual({
       resource: 'http://tollwatch.test/api',
       authorization_servers: ['http://tollwatch.test'],
-      scopes_supported: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations', 'manage:allowlist'],
+      scopes_supported: ['write:events', 'read:events', 'read:phone-numbers', 'read:ip-addresses', 'manage:integrations', 'manage:allowlist', 'write:reports'],
       bearer_methods_supported: ['header'],
       resource_documentation: 'http://tollwatch.test/docs',
     });

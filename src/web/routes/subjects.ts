@@ -49,7 +49,7 @@ export async function subjectPages(app: FastifyInstance, { services }: { service
     const events = await ownEvents(services, account, { called_number: answer.phone_number });
     const pairs = counted(events.map((e) => e.source_ip));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day (this account’s own)', perDay(events), 'day')}
+${timeChart('Its events per day, this account’s own', perDay(events), 'day')}
 ${barChart('Source addresses that dialled it', pairs.slice(0, PAIRS_SHOWN), addressPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.phone_number }).toString()}`)}`;
     return sendPage(request, reply, `Number ${answer.phone_number}`, content);
@@ -68,7 +68,7 @@ ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.pho
     // A probe without a number (NOT_FOUND) dialled nothing: it is no bar of this chart.
     const pairs = counted(events.map((e) => e.called_number).filter((n) => !isAbsentValue(n)));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day (this account’s own)', perDay(events), 'day')}
+${timeChart('Its events per day, this account’s own', perDay(events), 'day')}
 ${barChart('Numbers it dialled', pairs.slice(0, PAIRS_SHOWN), numberPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ source_ip: address }).toString()}`)}`;
     return sendPage(request, reply, `Address ${address}`, content);
