@@ -39,7 +39,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
       access_token: expect.any(String),
       token_type: 'Bearer',
       expires_in: 86400,
-      scope: 'write:events read:events read:phone-numbers read:ip-addresses',
+      scope: 'write:events read:events read:phone-numbers read:ip-addresses write:reports',
     });
     const token = body.access_token as string;
     const header = decodeProtectedHeader(token);
@@ -194,7 +194,7 @@ describe('POST /oauth/token (docs/api.md §2)', () => {
     };
     expect(await granted('read:events')).toBe('read:events');
     expect(await granted('read:ip-addresses  write:events')).toBe('write:events read:ip-addresses');
-    expect(await granted('')).toBe('write:events read:events read:phone-numbers read:ip-addresses');
+    expect(await granted('')).toBe('write:events read:events read:phone-numbers read:ip-addresses write:reports');
     const narrow = await h.account({ permissions: ['read:phone-numbers'] });
     for (const [client, scope] of [
       [who, 'bogus'],
