@@ -244,7 +244,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
       expect(res.status).toBe(201);
     }
 
-    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: 'Events', exact: true }).click();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
     await shoot(page, 'events');
     await page.getByLabel('SIP method').selectOption('OPTIONS');
@@ -351,7 +351,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await h.services.integrations.list(mine.account_id)).toEqual([]);
     expect(await audited('integration.deleted', mine.account_id)).toHaveLength(1);
 
-    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: 'Events', exact: true }).click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'CSV' }).click()]);
     const csv = readFileSync((await download.path())!, 'utf8');
     expect(csv.split('\r\n')[0]).toMatch(/^app_name,app_version,/);
@@ -387,7 +387,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
 
     const theirs = await h.services.accounts.createAccount({ name: 'Someone else', plan: 'contributor' });
     const other = await userOf(theirs.account_id, 'other-owner@example.test');
-    await other.getByRole('link', { name: 'Events' }).click();
+    await other.getByRole('link', { name: 'Events', exact: true }).click();
     expect(await other.locator('main').textContent()).toContain('No events match.');
     await other.getByRole('link', { name: 'Nodes' }).click();
     expect(await other.locator('main').textContent()).not.toContain(NODE);
@@ -397,7 +397,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(await other.locator('h1').textContent()).toBe('Not found');
     await shoot(other, 'not-found');
     // Its exports hold a header line and nothing of the first account's.
-    await other.getByRole('link', { name: 'Events' }).click();
+    await other.getByRole('link', { name: 'Events', exact: true }).click();
     for (const format of ['CSV', 'NDJSON']) {
       const [theirExport] = await Promise.all([other.waitForEvent('download'), other.getByRole('link', { name: format }).click()]);
       const text = readFileSync((await theirExport.path())!, 'utf8');
@@ -508,7 +508,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     expect(cells).toEqual(expected);
 
     // The spoofing user agent reads as written, its override shown, not obeyed.
-    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: 'Events', exact: true }).click();
     const table = (await page.locator('main').textContent())!;
     expect(table).toContain('resu-lanigiro\\u202e evil');
     expect(table).not.toContain('\u202e');
