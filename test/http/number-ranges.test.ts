@@ -5,7 +5,7 @@ import { rangeOfNumberKey } from '../../src/domain/number-range.ts';
 import { rangeOfKeySql } from '../../src/store/fold/aggregates-rebuild.ts';
 import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { postEvent, sampleEvent, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
 
 interface RangePart {
   prefix: string;
@@ -243,25 +243,16 @@ describe('range freshness across instances', () => {
       const res = await fetch(`${second.url}/api/phone-numbers/${encodeURIComponent(`${range}99`)}`, { headers: { authorization: `Bearer ${token}` } });
       return ((await res.json()) as { range?: RangePart }).range?.numbers_seen ?? 0;
     };
-    const eventually = async (expected: number) => {
-      const until = Date.now() + SEEN_WITHIN_MS;
-      let answer = await numbersSeen();
-      while (answer !== expected && Date.now() < until) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        answer = await numbersSeen();
-      }
-      return answer;
-    };
     expect(await numbersSeen()).toBe(0);
     expect((await postEvent(fleet, sampleEvent({ called_number: `${range}01` }))).status).toBe(201);
     await first.services.aggregateFolder.settle();
     const started = Date.now();
-    expect(await eventually(1)).toBe(1);
+    expect(await within(SEEN_WITHIN_MS, async () => (await numbersSeen()) === 1)).toBe(true);
     // Kept for a minute now; another number of the range, folded by the first instance.
     expect(await numbersSeen()).toBe(1);
     expect((await postEvent(fleet, sampleEvent({ called_number: `${range}02` }))).status).toBe(201);
     await first.services.aggregateFolder.settle();
-    expect(await eventually(2)).toBe(2);
+    expect(await within(SEEN_WITHIN_MS, async () => (await numbersSeen()) === 2)).toBe(true);
     expect(Date.now() - started).toBeLessThan(2 * SEEN_WITHIN_MS);
   });
 });
