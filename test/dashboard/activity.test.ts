@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { signedIn, type WebClient } from './web-client.ts';
 import { escapeHtml } from '../../src/web/html.ts';
+import { SqlEventsRepository } from '../../src/store/repositories/events-repository.ts';
 
 const HOSTILE_MESSAGE = 'OPTIONS sip:100@198.51.100.2 SIP/2.0\r\nSubject: <script>alert("sip")</script>\r\n\r\n';
 const HOSTILE_AGENT = '<img src=x onerror=alert(1)>';
@@ -50,6 +51,43 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const second = await pageA.get(next!.replace(/&#38;/g, '&'));
     expect(second.status).toBe(200);
     expect((second.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(62 - 50);
+  });
+
+  it('says where a page is in the whole, and pages newer, older and back to the newest by keyset both ways', async () => {
+    const rowsOf = (text: string) => [...text.matchAll(/<tr><td><a href="\/events\/([0-9a-f-]{36})/g)].map((m) => m[1]);
+    const linkNamed = (text: string, rel: string) => [...text.matchAll(/<a rel="([a-z]+)" href="([^"]+)"/g)].find((m) => m[1] === rel)?.[2]?.replace(/&#38;/g, '&');
+    const first = await pageA.get('/events');
+    expect(first.text).toContain('Events 1–50 of 62');
+    expect(first.text).not.toContain('rel="prev"');
+    const second = await pageA.get(linkNamed(first.text, 'next')!);
+    expect(second.text).toContain('Events 51–62 of 62');
+    expect(second.text).not.toContain('rel="next"');
+    expect(second.text).toContain('<a href="/events">« Newest</a>');
+    // Newer from the second page is the first page again, whole, with no way newer.
+    const back = await pageA.get(linkNamed(second.text, 'prev')!);
+    expect(rowsOf(back.text)).toEqual(rowsOf(first.text));
+    expect(back.text).toContain('Events 1–50 of 62');
+    expect(back.text).not.toContain('rel="prev"');
+    // A filter is kept on every link, and the total counts the filter's events.
+    const filtered = await pageA.get(`/events?node_id=${NODE_OLD}`);
+    expect(filtered.text).toContain('Events 1–50 of 60');
+    const older = await pageA.get(linkNamed(filtered.text, 'next')!);
+    expect(older.text).toContain('Events 51–60 of 60');
+    expect(linkNamed(older.text, 'prev')).toContain(`node_id=${NODE_OLD}`);
+    // A cursor another page made cannot be a newer cursor of another account.
+    const cursor = new URL(linkNamed(first.text, 'next')!, 'http://x').searchParams.get('cursor')!;
+    expect((await pageB.get(`/events?newer=${encodeURIComponent(cursor)}`)).status).toBe(422);
+  });
+
+  it('counts no further than its bound, and a range by its addresses', async () => {
+    const repo = new SqlEventsRepository(h.services.database.db, h.services.database.ingestWrites);
+    expect(await repo.countUpTo(a.account.account_id, {}, 10)).toBe(11);
+    expect(await repo.countUpTo(a.account.account_id, {}, 100)).toBe(62);
+    expect(await repo.countUpTo(a.account.account_id, { nodeId: NODE_OLD }, 100)).toBe(60);
+    expect(await h.services.eventQuery.count(a.account, { source_ip: '192.0.2.0/24' })).toEqual({ count: 60, bound: 'exact' });
+    // The store narrows by "192.0.2." alike for both; only the first range holds the address.
+    expect(await h.services.eventQuery.count(a.account, { source_ip: '192.0.2.64/26' })).toEqual({ count: 60, bound: 'exact' });
+    expect(await h.services.eventQuery.count(a.account, { source_ip: '192.0.2.128/25' })).toEqual({ count: 0, bound: 'exact' });
   });
 
   it('filters as GET /api/events does, and names a bad filter', async () => {

@@ -2,7 +2,7 @@ import type { Account } from '../accounts/accounts.ts';
 import { ServiceError } from '../errors.ts';
 import { EventCursors } from './event-cursor.ts';
 import { parseEventTimestamp } from './event-timestamp.ts';
-import type { EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
+import type { EventDirection, EventFilter, EventPosition, EventsRepository, StoredEvent } from './events.ts';
 import type { FieldError } from '../field-error.ts';
 import { COLLECTED_METHODS, isAbsentValue, TRANSPORT_TYPES } from './event-fields.ts';
 import { sipMethodError } from './honeypot-event.ts';
@@ -65,6 +65,20 @@ export interface EventPage {
   next_cursor: string | null;
 }
 
+/** A page read for browsing both ways: `next_cursor` leads to older events, `newer_cursor` to newer ones. */
+export interface BrowsedPage extends EventPage {
+  newer_cursor: string | null;
+}
+
+/** Events a total counts at most (docs/dashboard.md): past it a page says "more than 10,000", so a count costs a bounded read. */
+export const COUNT_BOUND = 10_000;
+
+/** How many events match: exactly, more than `count` (the bound was reached), or at least `count` (a range's scan stopped). */
+export interface EventTotal {
+  count: number;
+  bound: 'exact' | 'more-than' | 'at-least';
+}
+
 // Filters compare against stored instants, so a bound far in the future is not an error here.
 const NO_FUTURE_LIMIT = new Date(8.64e15);
 
@@ -99,15 +113,50 @@ export class EventQuery {
   }
 
   /**
+   * A page for a person browsing: as `list`, with the cursor read as where to go on `direction`
+   * from. A newer page is read oldest first from its cursor and shown newest first; one that
+   * reaches the newest events is the first page itself, so pages keep their edges from the top.
+   */
+  async browse(account: Account, input: EventQueryInput, direction: EventDirection): Promise<BrowsedPage> {
+    const { filter, range, after, limit } = parseQuery(input, (cursor) => this.cursors.open(account.account_id, cursor));
+    const read = (way: EventDirection) => (range ? this.rangeRead(account, filter, range, after, limit, way) : this.repo.list(account.account_id, filter, after, limit + 1, way).then((rows) => ({ rows, resumeAt: undefined })));
+    const seal = (position: EventPosition | undefined) => (position ? this.cursors.seal(account.account_id, position) : null);
+    if (direction === 'newer' && after) {
+      const { rows, resumeAt } = await read('newer');
+      if (rows.length <= limit && !resumeAt) return this.browse(account, { ...input, cursor: undefined }, 'older');
+      const shown = pageCut(rows, limit);
+      const newest = shown.length < rows.length ? shown.at(-1)?.position : resumeAt;
+      return { data: shown.map((r) => r.event).reverse(), next_cursor: seal(shown[0]?.position), newer_cursor: seal(newest) };
+    }
+    const { rows, resumeAt } = await read('older');
+    const shown = pageCut(rows, limit);
+    const older = shown.length < rows.length ? shown.at(-1)?.position : resumeAt;
+    return { data: shown.map((r) => r.event), next_cursor: seal(older), newer_cursor: after ? seal(shown[0]?.position) : null };
+  }
+
+  /**
+   * How many events the query's filters keep, counting no further than COUNT_BOUND; with
+   * `newerThan` (a cursor), only those newer than its position: a page's place in the whole.
+   */
+  async count(account: Account, input: EventQueryInput, newerThan?: string): Promise<EventTotal> {
+    const { filter, range, after } = parseQuery({ ...input, cursor: newerThan, limit: undefined }, (cursor) => this.cursors.open(account.account_id, cursor));
+    if (!range) {
+      const count = await this.repo.countUpTo(account.account_id, filter, COUNT_BOUND, after);
+      return count > COUNT_BOUND ? { count: COUNT_BOUND, bound: 'more-than' } : { count, bound: 'exact' };
+    }
+    // The store narrows a range by its addresses' leading text; the rest is judged here, over at most the bound.
+    const addresses = await this.repo.sourceAddresses(account.account_id, filter, COUNT_BOUND + 1, after);
+    const count = addresses.filter((a) => range.includes(a)).length;
+    return { count, bound: addresses.length > COUNT_BOUND ? 'at-least' : 'exact' };
+  }
+
+  /**
    * The page of `rows` (up to `limit` + 1 found, the extra one telling that more follow): at most
    * `limit` events and MAX_PAGE_BYTES, its cursor past its last event when more were found, else
    * at `resumeAt` (where a range page stopped reading), else none.
    */
   private pageOf(account: Account, rows: ListedEvent[], limit: number, resumeAt?: EventPosition): EventPage {
-    let page = rows.slice(0, limit);
-    let weight = 0;
-    const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
-    if (cut > 0) page = page.slice(0, cut);
+    const page = pageCut(rows, limit);
     const next = page.length < rows.length ? page.at(-1)?.position : resumeAt;
     return { data: page.map((r) => r.event), next_cursor: next ? this.cursors.seal(account.account_id, next) : null };
   }
@@ -118,13 +167,19 @@ export class EventQuery {
    * past that it ends early, perhaps empty, with a cursor to go on from where it stopped.
    */
   private async rangePage(account: Account, filter: EventFilter, range: SourceRange, after: EventPosition | undefined, limit: number): Promise<EventPage> {
+    const { rows, resumeAt } = await this.rangeRead(account, filter, range, after, limit, 'older');
+    return this.pageOf(account, rows, limit, resumeAt);
+  }
+
+  /** Up to `limit` + 1 events in the range, read `direction` from `after`; `resumeAt` where reading stopped short of the store's end. */
+  private async rangeRead(account: Account, filter: EventFilter, range: SourceRange, after: EventPosition | undefined, limit: number, direction: EventDirection): Promise<{ rows: ListedEvent[]; resumeAt: EventPosition | undefined }> {
     const kept: ListedEvent[] = [];
     let position = after;
     let scanned = 0;
     let exhausted = false;
     while (kept.length <= limit && scanned < RANGE_SCAN) {
       const asked = Math.min(MAX_PAGE + 1, RANGE_SCAN - scanned);
-      const rows = await this.repo.list(account.account_id, filter, position, asked);
+      const rows = await this.repo.list(account.account_id, filter, position, asked, direction);
       for (const row of rows) {
         scanned += 1;
         position = row.position;
@@ -136,8 +191,16 @@ export class EventQuery {
       }
     }
     // Short of a full page: go on past the last event read, unless the store had no more.
-    return this.pageOf(account, kept, limit, exhausted ? undefined : position);
+    return { rows: kept, resumeAt: exhausted ? undefined : position };
   }
+}
+
+/** The first `limit` of `rows`, ended early once they weigh more than MAX_PAGE_BYTES (never before the first). */
+function pageCut(rows: ListedEvent[], limit: number): ListedEvent[] {
+  const page = rows.slice(0, limit);
+  let weight = 0;
+  const cut = page.findIndex((row, index) => (weight += pageWeight(row.event)) > MAX_PAGE_BYTES && index > 0);
+  return cut > 0 ? page.slice(0, cut) : page;
 }
 
 /**

@@ -34,6 +34,9 @@ export interface EventPosition {
   id: number;
 }
 
+/** Which way a page reads from its position: to older events (newest first) or to newer ones (oldest first). */
+export type EventDirection = 'older' | 'newer';
+
 /** Where events and their lookup aggregates are kept. */
 export interface EventsRepository {
   /** Stores events of one owner, aggregates included, atomically; one outcome per event. */
@@ -44,5 +47,10 @@ export interface EventsRepository {
     filter: EventFilter,
     after: EventPosition | undefined,
     limit: number,
+    direction?: EventDirection,
   ): Promise<Array<{ event: StoredEvent; position: EventPosition }>>;
+  /** How many events match, counted no further than `cap` + 1; only those newer than `newerThan` when given. */
+  countUpTo(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition): Promise<number>;
+  /** The source addresses of the first `cap` matching events (newer than `newerThan` when given), for counts a range narrows further. */
+  sourceAddresses(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition): Promise<string[]>;
 }

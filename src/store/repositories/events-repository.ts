@@ -1,5 +1,5 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../../domain/events/events.ts';
+import { sql, type ExpressionBuilder, type Kysely, type Transaction } from 'kysely';
+import type { EventDirection, EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../../domain/events/events.ts';
 import { EVENT_FIELDS, eventFieldsOf } from '../../domain/events/event-fields.ts';
 import type { HoneypotEvent } from '../../domain/events/honeypot-event.ts';
 import { chunks, type EventRow, type IngestWrites } from '../fold/ingest-writes.ts';
@@ -96,8 +96,32 @@ export class SqlEventsRepository implements EventsRepository {
     filter: EventFilter,
     after: EventPosition | undefined,
     limit: number,
+    direction: EventDirection = 'older',
   ): Promise<Array<{ event: StoredEvent; position: EventPosition }>> {
-    let query = this.db.selectFrom('events').select([...STORED_COLUMNS, 'id']).where('account_id', '=', accountId);
+    let query = this.filtered(accountId, filter).select([...STORED_COLUMNS, 'id']);
+    if (after) query = query.where((eb) => beyond(eb, after, direction === 'older' ? '<' : '>'));
+    const order = direction === 'older' ? 'desc' : 'asc';
+    const rows = await query.orderBy('event_time', order).orderBy('id', order).limit(limit).execute();
+    return rows.map(({ id, ...event }) => ({ event, position: { eventTime: event.event_time, id: Number(id) } }));
+  }
+
+  async countUpTo(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition): Promise<number> {
+    // A count that stops at cap + 1 rows: it costs at most that many index entries, whatever the account holds.
+    let matching = this.filtered(accountId, filter).select(sql<number>`1`.as('one'));
+    if (newerThan) matching = matching.where((eb) => beyond(eb, newerThan, '>'));
+    const row = await this.db.selectFrom(matching.limit(cap + 1).as('m')).select((eb) => eb.fn.countAll<number | string | bigint>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async sourceAddresses(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition): Promise<string[]> {
+    let query = this.filtered(accountId, filter).select('source_ip');
+    if (newerThan) query = query.where((eb) => beyond(eb, newerThan, '>'));
+    return (await query.limit(cap).execute()).map((r) => r.source_ip);
+  }
+
+  /** The account's events the filter keeps. */
+  private filtered(accountId: string, filter: EventFilter) {
+    let query = this.db.selectFrom('events').where('account_id', '=', accountId);
     if (filter.since !== undefined) query = query.where('event_time', '>=', filter.since);
     if (filter.until !== undefined) query = query.where('event_time', '<', filter.until);
     if (filter.numberKey !== undefined) query = query.where('number_key', '=', filter.numberKey);
@@ -111,17 +135,13 @@ export class SqlEventsRepository implements EventsRepository {
     if (filter.nodeId !== undefined) query = query.where('created_by_node_id', '=', filter.nodeId);
     if (filter.collectedMethod !== undefined) query = query.where('collected_method', '=', filter.collectedMethod);
     if (filter.transportType !== undefined) query = query.where('transport_type', '=', filter.transportType);
-    if (after) {
-      query = query.where((eb) =>
-        eb.or([
-          eb('event_time', '<', after.eventTime),
-          eb.and([eb('event_time', '=', after.eventTime), eb('id', '<', after.id)]),
-        ]),
-      );
-    }
-    const rows = await query.orderBy('event_time', 'desc').orderBy('id', 'desc').limit(limit).execute();
-    return rows.map(({ id, ...event }) => ({ event, position: { eventTime: event.event_time, id: Number(id) } }));
+    return query;
   }
+}
+
+/** Events past a position in (event_time, id) order: older (`<`) or newer (`>`). */
+function beyond(eb: ExpressionBuilder<Schema, 'events'>, position: EventPosition, op: '<' | '>') {
+  return eb.or([eb('event_time', op, position.eventTime), eb.and([eb('event_time', '=', position.eventTime), eb('id', op, position.id)])]);
 }
 
 /** One event on its way into the store, with where it came from in the call. */

@@ -1,4 +1,4 @@
-import type { EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../../domain/events/events.ts';
+import type { EventDirection, EventFilter, EventPosition, EventsRepository, IngestOutcome, StoredEvent } from '../../domain/events/events.ts';
 import type { HoneypotEvent } from '../../domain/events/honeypot-event.ts';
 import type { IngestGroup, SqlEventsRepository } from '../repositories/events-repository.ts';
 import { lookupKeysOf } from '../../domain/events/own-writes.ts';
@@ -77,8 +77,16 @@ export class GroupCommit implements EventsRepository {
     return this.reader.find(accountId, eventUuid);
   }
 
-  list(accountId: string, filter: EventFilter, after: EventPosition | undefined, limit: number) {
-    return this.reader.list(accountId, filter, after, limit);
+  list(accountId: string, filter: EventFilter, after: EventPosition | undefined, limit: number, direction?: EventDirection) {
+    return this.reader.list(accountId, filter, after, limit, direction);
+  }
+
+  countUpTo(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition) {
+    return this.reader.countUpTo(accountId, filter, cap, newerThan);
+  }
+
+  sourceAddresses(accountId: string, filter: EventFilter, cap: number, newerThan?: EventPosition) {
+    return this.reader.sourceAddresses(accountId, filter, cap, newerThan);
   }
 
   /**

@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/events/event-fields.ts';
-import { QUERY_PARAMETERS, type EventPage } from '../../domain/events/event-query.ts';
+import { QUERY_PARAMETERS, type BrowsedPage } from '../../domain/events/event-query.ts';
+import type { Account } from '../../domain/accounts/accounts.ts';
+import { countOf, countText } from '../number-text.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';
@@ -28,32 +30,40 @@ export async function eventRoutes(app: FastifyInstance, { services }: { services
   app.get('/events', { config: { web: 'account' } }, async (request, reply) => {
     const account = accountOf(request);
     const filters = filtersOf(request);
+    // `cursor` reads on to older events (as the API's does), `newer` back towards the newest.
     const cursor = textParam(request, 'cursor');
+    const newer = cursor ? undefined : textParam(request, 'newer');
     // The filter form sends every field, empty or not: its URL is said again without the empty
     // ones, so what is kept, bookmarked or shared names only the filters in use.
-    const place = placeOf(filters, cursor);
+    const place = placeOf(filters, cursor, newer);
     if (Object.keys(request.query as object).length !== [...new URLSearchParams(place)].length) return reply.redirect(`/events${place ? `?${place}` : ''}`, 303);
-    let page: EventPage | undefined;
+    let page: BrowsedPage | undefined;
     let errors: Html | undefined;
     let fieldErrors: FieldErrors | undefined;
     const names = await services.activity.nodeNames(account);
+    const query = queryOf(filters);
+    let where: Html | string = '';
     try {
-      page = await services.eventQuery.list(account, { ...queryOf(filters), limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      page = await services.eventQuery.browse(account, { ...query, limit: PAGE_SIZE, ...((cursor ?? newer) ? { cursor: cursor ?? newer } : {}) }, newer ? 'newer' : 'older');
+      where = await placeText(services, account, query, page);
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'validation_failed') throw err;
       fieldErrors = new FieldErrors(err, FILTER_LABELS);
       errors = html`<div class="error" role="alert">${fieldErrors.summary()}</div>`;
     }
-    const query = new URLSearchParams(filters).toString();
+    const filterQuery = new URLSearchParams(filters).toString();
     const rows = (page?.data ?? []).map(
-      (e) => html`<tr><td><a href="/events/${e.event_uuid}${place ? `?${new URLSearchParams({ from: place }).toString()}` : ''}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${e.transport_type}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td><td><a href="/events?${new URLSearchParams({ node_id: e.created_by_node_id }).toString()}" title="This node’s events">${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</a></td></tr>`,
+      (e) => html`<tr><td><a href="/events/${e.event_uuid}${place ? `?${new URLSearchParams({ from: place }).toString()}` : ''}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td><td>${e.transport_type}</td><td><a href="/events?${new URLSearchParams({ node_id: e.created_by_node_id }).toString()}" title="This node’s events">${names.get(e.created_by_node_id) ?? html`<code>${e.created_by_node_id.slice(0, 8)}</code>`}</a></td></tr>`,
     );
-    const next = page?.next_cursor ? html`<p><a rel="next" href="/events?${new URLSearchParams({ ...filters, cursor: page.next_cursor }).toString()}">Older events →</a></p>` : '';
-    const content = html`${filterForm(filters, names, fieldErrors)}${errors}
-<p class="exports">Export these events: <a href="/export/events.csv${query ? `?${query}` : ''}" download>CSV</a> · <a href="/export/events.ndjson${query ? `?${query}` : ''}" download>NDJSON</a></p>
+    const link = (extra: Record<string, string>) => `/events?${new URLSearchParams({ ...filters, ...extra }).toString()}`.replace(/\?$/, '');
+    const paging = page && (page.newer_cursor || page.next_cursor)
+      ? html`<nav class="paging" aria-label="Pages of events"><ul>${page.newer_cursor ? html`<li><a href="${link({})}">« Newest</a></li><li><a rel="prev" href="${link({ newer: page.newer_cursor })}">‹ Newer</a></li>` : ''}${page.next_cursor ? html`<li><a rel="next" href="${link({ cursor: page.next_cursor })}">Older ›</a></li>` : ''}</ul></nav>`
+      : '';
+    const content = html`<details class="filters-fold"${Object.keys(filters).length > 0 || errors ? html` open` : ''}><summary>Filters${Object.keys(filters).length > 0 ? ` (${countText(Object.keys(filters).length)} in use)` : ''}</summary>${filterForm(filters, names, fieldErrors)}</details>${errors}
+<p class="exports">Export these events: <a href="/export/events.csv${filterQuery ? `?${filterQuery}` : ''}" download>CSV</a> · <a href="/export/events.ndjson${filterQuery ? `?${filterQuery}` : ''}" download>NDJSON</a></p>
 ${page && page.data.length === 0 ? (page.next_cursor ? html`<p>None of the newest events read matches the range; older ones may.</p>` : html`<p>No events match.</p>`) : ''}
-${page && page.data.length > 0 ? html`<div class="scroll"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Transport</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th><th scope="col">Node</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
-${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest events</a></p>` : ''}${next}`;
+${page && page.data.length > 0 ? html`<p class="place" id="events-place">${where}</p><div class="scroll events"><table aria-describedby="events-place"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th><th scope="col">Transport</th><th scope="col">Node</th></tr></thead><tbody>${rows}</tbody></table></div>` : ''}
+${paging}`;
     return sendPage(request, reply, 'Events', content, errors ? 422 : 200);
   });
 
@@ -62,7 +72,7 @@ ${cursor ? html`<p><a href="/events${query ? `?${query}` : ''}">← Newest event
     // Back to the page of events it was opened from, filters and page kept: only the events
     // page's own parameters are read from `from`, and the link is always to /events.
     const from = new URLSearchParams(textParam(request, 'from') ?? '');
-    const back = placeOf(Object.fromEntries(FILTERS.flatMap((name) => (from.get(name) ? [[name, from.get(name)!]] : []))), from.get('cursor') ?? undefined);
+    const back = placeOf(Object.fromEntries(FILTERS.flatMap((name) => (from.get(name) ? [[name, from.get(name)!]] : []))), from.get('cursor') ?? undefined, from.get('newer') ?? undefined);
     const { sip_message, ...fields } = event;
     // The number and the address it names lead to their pages.
     const shown = (name: string, value: string) =>
@@ -98,8 +108,23 @@ function filtersOf(request: FastifyRequest): Record<string, string> {
 }
 
 /** The events page's own query (its filters and page) in its one written order. */
-function placeOf(filters: Record<string, string>, cursor: string | undefined): string {
-  return new URLSearchParams({ ...filters, ...(cursor ? { cursor } : {}) }).toString();
+function placeOf(filters: Record<string, string>, cursor: string | undefined, newer: string | undefined): string {
+  return new URLSearchParams({ ...filters, ...(cursor ? { cursor } : newer ? { newer } : {}) }).toString();
+}
+
+/**
+ * Where the page is in the whole, counted no further than the bound: "51–100 of 1,234", or
+ * "… of more than 10,000" when counting on would read more than the bound.
+ */
+async function placeText(services: RouteServices, account: Account, query: Record<string, string>, page: BrowsedPage): Promise<string> {
+  if (page.data.length === 0) return '';
+  const total = await services.eventQuery.count(account, query);
+  const before = page.newer_cursor ? await services.eventQuery.count(account, query, page.newer_cursor) : { count: 0, bound: 'exact' as const };
+  const of = total.bound === 'exact' ? countText(total.count) : `${total.bound === 'more-than' ? 'more than' : 'at least'} ${countText(total.count)}`;
+  if (before.bound !== 'exact') return `${countOf(page.data.length, 'event')}, past the newest ${countText(before.count)}, of ${of}`;
+  // A count of the newer events taken after the page was read may see events that came since.
+  const first = before.count + 1;
+  return `Events ${countText(first)}–${countText(first + page.data.length - 1)} of ${of}`;
 }
 
 function textParam(request: FastifyRequest, name: string): string | undefined {

@@ -1,0 +1,15 @@
+/**
+ * The one way the pages write a count or a limit: digits grouped in threes by commas, whatever
+ * the browser's language ("9,000", "100,000", "3,600"), so a number reads the same on every page
+ * and in every chart (docs/dashboard.md, "Numbers").
+ */
+const GROUPED = new Intl.NumberFormat('en', { maximumFractionDigits: 0 });
+
+export function countText(n: number): string {
+  return GROUPED.format(n);
+}
+
+/** A count with its noun, singular for one: "1 event", "9,000 events". */
+export function countOf(n: number, noun: string, plural = `${noun}s`): string {
+  return `${countText(n)} ${n === 1 ? noun : plural}`;
+}
