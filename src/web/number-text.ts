@@ -13,3 +13,10 @@ export function countText(n: number): string {
 export function countOf(n: number, noun: string, plural = `${noun}s`): string {
   return `${countText(n)} ${n === 1 ? noun : plural}`;
 }
+
+const PER: Record<number, string> = { 1: 'a second', 60: 'a minute', 3600: 'an hour', 86_400: 'a day' };
+
+/** A plan's rate as a sentence says it: "3,600 an hour", "25 a minute" (the plan forms keep the CLI's `3600/hour`). */
+export function rateText(window: { limit: number; windowSeconds: number }): string {
+  return `${countText(window.limit)} ${PER[window.windowSeconds] ?? `in ${countText(window.windowSeconds)} seconds`}`;
+}

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.ts';
+import { html, type Html } from './html.ts';
 import { SESSION_COOKIE } from './web-session.ts';
 
 /**
@@ -18,4 +19,12 @@ export async function redirectShowingOnce(services: Pick<Services, 'sessions'>, 
 export async function heldView(services: Pick<Services, 'sessions'>, request: FastifyRequest): Promise<Record<string, unknown> | undefined> {
   const sessionId = request.cookies[SESSION_COOKIE];
   return sessionId ? services.sessions.takeHeld(sessionId) : undefined;
+}
+
+/**
+ * What a form's redirect shows, announced and focused: the page opens with focus on it, so the
+ * next Tab reaches what follows it (a new secret's Copy button) rather than the top of the page.
+ */
+export function shownNotice(content: Html): Html {
+  return html`<p class="notice" role="status" tabindex="-1" autofocus>${content}</p>`;
 }

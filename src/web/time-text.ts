@@ -1,3 +1,5 @@
+import { countOf } from './number-text.ts';
+
 /** An ISO instant as the pages show it: UTC, to the minute (`2026-11-23 11:04`). */
 export function toMinute(iso: string): string {
   return iso.slice(0, 16).replace('T', ' ');
@@ -14,7 +16,7 @@ export function durationText(seconds: number): string {
   for (const [unit, size] of units) {
     if (seconds >= size) {
       const n = Math.ceil(seconds / size - 1e-9);
-      return `${n.toLocaleString('en')} ${unit}${n === 1 ? '' : 's'}`;
+      return countOf(n, unit);
     }
   }
   const n = Math.max(0, Math.ceil(seconds));

@@ -50,11 +50,11 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect(next).toBeDefined();
     const second = await pageA.get(next!.replace(/&#38;/g, '&'));
     expect(second.status).toBe(200);
-    expect((second.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(62 - 50);
+    expect((second.text.match(/<tr><td data-label="Time \(UTC\)"><a href="\/events\//g) ?? []).length).toBe(62 - 50);
   });
 
   it('says where a page is in the whole, and pages newer, older and back to the newest by keyset both ways', async () => {
-    const rowsOf = (text: string) => [...text.matchAll(/<tr><td><a href="\/events\/([0-9a-f-]{36})/g)].map((m) => m[1]);
+    const rowsOf = (text: string) => [...text.matchAll(/<tr><td data-label="Time \(UTC\)"><a href="\/events\/([0-9a-f-]{36})/g)].map((m) => m[1]);
     const linkNamed = (text: string, rel: string) => [...text.matchAll(/<a rel="([a-z]+)" href="([^"]+)"/g)].find((m) => m[1] === rel)?.[2]?.replace(/&#38;/g, '&');
     const first = await pageA.get('/events');
     expect(first.text).toContain('Events 1–50 of 62');
@@ -92,7 +92,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
 
   it('filters as GET /api/events does, and names a bad filter', async () => {
     const options = await pageA.get('/events?sip_method=OPTIONS');
-    expect((options.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
+    expect((options.text.match(/<tr><td data-label="Time \(UTC\)"><a href="\/events\//g) ?? []).length).toBe(1);
     const bad = await pageA.get('/events?source_ip=not-an-address&since=yesterday');
     expect(bad.status).toBe(422);
     // Each reason in words, at its field, which keeps what was typed.
@@ -103,7 +103,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const today = new Date().toISOString().slice(0, 10);
     const day = await pageA.get(`/events?since=${today}&until=${today}&sip_method=OPTIONS`);
     expect(day.status).toBe(200);
-    expect((day.text.match(/<tr><td><a href="\/events\//g) ?? []).length).toBe(1);
+    expect((day.text.match(/<tr><td data-label="Time \(UTC\)"><a href="\/events\//g) ?? []).length).toBe(1);
     expect(day.text).toContain('<option value="OPTIONS" selected>OPTIONS</option>');
   });
 
@@ -117,7 +117,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const first = await pageA.get(`/events?node_id=${NODE_OLD}`);
     const next = /<a rel="next" href="([^"]+)"/.exec(first.text)![1]!.replace(/&#38;/g, '&');
     const second = await pageA.get(next);
-    const opened = /<tr><td><a href="(\/events\/[^"]+)"/.exec(second.text)![1]!.replace(/&#38;/g, '&');
+    const opened = /<tr><td data-label="Time \(UTC\)"><a href="(\/events\/[^"]+)"/.exec(second.text)![1]!.replace(/&#38;/g, '&');
     const from = new URL(opened, 'http://x').searchParams.get('from')!;
     expect(new URLSearchParams(from).get('node_id')).toBe(NODE_OLD);
     expect(new URLSearchParams(from).get('cursor')).toBe(new URL(next, 'http://x').searchParams.get('cursor'));
@@ -166,7 +166,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const nodes = (await pageA.get('/nodes')).text;
     expect(nodes.split('<tr').find((row) => row.includes(NODE_OLD))).toContain('<strong>Kiruna &#60;PoP&#62;</strong>');
     const filtered = (await pageA.get(`/events?node_id=${NODE_OLD}`)).text;
-    expect(filtered).toContain(`<td><a href="/events?node_id=${NODE_OLD}" title="This node’s events">Kiruna &#60;PoP&#62;</a></td>`);
+    expect(filtered).toContain(`<td data-label="Node"><a href="/events?node_id=${NODE_OLD}" title="This node’s events">Kiruna &#60;PoP&#62;</a></td>`);
     // The filter offers the node by its name.
     expect(filtered).toContain(`<option value="${NODE_OLD}" selected>Kiruna &#60;PoP&#62;</option>`);
     expect((await pageA.get('/events')).text).toContain(`<option value="${NODE_OLD}">Kiruna &#60;PoP&#62;</option>`);
@@ -187,7 +187,7 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     const old = nodes.text.split('<tr').find((row) => row.includes(NODE_OLD))!;
     const recent = nodes.text.split('<tr').find((row) => row.includes(NODE_NOW))!;
     expect(old).toContain('silent');
-    expect(old).toContain('<td>60</td>');
+    expect(old).toContain('<td data-label="Events">60</td>');
     expect(old).toContain('INVITE 60');
     expect(old).toContain('UDP 60');
     expect(recent).not.toContain('badge');
@@ -208,6 +208,11 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect(mine.text).toContain('&#60;img src=x onerror=alert(1)&#62;');
     expect(mine.text).toMatch(/<title>GB: 60<\/title>/);
     expect(mine.text).not.toContain(NUMBER_OF_B);
+    // The period is the last 30 days from now: its first day began before it, its last is still
+    // going; both are marked partial, in the caption, on their bars and in the numbers.
+    expect(mine.text).toContain('Events per day (UTC; at most 60 events in a day; the first and last day partial, drawn paler)');
+    expect(mine.text.match(/class="bar partial"/g)).toHaveLength(2);
+    expect(mine.text).toMatch(/<th scope="row">\d{4}-\d{2}-\d{2} \(partial\)<\/th><td>2<\/td>/);
     const theirs = await pageB.get('/overview?days=30');
     expect(theirs.text).toContain(NUMBER_OF_B);
     expect(theirs.text).not.toContain(NUMBER_OF_A);

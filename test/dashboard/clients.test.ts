@@ -128,7 +128,7 @@ describe('Settings → API clients (docs/dashboard.md)', () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain('http://tollwatch.test/oauth/token');
     expect(page.text).toContain('http://tollwatch.test/api');
-    expect(page.text).toMatch(/Event submissions<\/th><td>100000\/hour<\/td><td><meter min="0" max="100000" value="\d+">/);
+    expect(page.text).toMatch(/Event submissions<\/th><td>100,000 an hour<\/td><td><meter min="0" max="100000" value="\d+">/);
     expect(page.text).toContain('@example.test');
     expect(page.text).toContain('sentrypeer -w http://tollwatch.test/api/events');
   });

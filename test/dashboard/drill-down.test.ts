@@ -57,7 +57,7 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect(overview).toContain('<svg role="group" aria-label="Top called numbers"');
     expect(overview).toContain('<svg role="img" aria-label="SIP methods"');
     // The week of hours counts the six events in their hour, and its table says the same.
-    expect(overview).toContain(`<title>${WEEKDAY} 14:00–15:00 UTC: 6</title>`);
+    expect(overview).toContain(`<title>${WEEKDAY} 14:00–15:00 UTC: 6 events</title>`);
     // Its legend says what the darkest shade means.
     expect(overview).toMatch(/<g class="legend">.*6 events in an hour<\/text><\/g>/);
     expect(overview).toMatch(new RegExp(`<tr><th scope="row">${WEEKDAY}</th>(<td>0</td>){14}<td>6</td>(<td>0</td>){9}</tr>`));

@@ -54,6 +54,10 @@ describe('forgot your password (docs/dashboard.md, "Sessions")', () => {
     const asked = await browser.post('/forgot-password', { email: 'nobody-here@example.test' });
     expect(asked.status).toBe(303);
     expect(asked.location).toBe('/forgot-password?sent=1');
+    // What it says is for people who sign in: no operator's command, focus on the notice.
+    const said = (await browser.get('/forgot-password?sent=1')).text;
+    expect(said).toContain('<p class="notice" role="status" tabindex="-1" autofocus>If an account uses that address');
+    expect(said).not.toMatch(/tollwatch [a-z]|<code>/);
     // A known address answered the same; nothing is sent for this one (any mail would be by now:
     // the first mail above arrived within the same wait).
     const { email } = await makeUser(h, owner.account.account_id);

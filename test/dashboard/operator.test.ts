@@ -63,6 +63,20 @@ describe('operator pages (docs/dashboard.md, "Operators")', () => {
     expect(audit.status).toBe(200);
     expect(audit.text).toContain('client.created');
     expect(audit.text).not.toContain('Carrier');
+    // Read by name: the operator by email (the id in its title), accounts by name leading to
+    // their entries, the detail as its fields, so it wraps rather than widening the table.
+    const all = (await operator.browser.get('/operator/audit')).text;
+    expect(all).toContain(`<span title="user:${operator.user.user_id}">${operator.user.email}</span>`);
+    const carrier = (await h.services.accounts.listAccounts()).find((a) => a.name === 'Carrier <x>')!;
+    expect(all).toContain(`<a href="/operator/audit?account=${carrier.account_id}" title="${carrier.account_id}">Carrier &#60;x&#62;</a>`);
+    expect(all).toMatch(/<td class="detail"><dl class="detail"><dt>/);
+    expect(all).toContain('<div class="scroll" tabindex="0" role="region" aria-label="Audit entries">');
+  });
+
+  it('heads each plan with its name, one level under the page', async () => {
+    const plans = (await operator.browser.get('/operator/plans')).text;
+    expect(plans).toContain('<section class="plan" aria-labelledby="plan-contributor"><h2 id="plan-contributor">contributor</h2>');
+    expect(plans).not.toContain('<h3>');
   });
 });
 

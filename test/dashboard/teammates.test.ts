@@ -34,6 +34,10 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     expect(invited.text).toContain('An invitation is mailed to <strong>mate@example.test</strong>');
     const [sent] = await eventually('the invitation', async () => mail.mails.filter((m) => m.to.includes('mate@example.test')), (m) => m.length === 1);
     const link = /http:\/\/tollwatch\.test(\/invitations\/twu_[\w-]{43})/.exec(bodyOf(sent!.raw))![1]!;
+    // Friendly: the account by name, the time as people write it, never a raw ISO instant.
+    expect(bodyOf(sent!.raw)).toContain(`invited you to their Tollwatch account "${owner.account.name}" as member.`);
+    expect(bodyOf(sent!.raw)).toMatch(/open this link before \d{1,2} [A-Z][a-z]+ \d{4}, \d{2}:\d{2} UTC \(it works once\)/);
+    expect(bodyOf(sent!.raw)).not.toMatch(/\d{4}-\d{2}-\d{2}T/);
     const mate = new WebClient(h.url);
     await mate.get(link);
     expect((await mate.post(link, { password: 'a teammate password', confirm: 'a teammate password' })).status).toBe(303);
@@ -44,14 +48,23 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     expect((await mate.post('/settings/account/users', { email: 'x@example.test', role: 'owner' })).status).toBe(403);
   });
 
-  it('changes a role and removes a teammate, who is signed out at once', async () => {
+  it('changes a role and removes a teammate after asking, who is signed out at once', async () => {
     const { browser: mate, user } = await signedIn(h, owner.account.account_id, 'member');
     await page.get('/settings/account');
-    expect((await page.post(`/settings/account/users/${user.user_id}`, { role: 'owner' })).status).toBe(303);
+    const promoted = await page.submit(`/settings/account/users/${user.user_id}`, { role: 'owner' });
     expect((await h.services.users.getUser(user.user_id)).role).toBe('owner');
-    await page.get('/settings/account');
-    expect((await page.post(`/settings/account/users/${user.user_id}`, { action: 'remove' })).status).toBe(303);
+    expect(promoted.text).toContain(`<strong>${user.email}</strong> is now owner.`);
+    // The row offers a link to a page that asks first; that page changes nothing by being read.
+    expect(promoted.text).toContain(`<a href="/settings/account/users/${user.user_id}/remove" aria-label="Remove ${user.email}…">Remove…</a>`);
+    const asked = await page.get(`/settings/account/users/${user.user_id}/remove`);
+    expect(asked.status).toBe(200);
+    expect(asked.text).toContain(`<button type="submit" class="danger">Remove ${user.email}</button>`);
+    expect((await h.services.users.getUser(user.user_id)).disabled).toBe(false);
+    const removed = await page.submit(`/settings/account/users/${user.user_id}`, { action: 'remove' });
+    expect(removed.text).toContain(`<p class="notice" role="status" tabindex="-1" autofocus><strong>${user.email}</strong> is removed`);
     expect((await h.services.users.getUser(user.user_id)).disabled).toBe(true);
+    // Removed, the teammate has nothing left to confirm.
+    expect((await page.get(`/settings/account/users/${user.user_id}/remove`)).status).toBe(404);
     expect((await mate.get('/settings/account')).status).toBe(303);
     const audit = await h.services.audit.list({ accountId: owner.account.account_id, limit: 50 });
     expect(audit.filter((a) => a.action === 'user.role_changed' || a.action === 'user.disabled').map((a) => a.actor)).toEqual([expect.stringMatching(/^user:/), expect.stringMatching(/^user:/)]);
@@ -64,6 +77,7 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     await solo.get('/settings/account');
     // An owner never acts on their own row (so an account always keeps the owner acting).
     expect((await solo.post(`/settings/account/users/${soloUser.user_id}`, { action: 'remove' })).status).toBe(404);
+    expect((await solo.get(`/settings/account/users/${soloUser.user_id}/remove`)).status).toBe(404);
     expect((await solo.post(`/settings/account/users/${soloUser.user_id}`, { role: 'member' })).status).toBe(404);
     expect((await h.services.users.getUser(soloUser.user_id)).role).toBe('owner');
     const bad = await solo.post('/settings/account/users', { email: 'not an email', role: 'member' });
@@ -74,6 +88,7 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     // Another account's owner: the user is not theirs.
     await page.get('/settings/account');
     expect((await page.post(`/settings/account/users/${other.user_id}`, { action: 'remove' })).status).toBe(404);
+    expect((await page.get(`/settings/account/users/${other.user_id}/remove`)).status).toBe(404);
     expect((await h.services.users.getUser(other.user_id)).disabled).toBe(false);
   });
 
@@ -105,7 +120,7 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     };
     const unknown = await invitedBy('nobody.yet@example.test');
     expect(unknown.shown).toContain('An invitation is mailed to <strong>ADDRESS</strong>');
-    expect(unknown.later).toMatch(/<td>ADDRESS<\/td><td>member<\/td><td>invited<\/td>/);
+    expect(unknown.later).toMatch(/<td data-label="Email">ADDRESS<\/td><td data-label="Role">member<\/td><td data-label="State">invited<\/td>/);
     const seen = [];
     for (const known of [theirs, operator]) {
       seen.push(await invitedBy(known));

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Account, AccountsService } from './accounts.ts';
+import { readableTime } from '../readable-time.ts';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { isMailableAddress } from './email-address.ts';
 import { ServiceError } from '../errors.ts';
@@ -129,12 +130,12 @@ export class UsersService {
     if (!this.mailer?.configured || !EMAIL.test(email.trim())) return false;
     const user = await this.repo.findUserByEmail(email.trim().toLowerCase());
     if (!user || user.disabled) return false;
-    const until = new Date(this.now().getTime() + retryAfterSeconds * 1000).toISOString();
+    const until = readableTime(new Date(this.now().getTime() + retryAfterSeconds * 1000));
     await this.mailer.send({
       to: user.email,
       subject: 'Tollwatch: sign-in to your account is locked',
       text: [
-        `Someone failed to sign in to Tollwatch as ${user.email} too many times, most recently from ${ip}.`,
+        `Someone failed to sign in to Tollwatch as ${user.email}${await this.ofAccount(user.account_id)} too many times, most recently from ${ip}.`,
         `Sign-in as ${user.email} is refused until ${until}, even with the right password.`,
         '',
         'If that was you, wait until then. If not, someone is guessing your password: ask your operator for a',
@@ -171,9 +172,9 @@ export class UsersService {
       to: user.email,
       subject: 'Tollwatch: set a new password',
       text: [
-        `Someone (from ${ip}) asked to set a new password for ${user.email} on Tollwatch.`,
+        `Someone (from ${ip}) asked to set a new password for ${user.email}${await this.ofAccount(user.account_id)} on Tollwatch.`,
         '',
-        `To set one, open this link before ${expires_at} (it works once):\n${link}`,
+        `To set one, open this link before ${readableTime(expires_at)} (it works once):\n${link}`,
         '',
         'If that was not you, ignore this mail: your password stays as it is.',
       ].join('\n'),
@@ -312,7 +313,7 @@ export class UsersService {
         to: existing.email,
         subject: 'Tollwatch: an invitation for an address that has an account',
         text: [
-          `${owner.email} tried to invite ${existing.email} to their Tollwatch account as ${role}.`,
+          `${owner.email} tried to invite ${existing.email} to their Tollwatch account${await this.ofAccount(owner.account_id, '')} as ${role}.`,
           '',
           'This address already has a Tollwatch account, and an address belongs to one account only, so nothing changed.',
           'If you want to join theirs, ask them to invite another of your addresses. If you do not know them, ignore this mail.',
@@ -332,9 +333,9 @@ export class UsersService {
       to: user.email,
       subject: 'Tollwatch: you are invited',
       text: [
-        `${owner.email} invited you to their Tollwatch account as ${role}.`,
+        `${owner.email} invited you to their Tollwatch account${await this.ofAccount(owner.account_id, '')} as ${role}.`,
         '',
-        `To choose a password and sign in, open this link before ${expires_at} (it works once):\n${this.linkOf(token)}`,
+        `To choose a password and sign in, open this link before ${readableTime(expires_at)} (it works once):\n${this.linkOf(token)}`,
       ].join('\n'),
     });
     await this.storeInvitation(user, token, `user:${owner.user_id}`, expires_at);
@@ -365,6 +366,13 @@ export class UsersService {
   async removeTeammate(owner: User, userId: string): Promise<UserView> {
     const teammate = await this.teammateOf(owner, userId);
     return this.changeDisabled(teammate, true, `user:${owner.user_id}`);
+  }
+
+  /** The account named in a mail's sentence (` "Acme Ltd"`): one address may be a user of one account, but a person reads many mails. */
+  private async ofAccount(accountId: string | null, before = ' of account'): Promise<string> {
+    if (accountId === null) return '';
+    const account = await this.accounts.getAccount(accountId);
+    return `${before} "${account.name}"`;
   }
 
   /** Another user of the owner's own account; `not_found` for anyone else, the owner included. */

@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../../domain/accounts/accounts.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { UserView } from '../../domain/accounts/users.ts';
-import { describeWindow } from '../../domain/accounts/plan-notation.ts';
 import type { Plan, RateWindow } from '../../domain/accounts/plans.ts';
 import type { LimitGroup } from '../../limits/plan-limiter.ts';
 import type { Services } from '../../services.ts';
@@ -11,8 +10,9 @@ import { html, type Html } from '../html.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { formText } from '../form.ts';
 import { csrfField, sendPage } from '../layout.ts';
-import { heldView, redirectShowingOnce } from '../shown-once.ts';
+import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
+import { countText, rateText } from '../number-text.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'users'>;
@@ -62,16 +62,26 @@ export async function accountRoutes(app: FastifyInstance, { services }: { servic
     }
   });
 
+  // Removing is asked first, on a page of its own (no script needed), as deleting a client is.
+  app.get('/settings/account/users/:id/remove', { config: { web: 'owner' } }, async (request, reply) => {
+    const me = userOf(request);
+    const teammate = (await services.users.team(accountOf(request).account_id)).find((u) => u.user_id === (request.params as { id: string }).id && u.user_id !== me.user_id && !u.disabled);
+    if (!teammate) throw new ServiceError('not_found', 'no such teammate');
+    return sendPage(request, reply, `Remove ${teammate.email}?`, html`<p><strong>${teammate.email}</strong> (${teammate.role}) is signed out at once, everywhere, and can no longer sign in to this account. The user is kept, disabled, for the audit trail.</p>
+<form method="post" action="/settings/account/users/${teammate.user_id}">${csrfField(request)}<input type="hidden" name="action" value="remove"><button type="submit" class="danger">Remove ${teammate.email}</button> <a href="/settings/account">Cancel</a></form>`);
+  });
+
   app.post('/settings/account/users/:id', { config: { web: 'owner' } }, async (request, reply) => {
     const { id } = request.params as { id: string };
+    let changed: UserView;
+    const removing = formText(request, 'action') === 'remove';
     try {
-      if (formText(request, 'action') === 'remove') await services.users.removeTeammate(userOf(request), id);
-      else await services.users.setTeammateRole(userOf(request), id, formText(request, 'role'));
+      changed = removing ? await services.users.removeTeammate(userOf(request), id) : await services.users.setTeammateRole(userOf(request), id, formText(request, 'role'));
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'validation_failed') return accountPage(services, request, reply, { email: '', role: 'member', errors: new FieldErrors(undefined, {}), refusal: err.message });
       throw err;
     }
-    return reply.redirect('/settings/account', 303);
+    return redirectShowingOnce(services, request, reply, '/settings/account', { shown: removing ? 'removed' : 'role-changed', email: changed.email, role: changed.role });
   });
 }
 
@@ -97,24 +107,24 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
   ]);
   const usage = plan ? await usageOf(services, account, plan) : [];
   const usageRows = usage.map(
-    (u) => html`<tr><th scope="row">${u.label}</th><td>${describeWindow(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${u.used}</meter> ${u.used.toLocaleString('en')} used, resets in ${durationText(u.resetSeconds)}</td></tr>`,
+    (u) => html`<tr><th scope="row">${u.label}</th><td>${rateText(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${countText(u.used)}</meter> ${countText(u.used)} of ${countText(u.window.limit)} used, resets in ${durationText(u.resetSeconds)}</td></tr>`,
   );
   const userRows = users.map(
-    (u) => html`<tr><td>${u.email}</td><td>${u.role}</td><td>${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,
+    (u) => html`<tr><td data-label="Email">${u.email}</td><td data-label="Role">${u.role}</td><td data-label="State">${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions" data-label="Actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,
   );
   const content = html`<h2>Plan</h2>
-<p><strong>${account.plan}</strong>${plan?.maySubmit ? ': may submit events' : ': lookups only (no event submission)'}. Clients: ${clients.length} of ${plan?.maxClients ?? 'unlimited'}.</p>
-<div class="scroll"><table><thead><tr><th scope="col">Allowance</th><th scope="col">Limit</th><th scope="col">This window</th></tr></thead><tbody>${usageRows}</tbody></table></div>
+<p><strong>${account.plan}</strong>${plan?.maySubmit ? ': may submit events' : ': lookups only (no event submission)'}. Clients: ${countText(clients.length)} of ${plan?.maxClients == null ? 'unlimited' : countText(plan.maxClients)}.</p>
+<div class="scroll" tabindex="0" role="region" aria-label="Allowances"><table><thead><tr><th scope="col">Allowance</th><th scope="col">Limit</th><th scope="col">This window</th></tr></thead><tbody>${usageRows}</tbody></table></div>
 <h2>Users</h2>
 ${invitedNotice(held)}${refused?.refusal ? html`<p class="error" role="alert">${refused.refusal}.</p>` : ''}
-<div class="scroll"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
+<div class="scroll" tabindex="0" role="region" aria-label="Users"><table class="cards"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
 ${owner ? inviteForm(request, refused) : html`<p>The account’s owners invite and remove its users.</p>`}
 <h2>Connecting to the API</h2>
 ${apiSettings(config.publicUrl, config.audiences)}
 <h2>Configuring a SentryPeer node</h2>
 ${nodeSettings(config.publicUrl, plan?.maySubmit ?? false)}
 ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Their secrets were shown once, when the operator created them; here only their names.</p>
-<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
+<div class="scroll" tabindex="0" role="region" aria-label="Node ingest URLs"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
     (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
   )}</tbody></table></div>` : ''}`;
   return sendPage(request, reply, 'Account', content, refused ? refusedStatus : 200);
@@ -125,7 +135,7 @@ function teammateActions(request: FastifyRequest, me: string, user: UserView): H
   if (user.user_id === me || user.disabled) return '';
   const other = user.role === 'owner' ? 'member' : 'owner';
   return html`<form method="post" action="/settings/account/users/${user.user_id}" class="inline">${csrfField(request)}<input type="hidden" name="role" value="${other}"><button type="submit">Make ${other}</button></form>
-<form method="post" action="/settings/account/users/${user.user_id}" class="inline">${csrfField(request)}<input type="hidden" name="action" value="remove"><button type="submit" class="danger">Remove</button></form>`;
+<a href="/settings/account/users/${user.user_id}/remove" aria-label="Remove ${user.email}…">Remove…</a>`;
 }
 
 function inviteForm(request: FastifyRequest, refused?: Refused): Html {
@@ -139,12 +149,14 @@ function inviteForm(request: FastifyRequest, refused?: Refused): Html {
 </form>`;
 }
 
-/** After an invitation: where its link went, or the link itself, once, when the server sends no mail. */
+/** After an invitation: where its link went, or the link itself, once, when the server sends no mail; after a change, what changed. */
 function invitedNotice(held: Record<string, unknown> | undefined): Html | '' {
+  if (held?.shown === 'removed') return shownNotice(html`<strong>${String(held.email)}</strong> is removed: signed out everywhere, and unable to sign in.`);
+  if (held?.shown === 'role-changed') return shownNotice(html`<strong>${String(held.email)}</strong> is now ${String(held.role)}.`);
   if (held?.shown !== 'invited') return '';
   return held.mailed
-    ? html`<p class="notice" role="status">An invitation is mailed to <strong>${String(held.email)}</strong>; its link works once, until ${toMinute(String(held.expires_at))} UTC.</p>`
-    : html`<p class="notice" role="status">This server sends no mail: give <strong>${String(held.email)}</strong> this link yourself. It works once, until ${toMinute(String(held.expires_at))} UTC, and is shown only now.</p><dl class="credentials"><dt>Invitation link</dt><dd><code id="invitation-link">${String(held.link)}</code> <button type="button" class="copy" data-copy="invitation-link">Copy</button></dd></dl>`;
+    ? shownNotice(html`An invitation is mailed to <strong>${String(held.email)}</strong>; its link works once, until ${toMinute(String(held.expires_at))} UTC.`)
+    : html`${shownNotice(html`This server sends no mail: give <strong>${String(held.email)}</strong> this link yourself. It works once, until ${toMinute(String(held.expires_at))} UTC, and is shown only now.`)}<dl class="credentials"><dt>Invitation link</dt><dd><code id="invitation-link">${String(held.link)}</code> <button type="button" class="copy" data-copy="invitation-link">Copy</button></dd></dl>`;
 }
 
 /** What any client of the API is configured with: every plan's clients get tokens the same way. */

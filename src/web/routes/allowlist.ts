@@ -8,6 +8,7 @@ import { html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
 import { accountOf, userOf } from '../web-session.ts';
+import { countText } from '../number-text.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'allowlists'>;
@@ -89,7 +90,7 @@ ${changes ? html`<td class="actions"><form method="post" action="${place.path}/$
   const table =
     entries.length === 0
       ? html`<p>Nothing is allowlisted.</p>`
-      : html`<div class="scroll"><table><thead><tr><th scope="col">Kind</th><th scope="col">Value</th><th scope="col">Note</th><th scope="col">Added (UTC)</th>${changes ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
+      : html`<div class="scroll" tabindex="0" role="region" aria-label="Allowlist entries"><table><thead><tr><th scope="col">Kind</th><th scope="col">Value</th><th scope="col">Note</th><th scope="col">Added (UTC)</th>${changes ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
   const kind = formText(request, 'kind');
   const options = ALLOWLIST_KINDS.map((k) => html`<option value="${k}"${k === kind ? html` selected` : ''}>${KIND_LABELS[k]}</option>`);
   const form = changes
@@ -102,6 +103,6 @@ ${changes ? html`<td class="actions"><form method="post" action="${place.path}/$
 </form>`
     : html`<p>Only the account’s owners can change its allowlist.</p>`;
   const alert = error ? html`<div class="error" role="alert"><p>${error.message}</p>${errors.summary()}</div>` : '';
-  const limit = html`<p class="limit">${entries.length} of ${String(MAX_ALLOWLIST_ENTRIES)} entries.</p>`;
+  const limit = html`<p class="limit">${countText(entries.length)} of ${countText(MAX_ALLOWLIST_ENTRIES)} entries.</p>`;
   return sendPage(request, reply, place.title, html`${alert}<p>${place.effect}</p>${limit}${table}${form}`, status);
 }

@@ -8,8 +8,9 @@ import { formList, formText } from '../form.ts';
 import { toMinute } from '../time-text.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
-import { heldView, redirectShowingOnce } from '../shown-once.ts';
+import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
+import { countText } from '../number-text.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'accounts' | 'plans' | 'sessions'>;
@@ -68,14 +69,14 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
   const max = plan?.maxClients ?? null;
   const full = max !== null && clients.length >= max;
   const rows = clients.map(
-    (c) => html`<tr><td>${c.name}</td><td><code>${c.client_id}</code></td><td>${c.permissions.join(' ')}</td><td><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td>${lastUse(c.last_used_at, c.last_token_address)}</td><td>${lastUse(c.last_call_at, c.last_call_address)}</td>
-${owner ? html`<td class="actions"><a href="/settings/clients/${c.client_id}/reset-secret">Reset secret…</a> <a href="/settings/clients/${c.client_id}/delete">Delete…</a></td>` : ''}</tr>`,
+    (c) => html`<tr><td data-label="Name">${c.name}</td><td data-label="Client id"><code>${c.client_id}</code></td><td data-label="Permissions">${c.permissions.join(' ')}</td><td data-label="Created (UTC)"><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td data-label="Last token (UTC)">${lastUse(c.last_used_at, c.last_token_address)}</td><td data-label="Last API call (UTC)">${lastUse(c.last_call_at, c.last_call_address)}</td>
+${owner ? html`<td class="actions" data-label="Actions"><a href="/settings/clients/${c.client_id}/reset-secret">Reset secret…</a> <a href="/settings/clients/${c.client_id}/delete">Delete…</a></td>` : ''}</tr>`,
   );
   const table = clients.length === 0
     ? html`<p>No API clients yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th><th scope="col">Last API call (UTC)</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll" tabindex="0" role="region" aria-label="API clients"><table class="cards"><thead><tr><th scope="col">Name</th><th scope="col">Client id</th><th scope="col">Permissions</th><th scope="col">Created (UTC)</th><th scope="col">Last token (UTC)</th><th scope="col">Last API call (UTC)</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${rows}</tbody></table></div>`;
   const lag = clients.length === 0 ? '' : html`<p>Last token and last API call are written every ${CLIENT_USE_FLUSH_MS / 1000} seconds, so they may be that much behind.</p>`;
-  const limit = html`<p class="limit">${clients.length} of ${max === null ? 'unlimited' : max} clients on the ${account.plan} plan.${full ? ' The limit is reached: delete a client before creating another.' : ''}</p>`;
+  const limit = html`<p class="limit">${countText(clients.length)} of ${max === null ? 'unlimited' : countText(max)} clients on the ${account.plan} plan.${full ? ' The limit is reached: delete a client before creating another.' : ''}</p>`;
   return sendPage(request, reply, 'API clients', html`${shown}${error ? html`<p class="error" role="alert">${error}</p>` : ''}${limit}${table}${lag}${owner && !full ? createForm(request, plan?.maySubmit ?? false) : ''}${owner ? '' : html`<p>Only the account’s owners can change its clients.</p>`}`, status);
 }
 
@@ -100,7 +101,7 @@ function createForm(request: FastifyRequest, maySubmit: boolean): Html {
 
 /** Credentials shown once, each with a copy button (dashboard.js); never shown again. */
 function secretShown(name: string, clientId: string, secret: string): Html {
-  return html`<p class="notice" role="status">Copy the secret of <strong>${name}</strong> now: it is shown only this once, and only its hash is kept.</p>
+  return html`${shownNotice(html`Copy the secret of <strong>${name}</strong> now: it is shown only this once, and only its hash is kept.`)}
 <dl class="credentials">
 <dt>client_id</dt><dd><code id="client-id">${clientId}</code> <button type="button" class="copy" data-copy="client-id">Copy</button></dd>
 <dt>client_secret</dt><dd><code id="client-secret">${secret}</code> <button type="button" class="copy" data-copy="client-secret">Copy</button></dd>

@@ -8,8 +8,9 @@ import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
 import { FieldErrors } from '../field-errors.ts';
-import { heldView, redirectShowingOnce } from '../shown-once.ts';
+import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
+import { countText } from '../number-text.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'integrations' | 'sessions'>;
@@ -187,9 +188,9 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
   );
   const table = held.length === 0
     ? html`<p>No integrations yet: this account’s alerts go nowhere.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col">Alerts</th><th scope="col">State</th><th scope="col">Created (UTC)</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll" tabindex="0" role="region" aria-label="Integrations"><table><thead><tr><th scope="col">Name</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col">Alerts</th><th scope="col">State</th><th scope="col">Created (UTC)</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const full = held.length >= MAX_INTEGRATIONS;
-  const limit = html`<p class="limit">${held.length} of ${MAX_INTEGRATIONS} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
+  const limit = html`<p class="limit">${countText(held.length)} of ${countText(MAX_INTEGRATIONS)} integrations.${full ? ' The limit is reached: delete one before creating another.' : ''}</p>`;
   const content = html`${error ? html`<div class="error" role="alert">${error}${refused?.errors.summary() ?? ''}</div>` : ''}
 <p>Alerts are signed (webhooks), retried with backoff for a day when a receiver fails, sent once per subject and type within the hour, and logged attempt by attempt on each integration’s page. <a href="/docs#/integrations">The API reference</a> shows how a receiver checks a signature.</p>
 ${limit}${table}${owner && !full ? createForm(request, refused) : ''}${owner ? '' : html`<p>Only the account’s owners can change its integrations.</p>`}`;
@@ -233,7 +234,7 @@ function minScoreField(request: FastifyRequest): { min_score?: unknown } {
 
 /** A rotated secret is shown once; the old one signs beside it until the time given. */
 function rotatedPage(rotated: RotatedSecret): Html {
-  return html`<p class="notice" role="status">Copy the new signing secret now: it is shown only this once. Until <time datetime="${rotated.previous_secret_expires_at}">${toMinute(rotated.previous_secret_expires_at)}</time> UTC every delivery is signed with the old secret too, so your receiver can switch to the new one any time before then.</p>
+  return html`${shownNotice(html`Copy the new signing secret now: it is shown only this once. Until <time datetime="${rotated.previous_secret_expires_at}">${toMinute(rotated.previous_secret_expires_at)}</time> UTC every delivery is signed with the old secret too, so your receiver can switch to the new one any time before then.`)}
 <dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${rotated.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`;
 }
 
@@ -252,9 +253,9 @@ function shownOnce(held: Record<string, unknown> | undefined): Html | '' {
     case 'webhook-secret':
       return rotatedPage(held as unknown as RotatedSecret);
     case 'test-sent':
-      return html`<p class="notice" role="status">A test alert (<code>${String(held.alert_id)}</code>) is on its way; its attempts appear below within seconds.</p>`;
+      return shownNotice(html`A test alert (<code>${String(held.alert_id)}</code>) is on its way; its attempts appear below within seconds.`);
     case 'address-changed':
-      return html`<p class="notice" role="status">A confirmation mail went to <strong>${String(held.email)}</strong>. Nothing is sent to this integration, to the new address or the old one, until its link is followed (within 24 hours); alerts already queued wait for it.</p>`;
+      return shownNotice(html`A confirmation mail went to <strong>${String(held.email)}</strong>. Nothing is sent to this integration, to the new address or the old one, until its link is followed (within 24 hours); alerts already queued wait for it.`);
     default:
       return '';
   }
@@ -263,11 +264,11 @@ function shownOnce(held: Record<string, unknown> | undefined): Html | '' {
 /** A webhook's secret is shown here once, with a copy button; an email address waits for its link. */
 function createdPage(created: CreatedIntegration): Html {
   const next = created.secret
-    ? html`<p class="notice" role="status">Copy the signing secret now: it is shown only this once. Your receiver checks each delivery’s <code>webhook-signature</code> with it (<a href="/docs#/integrations">the API reference</a> shows how).</p>
+    ? html`${shownNotice(html`Copy the signing secret now: it is shown only this once. Your receiver checks each delivery’s <code>webhook-signature</code> with it (<a href="/docs#/integrations">the API reference</a> shows how).`)}
 <dl class="credentials"><dt>Signing secret</dt><dd><code id="webhook-secret">${created.secret}</code> <button type="button" class="copy" data-copy="webhook-secret">Copy</button></dd></dl>`
     : created.status === 'pending_confirmation'
-      ? html`<p class="notice" role="status">A confirmation mail went to <strong>${created.email ?? ''}</strong>. Nothing is sent to the address until its link is followed (within 24 hours).</p>`
-      : html`<p class="notice" role="status">Alerts go to ${targetOf(created)} from now on.</p>`;
+      ? shownNotice(html`A confirmation mail went to <strong>${created.email ?? ''}</strong>. Nothing is sent to the address until its link is followed (within 24 hours).`)
+      : shownNotice(html`Alerts go to ${targetOf(created)} from now on.`);
   return next;
 }
 
@@ -275,7 +276,10 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
   const accountId = accountOf(request).account_id;
   const owner = userOf(request).role === 'owner';
   const integration = await services.integrations.get(accountId, id);
-  const shown = shownOnce(await heldView(services, request));
+  const held = await heldView(services, request);
+  const shown = shownOnce(held);
+  // After "Send a test alert" the page reads its own log again for a while (dashboard.js), so the attempts appear without a reload.
+  const watched = held?.shown === 'test-sent';
   const { attempts } = await services.integrations.attempts(accountId, integration.id, { limit: String(LOG_SHOWN) });
   // A delivery that ended (delivered or given up) may be sent again, by an owner.
   const again = (a: (typeof attempts)[number]) =>
@@ -287,7 +291,7 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
   );
   const log = attempts.length === 0
     ? html`<p>No deliveries yet.</p>`
-    : html`<div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`;
+    : html`<div class="scroll" tabindex="0" role="region" aria-label="Delivery attempts"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Alert</th><th scope="col">Id</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Took</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>`;
   const changes = owner
     ? html`${changeForm(request, integration, refused)}
 <form method="post" action="/settings/integrations/${integration.id}/test" class="inline">${csrfField(request)}${
@@ -309,7 +313,7 @@ ${integration.status === 'active' ? html`<form method="post" action="/settings/i
 ${changes}
 <h2>Delivery log</h2>
 <p>The newest ${LOG_SHOWN} attempts, newest first; the same as <code>GET /api/integrations/${integration.id}/deliveries</code>.</p>
-${log}
+<div id="delivery-log"${watched ? html` data-watch="${String(attempts.length)}"` : ''}>${log}</div><p id="delivery-log-status" class="hint" role="status"></p>
 <p><a href="/settings/integrations">Back to the integrations</a></p>`;
   return sendPage(request, reply, integration.name, content, status);
 }

@@ -3,6 +3,7 @@ import type { CountedValue, NodeSummary } from '../../domain/accounts/account-ac
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { toSecond } from '../time-text.ts';
+import { countText } from '../number-text.ts';
 import { html } from '../html.ts';
 import { formText } from '../form.ts';
 import { csrfField, sendPage } from '../layout.ts';
@@ -29,14 +30,14 @@ export async function nodeRoutes(app: FastifyInstance, { services }: { services:
   app.get('/nodes', { config: { web: 'account' } }, async (request, reply) => {
     const owner = userOf(request).role === 'owner';
     const nodes = await services.activity.nodes(accountOf(request), silentAfter);
-    const counts = (values: CountedValue[]) => values.map((v) => `${v.value} ${v.count}`).join(', ');
+    const counts = (values: CountedValue[]) => values.map((v) => `${v.value} ${countText(v.count)}`).join(', ');
     const rows = nodes.map(
-      (n) => html`<tr${n.silent ? html` class="silent"` : ''}><td>${n.name ? html`<strong>${n.name}</strong><br>` : ''}<a href="/events?node_id=${n.node_id}"><code>${n.node_id}</code></a>${n.silent ? html` <span class="badge">silent</span>` : ''}${owner ? nameForm(request, n) : ''}</td><td>${toSecond(n.first_event)}</td><td>${toSecond(n.last_event)}</td><td>${n.events}</td><td>${counts(n.methods)}</td><td>${counts(n.transports)}</td></tr>`,
+      (n) => html`<tr${n.silent ? html` class="silent"` : ''}><td data-label="Node">${n.name ? html`<strong>${n.name}</strong><br>` : ''}<a href="/events?node_id=${n.node_id}"><code>${n.node_id}</code></a>${n.silent ? html` <span class="badge">silent</span>` : ''}${owner ? nameForm(request, n) : ''}</td><td data-label="First event (UTC)">${toSecond(n.first_event)}</td><td data-label="Last event (UTC)">${toSecond(n.last_event)}</td><td data-label="Events">${countText(n.events)}</td><td data-label="Methods">${counts(n.methods)}</td><td data-label="Transports">${counts(n.transports)}</td></tr>`,
     );
     const content = nodes.length === 0
       ? html`<p>No node has submitted events to this account yet.</p>`
       : html`<p>A node is marked <span class="badge">silent</span> when it has sent nothing for ${Math.round(silentAfter / 60)} minutes.</p>
-<div class="scroll"><table><thead><tr><th scope="col">Node</th><th scope="col">First event (UTC)</th><th scope="col">Last event (UTC)</th><th scope="col">Events</th><th scope="col">Methods</th><th scope="col">Transports</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+<div class="scroll" tabindex="0" role="region" aria-label="Nodes"><table class="cards"><thead><tr><th scope="col">Node</th><th scope="col">First event (UTC)</th><th scope="col">Last event (UTC)</th><th scope="col">Events</th><th scope="col">Methods</th><th scope="col">Transports</th></tr></thead><tbody>${rows}</tbody></table></div>`;
     return sendPage(request, reply, 'Nodes', content);
   });
 }

@@ -12,7 +12,7 @@ import { MAX_REPORT_NOTE, type StoredReport } from '../../domain/intelligence/va
 import { REPORTED_CEILING } from '../../domain/intelligence/scores.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'audit' | 'plans' | 'reports'>;
+type RouteServices = Pick<Services, 'accounts' | 'audit' | 'plans' | 'reports' | 'users'>;
 
 const AUDIT_PAGE = 200;
 
@@ -35,7 +35,7 @@ export async function operatorRoutes(app: FastifyInstance, { services }: { servi
 <label class="check"><input type="checkbox" name="disabled" value="yes"${a.disabled ? html` checked` : ''}> disabled</label>
 <button type="submit">Save</button></form></td></tr>`,
     );
-    const content = html`<div class="scroll"><table><thead><tr><th scope="col">Account</th><th scope="col">Settings</th></tr></thead><tbody>${rows}</tbody></table></div>
+    const content = html`<div class="scroll" tabindex="0" role="region" aria-label="Accounts"><table><thead><tr><th scope="col">Account</th><th scope="col">Settings</th></tr></thead><tbody>${rows}</tbody></table></div>
 <h2>New account</h2>
 <form method="post" action="/operator/accounts" class="stack">${csrfField(request)}
 <label for="name">Name</label><input id="name" name="name" required maxlength="200">
@@ -66,13 +66,13 @@ export async function operatorRoutes(app: FastifyInstance, { services }: { servi
 
   app.get('/operator/plans', { config: { web: 'operator' } }, async (request, reply) => {
     const plans = await services.plans.all();
-    const forms = plans.map((p) => planForm(request, p));
+    const forms = plans.map((p) => html`<section class="plan" aria-labelledby="plan-${p.name}"><h2 id="plan-${p.name}">${p.name}</h2>${planForm(request, p)}</section>`);
     return sendPage(
       request,
       reply,
       'Plans',
       html`<p>Limits are written as in <code>tollwatch plans set</code>: <code>N/second</code>, <code>N/minute</code>, <code>N/hour</code> or <code>N/day</code>; submissions may be <code>none</code>, clients <code>unlimited</code>. A change applies to every account on the plan from its next request.</p>
-${forms}<h2>New plan</h2>${planForm(request, undefined)}`,
+${forms}<section class="plan"><h2>New plan</h2>${planForm(request, undefined)}</section>`,
     );
   });
 
@@ -102,8 +102,8 @@ ${forms}<h2>New plan</h2>${planForm(request, undefined)}`,
       reply,
       'Reports',
       html`<p>Lookup clients report answers they find wrong. A pending report changes nothing; accepting it holds the value's score at ${REPORTED_CEILING} or less for every caller (docs/scoring.md, "Reports"); rejecting it changes nothing. The same queue is <code>tollwatch reports list</code>.</p>
-<h2>Pending (${pending.length})</h2>${pending.length === 0 ? html`<p>No pending reports.</p>` : html`<div class="scroll"><table>${head('Note')}<tbody>${pendingRows}</tbody></table></div>`}
-<h2>Accepted (${accepted.length})</h2>${accepted.length === 0 ? html`<p>No accepted reports.</p>` : html`<div class="scroll"><table>${head('Decision note')}<tbody>${acceptedRows}</tbody></table></div>`}`,
+<h2>Pending (${pending.length})</h2>${pending.length === 0 ? html`<p>No pending reports.</p>` : html`<div class="scroll" tabindex="0" role="region" aria-label="Pending reports"><table>${head('Note')}<tbody>${pendingRows}</tbody></table></div>`}
+<h2>Accepted (${accepted.length})</h2>${accepted.length === 0 ? html`<p>No accepted reports.</p>` : html`<div class="scroll" tabindex="0" role="region" aria-label="Accepted reports"><table>${head('Decision note')}<tbody>${acceptedRows}</tbody></table></div>`}`,
     );
   });
 
@@ -118,11 +118,35 @@ ${forms}<h2>New plan</h2>${planForm(request, undefined)}`,
 
   app.get('/operator/audit', { config: { web: 'operator' } }, async (request, reply) => {
     const accountId = (request.query as Record<string, unknown>).account;
-    const entries = await services.audit.list({ limit: AUDIT_PAGE, ...(typeof accountId === 'string' && accountId ? { accountId } : {}) });
-    const rows = entries.map((e) => html`<tr><td>${toSecond(e.at)}</td><td>${e.action}</td><td>${e.actor}</td><td>${e.account_id ?? ''}</td><td>${e.client_id ?? ''}</td><td>${e.ip ?? ''}</td><td><code>${e.detail ? JSON.stringify(e.detail) : ''}</code></td></tr>`);
+    const [entries, accounts] = await Promise.all([services.audit.list({ limit: AUDIT_PAGE, ...(typeof accountId === 'string' && accountId ? { accountId } : {}) }), services.accounts.listAccounts()]);
+    const accountNames = new Map(accounts.map((a) => [a.account_id, a.name]));
+    const userEmails = await emailsOf(services, entries.map((e) => e.actor));
+    // A name where one is known, the id beside it (in its title) for searching and the CLI.
+    const actorOf = (actor: string) => {
+      const email = actor.startsWith('user:') ? userEmails.get(actor.slice('user:'.length)) : undefined;
+      return email ? html`<span title="${actor}">${email}</span>` : actor;
+    };
+    const accountOf = (id: string | null) => (id === null ? '' : accountNames.has(id) ? html`<a href="/operator/audit?${new URLSearchParams({ account: id }).toString()}" title="${id}">${accountNames.get(id)!}</a>` : html`<code>${id}</code>`);
+    const detailOf = (detail: Record<string, unknown> | null) =>
+      detail ? html`<dl class="detail">${Object.entries(detail).map(([key, value]) => html`<dt>${key}</dt><dd>${typeof value === 'string' ? value : JSON.stringify(value)}</dd>`)}</dl>` : '';
+    const rows = entries.map((e) => html`<tr><td>${toSecond(e.at)}</td><td>${e.action}</td><td>${actorOf(e.actor)}</td><td>${accountOf(e.account_id)}</td><td>${e.client_id ? html`<code>${e.client_id}</code>` : ''}</td><td>${e.ip ?? ''}</td><td class="detail">${detailOf(e.detail)}</td></tr>`);
     return sendPage(request, reply, 'Audit trail', html`<form method="get" action="/operator/audit" class="inline"><label for="account">Account id</label><input id="account" name="account" value="${typeof accountId === 'string' ? accountId : ''}"><button type="submit">Filter</button></form>
-<p>The newest ${AUDIT_PAGE} entries.</p><div class="scroll"><table><thead><tr><th scope="col">At (UTC)</th><th scope="col">Action</th><th scope="col">Actor</th><th scope="col">Account</th><th scope="col">Client</th><th scope="col">Address</th><th scope="col">Detail</th></tr></thead><tbody>${rows}</tbody></table></div>`);
+<p>The newest ${AUDIT_PAGE} entries; users and accounts by name (each id in its tooltip), an account's name leading to its entries.</p><div class="scroll" tabindex="0" role="region" aria-label="Audit entries"><table class="audit"><thead><tr><th scope="col">At (UTC)</th><th scope="col">Action</th><th scope="col">Actor</th><th scope="col">Account</th><th scope="col">Client</th><th scope="col">Address</th><th scope="col">Detail</th></tr></thead><tbody>${rows}</tbody></table></div>`);
   });
+}
+
+/** The email of each user an actor names (`user:<id>`), where that user still exists. */
+async function emailsOf(services: RouteServices, actors: string[]): Promise<Map<string, string>> {
+  const ids = [...new Set(actors.filter((a) => a.startsWith('user:')).map((a) => a.slice('user:'.length)))];
+  const emails = new Map<string, string>();
+  for (const id of ids) {
+    const user = await services.users.getUser(id).catch((err: unknown) => {
+      if (err instanceof ServiceError && err.code === 'not_found') return undefined;
+      throw err;
+    });
+    if (user) emails.set(id, user.email);
+  }
+  return emails;
 }
 
 /** One plan's form (or an empty one for a new plan), its fields written as `plans set` takes them. */
@@ -131,7 +155,7 @@ function planForm(request: FastifyRequest, plan: Plan | undefined): Html {
   const field = (name: string, label: string, value: string) =>
     html`<div><label for="${name}-${id}">${label}</label><input id="${name}-${id}" name="${name}" value="${value}" required></div>`;
   return html`<form method="post" action="/operator/plans" class="filters" aria-label="${plan ? `Plan ${plan.name}` : 'New plan'}">${csrfField(request)}
-${plan ? html`<input type="hidden" name="name" value="${plan.name}"><h3>${plan.name}</h3>` : field('name', 'Name', '')}
+${plan ? html`<input type="hidden" name="name" value="${plan.name}">` : field('name', 'Name', '')}
 <label class="check"><input type="checkbox" name="may_submit" value="yes"${plan?.maySubmit ? html` checked` : ''}> may submit events</label>
 ${field('lookups', 'Lookups', plan ? describeWindow(plan.lookups) : '5/hour')}
 ${field('submissions', 'Submissions', plan?.submissions ? describeWindow(plan.submissions) : 'none')}

@@ -24,7 +24,7 @@ export async function overviewRoutes(app: FastifyInstance, { services }: { servi
     const content = html`<p class="periods">Period: ${periods.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>
 ${empty ? firstSteps(plan?.maySubmit ?? false, days) : ''}
 <div class="charts">
-${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime, o.bucket)}
+${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime, o.bucket, { first: !startsBucket(o.since, o.bucket), last: true })}
 ${weekHeatmap('Events by weekday and hour', o.weekHours)}
 ${barChart('Top called numbers', o.calledNumbers, numberPath)}
 ${barChart('Top source addresses', o.sourceAddresses, addressPath)}
@@ -36,6 +36,16 @@ ${usage.map((u) => usageBar(`${u.label}, this window`, u.used, u.window.limit))}
 </div>`;
     return sendPage(request, reply, 'Overview', content);
   });
+}
+
+/**
+ * Whether the period begins where its first bucket does: it rarely does (the period is the last
+ * N days from now), so its first hour or day holds only part of its events. The last is the one
+ * still going.
+ */
+function startsBucket(since: string, bucket: 'hour' | 'day'): boolean {
+  const at = new Date(since);
+  return at.getUTCMinutes() === 0 && at.getUTCSeconds() === 0 && at.getUTCMilliseconds() === 0 && (bucket === 'hour' || at.getUTCHours() === 0);
 }
 
 /** What to do when there is nothing to chart: how events reach this account, or what else it can do. */

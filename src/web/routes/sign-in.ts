@@ -6,6 +6,7 @@ import type { LockKey } from '../../limits/sign-in-locks.ts';
 import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
+import { shownNotice } from '../shown-once.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
@@ -162,7 +163,7 @@ function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number
     reply,
     'Forgot your password?',
     sent
-      ? html`<p class="notice" role="status">If an account uses that address, a link to set a new password is on its way. It works once, for an hour. No mail? Look in spam, or ask again in a few minutes; a server that sends no mail leaves it to your operator (<code>tollwatch users reset-password</code>).</p><p><a href="/sign-in">Back to sign-in</a></p>`
+      ? html`${shownNotice(html`If an account uses that address, a link to set a new password is on its way. It works once, for an hour. No mail? Look in spam, or ask again in a few minutes. If none comes, ask an owner of your account, or whoever runs this Tollwatch, for a new link.`)}<p><a href="/sign-in">Back to sign-in</a></p>`
       : html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}<p>Give the email address you sign in with: a link to set a new password is mailed to it.</p>
 <form method="post" action="/forgot-password" class="stack">${csrfField(request)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>

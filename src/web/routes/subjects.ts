@@ -16,6 +16,7 @@ import { toSecond } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 import { spendLookup } from './lookup.ts';
+import { countText } from '../number-text.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'eventQuery' | 'lookups' | 'spendAllowance'>;
@@ -85,7 +86,7 @@ function answerOf(answer: PhoneNumberAnswer | IpAddressAnswer): Html {
   return html`<p class="seen" role="status"><strong>SEEN</strong>: ${answer.message}</p>
 <h2>Score <meter min="0" max="100" low="30" high="70" optimum="0" value="${answer.score}">${answer.score}</meter> ${answer.score} of 100</h2>
 <ul class="reasons">${answer.reasons.map((r) => html`<li>${r}</li>`)}</ul>
-<dl class="fields"><dt>Seen</dt><dd>${answer.seen_count.toLocaleString('en')} times</dd><dt>First seen (UTC)</dt><dd>${toSecond(answer.first_seen)}</dd><dt>Last seen (UTC)</dt><dd>${toSecond(answer.last_seen)}</dd>${'tags' in answer && answer.tags.length > 0 ? html`<dt>Tools its User-Agents name</dt><dd>${toolNames(answer.tags)}</dd>` : ''}</dl>`;
+<dl class="fields"><dt>Seen</dt><dd>${countText(answer.seen_count)} times</dd><dt>First seen (UTC)</dt><dd>${toSecond(answer.first_seen)}</dd><dt>Last seen (UTC)</dt><dd>${toSecond(answer.last_seen)}</dd>${'tags' in answer && answer.tags.length > 0 ? html`<dt>Tools its User-Agents name</dt><dd>${toolNames(answer.tags)}</dd>` : ''}</dl>`;
 }
 
 /** Events per day, oldest first, every day from the first to the last present (a gap shows as one). */
@@ -114,8 +115,8 @@ function eventsTable(events: StoredEvent[], all: string): Html {
   const rows = events.slice(0, EVENTS_LISTED).map(
     (e) => html`<tr><td><a href="/events/${e.event_uuid}"><time datetime="${e.event_time}">${toSecond(e.event_time)}</time></a></td><td>${e.sip_method}</td><td>${addressLink(e.source_ip)}</td><td>${numberLink(e.called_number)}</td><td>${userAgentText(e.sip_user_agent)}</td></tr>`,
   );
-  const read = events.length === EVENTS_READ ? `the newest ${EVENTS_READ.toLocaleString('en')}` : `all ${events.length.toLocaleString('en')}`;
+  const read = events.length === EVENTS_READ ? `the newest ${countText(EVENTS_READ)}` : `all ${countText(events.length)}`;
   return html`<h2>Its events</h2>
 <p>The charts count ${read} of this account’s own events that name it; the newest ${Math.min(EVENTS_LISTED, events.length)} are below. <a href="${all}">All of them on the events page →</a></p>
-<div class="scroll"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+<div class="scroll" tabindex="0" role="region" aria-label="Newest events"><table><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Method</th><th scope="col">Source</th><th scope="col">Called number</th><th scope="col">User agent</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }
