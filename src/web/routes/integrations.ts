@@ -279,7 +279,7 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
   const held = await heldView(services, request);
   const shown = shownOnce(held);
   // After "Send a test alert" the page reads its own log again for a while (dashboard.js), so the attempts appear without a reload.
-  const watched = held?.shown === 'test-sent';
+  const watched = held?.shown === 'test-sent' && typeof held.alert_id === 'string';
   const { attempts } = await services.integrations.attempts(accountId, integration.id, { limit: String(LOG_SHOWN) });
   // A delivery that ended (delivered or given up) may be sent again, by an owner.
   const again = (a: (typeof attempts)[number]) =>
@@ -287,7 +287,7 @@ async function detailPage(services: RouteServices, request: FastifyRequest, repl
       ? html`<form method="post" action="/settings/integrations/${integration.id}/deliveries/${a.delivery_id}/retry" class="inline">${csrfField(request)}<button type="submit">Send again</button></form>`
       : '';
   const rows = attempts.map(
-    (a) => html`<tr><td><time datetime="${a.at}">${a.at.slice(0, 19).replace('T', ' ')}</time></td><td>${a.alert_type}</td><td><code>${a.alert_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td>${a.duration_ms} ms</td><td class="outcome-${a.outcome}">${a.outcome}${a.error ? html`: ${a.error}` : ''}</td><td>${again(a)}</td></tr>`,
+    (a) => html`<tr data-alert="${a.alert_id}"><td><time datetime="${a.at}">${a.at.slice(0, 19).replace('T', ' ')}</time></td><td>${a.alert_type}</td><td><code>${a.alert_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td>${a.duration_ms} ms</td><td class="outcome-${a.outcome}">${a.outcome}${a.error ? html`: ${a.error}` : ''}</td><td>${again(a)}</td></tr>`,
   );
   const log = attempts.length === 0
     ? html`<p>No deliveries yet.</p>`
@@ -313,7 +313,7 @@ ${integration.status === 'active' ? html`<form method="post" action="/settings/i
 ${changes}
 <h2>Delivery log</h2>
 <p>The newest ${LOG_SHOWN} attempts, newest first; the same as <code>GET /api/integrations/${integration.id}/deliveries</code>.</p>
-<div id="delivery-log"${watched ? html` data-watch="${String(attempts.length)}"` : ''}>${log}</div><p id="delivery-log-status" class="hint" role="status"></p>
+<div id="delivery-log"${watched ? html` data-watch="${String(held.alert_id)}"` : ''}>${log}</div><p id="delivery-log-status" class="hint" role="status"></p>
 <p><a href="/settings/integrations">Back to the integrations</a></p>`;
   return sendPage(request, reply, integration.name, content, status);
 }

@@ -71,7 +71,9 @@ if (log) {
       log.replaceChildren(...fresh.childNodes);
       if (status) status.textContent = `${after - before} new delivery ${after - before === 1 ? 'attempt' : 'attempts'} in the log below.`;
       // Once the test alert's attempt has ended (delivered or given up), nothing more is coming.
-      if (!log.querySelector('tbody tr .outcome-retrying')) window.clearInterval(timer);
+      const alert = log.getAttribute('data-watch');
+      const ended = [...log.querySelectorAll('tbody tr')].some((row) => row.getAttribute('data-alert') === alert && !row.querySelector('.outcome-retrying'));
+      if (ended) window.clearInterval(timer);
     } catch {
       // A read that failed (the network, a restart) is tried again at the next tick.
     }
