@@ -665,8 +665,8 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
             // Nothing wider than the screen but what scrolls in its own box.
             const overflow = await page.evaluate<number>(`document.documentElement.scrollWidth`);
             if (overflow > viewport.width) faults.push(`${where}: the page is ${overflow}px wide`);
-            const shot = join(WALK_SCREENSHOTS, `${scheme}-${width}-${path.replace(/^\//, '').replace(/[^\w.-]+/g, '_').slice(0, 80) || 'root'}.jpeg`);
-            await page.screenshot({ path: shot, fullPage: true, type: 'jpeg', quality: 60 });
+            const shot = join(WALK_SCREENSHOTS, `${scheme}-${width}-${path.replace(/^\//, '').replace(/[^\w.-]+/g, '_').slice(0, 80) || 'root'}.png`);
+            await page.screenshot({ path: shot, fullPage: true });
             shots.push(shot);
           }
           await page.setViewportSize(WIDE);
