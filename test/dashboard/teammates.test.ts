@@ -120,7 +120,7 @@ describe('teammates (docs/dashboard.md, "People")', () => {
     };
     const unknown = await invitedBy('nobody.yet@example.test');
     expect(unknown.shown).toContain('An invitation is mailed to <strong>ADDRESS</strong>');
-    expect(unknown.later).toMatch(/<td data-label="Email">ADDRESS<\/td><td data-label="Role">member<\/td><td data-label="State">invited<\/td>/);
+    expect(unknown.later).toMatch(/<td data-label="Email" class="wide">ADDRESS<\/td><td data-label="Role">member<\/td><td data-label="State">invited<\/td>/);
     const seen = [];
     for (const known of [theirs, operator]) {
       seen.push(await invitedBy(known));

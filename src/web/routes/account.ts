@@ -110,7 +110,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
     (u) => html`<tr><th scope="row">${u.label}</th><td>${rateText(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${countText(u.used)}</meter> ${countText(u.used)} of ${countText(u.window.limit)} used, resets in ${durationText(u.resetSeconds)}</td></tr>`,
   );
   const userRows = users.map(
-    (u) => html`<tr><td data-label="Email">${u.email}</td><td data-label="Role">${u.role}</td><td data-label="State">${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions" data-label="Actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,
+    (u) => html`<tr><td data-label="Email" class="wide">${u.email}</td><td data-label="Role">${u.role}</td><td data-label="State">${u.disabled ? 'removed' : u.password_set ? 'active' : 'invited'}</td>${owner ? html`<td class="actions wide" data-label="Actions">${teammateActions(request, me.user_id, u)}</td>` : ''}</tr>`,
   );
   const content = html`<h2>Plan</h2>
 <p><strong>${account.plan}</strong>${plan?.maySubmit ? ': may submit events' : ': lookups only (no event submission)'}. Clients: ${countText(clients.length)} of ${plan?.maxClients == null ? 'unlimited' : countText(plan.maxClients)}.</p>

@@ -32,7 +32,7 @@ export async function nodeRoutes(app: FastifyInstance, { services }: { services:
     const nodes = await services.activity.nodes(accountOf(request), silentAfter);
     const counts = (values: CountedValue[]) => values.map((v) => `${v.value} ${countText(v.count)}`).join(', ');
     const rows = nodes.map(
-      (n) => html`<tr${n.silent ? html` class="silent"` : ''}><td data-label="Node">${n.name ? html`<strong>${n.name}</strong><br>` : ''}<a href="/events?node_id=${n.node_id}"><code>${n.node_id}</code></a>${n.silent ? html` <span class="badge">silent</span>` : ''}${owner ? nameForm(request, n) : ''}</td><td data-label="First event (UTC)">${toSecond(n.first_event)}</td><td data-label="Last event (UTC)">${toSecond(n.last_event)}</td><td data-label="Events">${countText(n.events)}</td><td data-label="Methods">${counts(n.methods)}</td><td data-label="Transports">${counts(n.transports)}</td></tr>`,
+      (n) => html`<tr${n.silent ? html` class="silent"` : ''}><td data-label="Node" class="wide">${n.name ? html`<strong>${n.name}</strong><br>` : ''}<a href="/events?node_id=${n.node_id}"><code>${n.node_id}</code></a>${n.silent ? html` <span class="badge">silent</span>` : ''}${owner ? nameForm(request, n) : ''}</td><td data-label="First event (UTC)">${toSecond(n.first_event)}</td><td data-label="Last event (UTC)">${toSecond(n.last_event)}</td><td data-label="Events">${countText(n.events)}</td><td data-label="Methods" class="wide">${counts(n.methods)}</td><td data-label="Transports" class="wide">${counts(n.transports)}</td></tr>`,
     );
     const content = nodes.length === 0
       ? html`<p>No node has submitted events to this account yet.</p>`
