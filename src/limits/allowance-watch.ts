@@ -1,5 +1,7 @@
 import type { Plan, RateWindow } from '../domain/accounts/plans.ts';
 import type { LimitGroup, LimitState } from './plan-limiter.ts';
+import { rateText } from '../domain/readable-numbers.ts';
+import { durationText } from '../domain/readable-time.ts';
 
 /** How far an allowance has gone: a tenth or less left, or none (a request refused). */
 export type AllowanceLevel = 'low' | 'spent';
@@ -75,15 +77,16 @@ export class AllowanceWatch {
 /** The owner's mail about a notice. */
 export function allowanceMail(notice: AllowanceNotice): { subject: string; text: string } {
   const { group, plan, window } = notice;
-  const allowance = `${window.limit} ${group.replace('_', ' ')} per ${window.windowSeconds} s`;
+  const allowance = rateText(window, group === 'event_reads' ? 'event read' : group === 'submissions' ? 'submission' : 'lookup');
+  const rest = durationText(notice.resetSeconds);
   const subject =
     notice.level === 'spent' ? `Tollwatch: your ${group.replace('_', ' ')} allowance ran out` : `Tollwatch: your ${group.replace('_', ' ')} allowance is running low`;
   return {
     subject,
     text: [
       notice.level === 'spent'
-        ? `Your account's ${plan.name} plan allows ${allowance}, and it is spent: requests are answered 429 for ${notice.resetSeconds} s more.`
-        : `Your account's ${plan.name} plan allows ${allowance}, and a tenth or less of it is left for the next ${notice.resetSeconds} s.`,
+        ? `Your account's ${plan.name} plan allows ${allowance}, and it is spent: requests are answered 429 for ${rest} more.`
+        : `Your account's ${plan.name} plan allows ${allowance}, and a tenth or less of it is left for the next ${rest}.`,
       '',
       'A call guard (docs/call-guard.md) spends one or two lookups a call: when its allowance runs out it lets',
       'calls through or refuses them, as it was configured. Ask your operator for a plan sized for your call rate.',

@@ -1,5 +1,5 @@
 import type { CountedValue } from '../domain/accounts/account-activity.ts';
-import { countOf, countText } from './number-text.ts';
+import { countOf, countText } from '../domain/readable-numbers.ts';
 import { html, type Html } from './html.ts';
 
 /**

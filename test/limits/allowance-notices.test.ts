@@ -55,7 +55,7 @@ describe('allowances running low and out (docs/api.md §9)', () => {
   it('mails the plan, the allowance and what a call guard does then', () => {
     const mail = allowanceMail({ group: 'lookups', level: 'spent', accountId: 'a', plan: PLAN, window: PLAN.lookups, resetSeconds: 42 });
     expect(mail.subject).toBe('Tollwatch: your lookups allowance ran out');
-    expect(mail.text).toMatch(/^Your account's ten plan allows 10 lookups per 60 s, and it is spent: requests are answered 429 for 42 s more\./);
+    expect(mail.text).toMatch(/^Your account's ten plan allows 10 lookups a minute, and it is spent: requests are answered 429 for 42 seconds more\./);
     expect(mail.text).toContain('call guard');
   });
 });
@@ -87,5 +87,7 @@ describe('allowance notices of a running server', () => {
     const told = await eventually('two mails', () => mail.mails.filter((m) => /allowance/.test(m.raw)), (m) => m.length >= 2);
     expect(told.every((m) => m.to.join() === 'owner@example.com')).toBe(true);
     expect(told.map((m) => /^Subject: (.*)$/m.exec(m.raw)?.[1])).toEqual(['Tollwatch: your lookups allowance is running low', 'Tollwatch: your lookups allowance ran out']);
+    // Each names the account it is about, first, for an owner who reads mail for several.
+    for (const m of told) expect(m.raw).toContain(`About your Tollwatch account "${guard.account.name}".`);
   });
 });

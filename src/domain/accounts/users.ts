@@ -152,7 +152,10 @@ export class UsersService {
   async tellOwners(accountId: string, message: { subject: string; text: string }): Promise<number> {
     if (!this.mailer?.configured) return 0;
     const owners = (await this.repo.listUsers(accountId)).filter((user) => user.role === 'owner' && !user.disabled);
-    for (const owner of owners) await this.mailer.send({ to: owner.email, ...message });
+    if (owners.length === 0) return 0;
+    // An owner may read mail for several accounts: the first line says which one this is about.
+    const text = `About your Tollwatch account${await this.ofAccount(accountId, '')}.\n\n${message.text}`;
+    for (const owner of owners) await this.mailer.send({ to: owner.email, subject: message.subject, text });
     return owners.length;
   }
 

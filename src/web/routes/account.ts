@@ -12,7 +12,7 @@ import { formText } from '../form.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
-import { countText, rateText } from '../number-text.ts';
+import { countText, rateText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'users'>;

@@ -8,7 +8,7 @@ import { html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { toMinute } from '../time-text.ts';
 import { accountOf, userOf } from '../web-session.ts';
-import { countText } from '../number-text.ts';
+import { countText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'allowlists'>;

@@ -10,7 +10,7 @@ import { html, type Html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
-import { countText } from '../number-text.ts';
+import { countText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'accounts' | 'plans' | 'sessions'>;

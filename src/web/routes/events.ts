@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { COLLECTED_METHODS, TRANSPORT_TYPES } from '../../domain/events/event-fields.ts';
 import { QUERY_PARAMETERS, type BrowsedPage } from '../../domain/events/event-query.ts';
 import type { Account } from '../../domain/accounts/accounts.ts';
-import { countOf, countText } from '../number-text.ts';
+import { countOf, countText } from '../../domain/readable-numbers.ts';
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { csvLines, exportedEvents, ndjsonLines } from '../event-export.ts';

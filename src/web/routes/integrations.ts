@@ -10,7 +10,7 @@ import { toMinute } from '../time-text.ts';
 import { FieldErrors } from '../field-errors.ts';
 import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
-import { countText } from '../number-text.ts';
+import { countText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'integrations' | 'sessions'>;

@@ -3,7 +3,7 @@ import type { CountedValue, NodeSummary } from '../../domain/accounts/account-ac
 import { ServiceError } from '../../domain/errors.ts';
 import type { Services } from '../../services.ts';
 import { toSecond } from '../time-text.ts';
-import { countText } from '../number-text.ts';
+import { countText } from '../../domain/readable-numbers.ts';
 import { html } from '../html.ts';
 import { formText } from '../form.ts';
 import { csrfField, sendPage } from '../layout.ts';

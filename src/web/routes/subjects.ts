@@ -16,7 +16,7 @@ import { toSecond } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 import { spendLookup } from './lookup.ts';
-import { countText } from '../number-text.ts';
+import { countText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'eventQuery' | 'lookups' | 'spendAllowance'>;
