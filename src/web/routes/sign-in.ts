@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { html } from '../html.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { shownNotice } from '../shown-once.ts';
+import { durationText } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
 import { formText } from '../form.ts';
@@ -51,7 +52,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       if (attempt.lockStarted.includes('email')) {
         services.users.warnOfSignInLock(email, request.ip, attempt.retryAfterSeconds).catch((err: unknown) => request.log.warn({ err }, 'sign-in lock mail failed'));
       }
-      throw new WebRefusal(429, `Too many failed sign-ins. Try again in ${minutesText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
+      throw new WebRefusal(429, `Too many failed sign-ins. Try again in ${durationText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
     }
     const user = await services.users.authenticate(email, password);
     if (!user) {
@@ -118,7 +119,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     const email = formText(request, 'email').trim();
     if (email === '') return forgotPage(request, reply, 422, false, 'Give the email address you sign in with.');
     const attempt = await services.resetRequests.attempt(request.ip, email);
-    if (!attempt.allowed) throw new WebRefusal(429, `Too many requests for a new password. Try again in ${minutesText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
+    if (!attempt.allowed) throw new WebRefusal(429, `Too many requests for a new password. Try again in ${durationText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
     services.users.sendPasswordReset(email, request.ip).catch((err: unknown) => request.log.warn({ err }, 'password reset mail failed'));
     return reply.redirect('/forgot-password?sent=1', 303);
   });
@@ -149,12 +150,6 @@ function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeco
     action: 'auth.throttled' as const,
     detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after: 'user.sign_in_failed', retry_after: retryAfterSeconds },
   }));
-}
-
-/** "14 minutes", "1 minute": a lock is minutes to hours long, and people read this. */
-function minutesText(seconds: number): string {
-  const minutes = Math.max(1, Math.ceil(seconds / 60));
-  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
 }
 
 function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number, sent: boolean, error?: string) {
