@@ -1,4 +1,5 @@
 import { isAbsentValue } from '../domain/events/event-fields.ts';
+import { normalisePhoneNumber } from '../domain/phone-number.ts';
 import { html, type Html } from './html.ts';
 
 /**
@@ -14,8 +15,16 @@ export function addressPath(address: string): string {
   return `/addresses/${encodeURIComponent(address)}`;
 }
 
-export function numberLink(number: string): Html {
-  return isAbsentValue(number) ? absent('no number', number) : html`<a href="${numberPath(number)}">${number}</a>`;
+/**
+ * A called number, linked to its page. In tables it is shown in the one form every page uses for
+ * it, its key (`+37052140701` however it was dialled: `0037052140701`, `tel:+370 5…`), the form
+ * dialled in the tooltip; `asSent` shows it as the node sent it (an event's own fields).
+ */
+export function numberLink(number: string, asSent = false): Html {
+  if (isAbsentValue(number)) return absent('no number', number);
+  const key = normalisePhoneNumber(number)?.key;
+  if (!key || key === number) return html`<a href="${numberPath(number)}">${number}</a>`;
+  return asSent ? html`<a href="${numberPath(key)}" title="${key}">${number}</a>` : html`<a href="${numberPath(key)}" title="dialled as ${number}">${key}</a>`;
 }
 
 /** A User-Agent as sent, or what an absent one means. */

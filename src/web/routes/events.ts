@@ -76,7 +76,7 @@ ${paging}`;
     const { sip_message, ...fields } = event;
     // The number and the address it names lead to their pages.
     const shown = (name: string, value: string) =>
-      name === 'called_number' ? numberLink(value) : name === 'source_ip' ? addressLink(value) : name === 'sip_user_agent' ? userAgentText(value) : value;
+      name === 'called_number' ? numberLink(value, true) : name === 'source_ip' ? addressLink(value) : name === 'sip_user_agent' ? userAgentText(value) : value;
     const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${shown(name, String(value))}</dd>`);
     return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events${back ? `?${back}` : ''}">Back to the events</a></p>`);
   });

@@ -17,6 +17,7 @@ import { WebRefusal } from '../web-refusal.ts';
 import { accountOf } from '../web-session.ts';
 import { spendLookup } from './lookup.ts';
 import { countText } from '../../domain/readable-numbers.ts';
+import { normalisePhoneNumber } from '../../domain/phone-number.ts';
 
 /** What these routes use of the services. */
 type RouteServices = Pick<Services, 'eventQuery' | 'lookups' | 'spendAllowance'>;
@@ -67,7 +68,8 @@ ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.pho
     const answer = await services.lookups.ipAddress(account, address);
     const events = await ownEvents(services, account, { source_ip: address });
     // A probe without a number (NOT_FOUND) dialled nothing: it is no bar of this chart.
-    const pairs = counted(events.map((e) => e.called_number).filter((n) => !isAbsentValue(n)));
+    // Each number counted once in its one form, its key, however each probe wrote it (`0046…`, `+46…`).
+    const pairs = counted(events.map((e) => e.called_number).filter((n) => !isAbsentValue(n)).map((n) => normalisePhoneNumber(n)?.key ?? n));
     const content = html`${answerOf(answer)}
 ${timeChart('Its events per day, this account’s own', perDay(events), 'day')}
 ${barChart('Numbers it dialled', pairs.slice(0, PAIRS_SHOWN), numberPath)}
