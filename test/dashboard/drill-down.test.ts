@@ -51,6 +51,9 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     const uuid = /href="\/events\/([0-9a-f-]{36})"/.exec(events)![1]!;
     const event = (await page.get(`/events/${uuid}`)).text;
     expect(event).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}" title="${NUMBER}">${WRITTEN}</a>`);
+    // Its fields in words, each with its name in the API beside it; its node and destination lead on.
+    expect(event).toMatch(/<dt>Node <code class="field-name">created_by_node_id<\/code><\/dt><dd><a href="\/events\?node_id=[0-9a-f-]{36}" title="This node’s events">/);
+    expect(event).toMatch(/<dt>Destination \(the honeypot\) <code class="field-name">destination_ip<\/code><\/dt><dd><a href="\/addresses\/[^"]+">/);
     const overview = (await page.get('/overview')).text;
     // Each bar a link named once, for a screen reader, inside a named group rather than an image.
     expect(overview).toContain(`<a href="/numbers/${encodeURIComponent(NUMBER)}" aria-label="${NUMBER}: 6 events"><g><title>${NUMBER}: 6</title>`);
@@ -113,8 +116,8 @@ describe('number and address pages (docs/dashboard.md, "Drill-down")', () => {
     expect(uuid).toHaveLength(5);
     const details = await Promise.all(uuid.map(async (u) => (await page.get(`/events/${u}`)).text));
     const numberless = details.find((d) => d.includes('no number'))!;
-    expect(numberless).toContain('<dt>called_number</dt><dd><span class="absent" title="sent as NOT_FOUND">no number</span></dd>');
-    expect(numberless).toContain('<dt>sip_user_agent</dt><dd><span class="absent" title="sent as NOT_FOUND">none sent</span></dd>');
+    expect(numberless).toContain('<dt>Called number <code class="field-name">called_number</code></dt><dd><span class="absent" title="sent as NOT_FOUND">no number</span></dd>');
+    expect(numberless).toContain('<dt>User agent <code class="field-name">sip_user_agent</code></dt><dd><span class="absent" title="sent as NOT_FOUND">none sent</span></dd>');
   });
 
   it('answers the lookup form at a URL of its own, leading on to the page', async () => {

@@ -77,7 +77,12 @@ ${paging}`;
     // The number and the address it names lead to their pages.
     const shown = (name: string, value: string) =>
       name === 'called_number' ? numberLink(value, true) : name === 'source_ip' ? addressLink(value) : name === 'sip_user_agent' ? userAgentText(value) : value;
-    const rows = Object.entries(fields).map(([name, value]) => html`<dt>${name}</dt><dd>${shown(name, String(value))}</dd>`);
+    const names = await services.activity.nodeNames(accountOf(request));
+    // Its node leads to the node's events (by the name the account gave it), its destination (the honeypot) to the address's page.
+    const nodeLink = (id: string) => html`<a href="/events?${new URLSearchParams({ node_id: id }).toString()}" title="This node’s events">${names.get(id) ?? id}</a>${names.has(id) ? html` <code>${id}</code>` : ''}`;
+    const valueOf = (name: string, value: string) => (name === 'created_by_node_id' ? nodeLink(value) : name === 'destination_ip' ? addressLink(value) : shown(name, value));
+    // Each field in words, its name in the API, CSV and NDJSON beside it, for whoever compares.
+    const rows = Object.entries(fields).map(([name, value]) => html`<dt>${FIELD_LABELS[name] ?? name} <code class="field-name">${name}</code></dt><dd>${valueOf(name, String(value))}</dd>`);
     return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events${back ? `?${back}` : ''}">Back to the events</a></p>`);
   });
 
@@ -131,6 +136,24 @@ function textParam(request: FastifyRequest, name: string): string | undefined {
   const value = (request.query as Record<string, unknown>)[name];
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
+
+/** An event's fields as its page names them. */
+const FIELD_LABELS: Record<string, string> = {
+  app_name: 'Application',
+  app_version: 'Its version',
+  event_timestamp: 'Time, as the node wrote it',
+  event_uuid: 'Event id',
+  created_by_node_id: 'Node',
+  collected_method: 'Collected',
+  transport_type: 'Transport',
+  source_ip: 'Source address',
+  destination_ip: 'Destination (the honeypot)',
+  called_number: 'Called number',
+  sip_method: 'SIP method',
+  sip_user_agent: 'User agent',
+  event_time: 'Time (UTC)',
+  received_at: 'Received (UTC)',
+};
 
 /** How the filter form names what the event query may refuse. */
 const FILTER_LABELS: Record<string, string> = {
