@@ -80,7 +80,10 @@ ${paging}`;
     const names = await services.activity.nodeNames(accountOf(request));
     // Its node leads to the node's events (by the name the account gave it), its destination (the honeypot) to the address's page.
     const nodeLink = (id: string) => html`<a href="/events?${new URLSearchParams({ node_id: id }).toString()}" title="This node’s events">${names.get(id) ?? id}</a>${names.has(id) ? html` <code>${id}</code>` : ''}`;
-    const valueOf = (name: string, value: string) => (name === 'created_by_node_id' ? nodeLink(value) : name === 'destination_ip' ? addressLink(value) : shown(name, value));
+    // Its two instants as every page writes times (UTC, a space for the T), to the nanosecond stored.
+    const instant = (iso: string) => html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/Z$/, '')}</time>`;
+    const valueOf = (name: string, value: string) =>
+      name === 'created_by_node_id' ? nodeLink(value) : name === 'destination_ip' ? addressLink(value) : name === 'event_time' || name === 'received_at' ? instant(value) : shown(name, value);
     // Each field in words, its name in the API, CSV and NDJSON beside it, for whoever compares.
     const rows = Object.entries(fields).map(([name, value]) => html`<dt>${FIELD_LABELS[name] ?? name} <code class="field-name">${name}</code></dt><dd>${valueOf(name, String(value))}</dd>`);
     return sendPage(request, reply, 'Event', html`<dl class="fields">${rows}</dl><h2>SIP message</h2><pre class="sip">${sip_message}</pre><p><a href="/events${back ? `?${back}` : ''}">Back to the events</a></p>`);
