@@ -104,7 +104,7 @@ export class SqlFeedsRepository implements FeedsRepository {
     for (;;) {
       let query = this.db
         .selectFrom('range_aggregates')
-        .select(['scope', 'range_prefix as key', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'])
+        .select([...RANGE_KEPT_COLUMNS])
         .where('scope', '=', scope)
         .where('last_seen', '>=', since);
       if (after) {
@@ -197,12 +197,15 @@ export class SqlFeedsRepository implements FeedsRepository {
 }
 
 /** A range's kept row, keyed by its prefix. */
-interface RangeKeptRow extends RangeRow {
+export interface RangeKeptRow extends RangeRow {
   key: string;
 }
 
+/** The columns of a RangeKeptRow, for a select from `range_aggregates`. */
+export const RANGE_KEPT_COLUMNS = ['scope', 'range_prefix as key', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'] as const;
+
 /** One scope's range row as an aggregate (its counts exact: they are that scope's alone). */
-function rangeOfRow(row: RangeKeptRow): RangeAggregate {
+export function rangeOfRow(row: RangeKeptRow): RangeAggregate {
   return {
     seenCount: Number(row.seen_count),
     firstSeen: row.first_seen,
