@@ -87,6 +87,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // So is the TAXII publisher: each serving process takes turns at it, one at a time by a lease.
   app.addHook('onListen', async () => services.taxiiPublisher.start(services.config.taxii.publishIntervalMs, (err) => app.log.warn({ err }, 'publishing TAXII versions failed; retrying at the next turn')));
   app.addHook('onClose', async () => services.taxiiPublisher.stop());
+  // Peers are read off the request path (docs/federation.md); a lease per peer lets one instance poll it.
+  app.addHook('onListen', async () => services.peerPoller.start());
+  app.addHook('onClose', async () => services.peerPoller.stop());
 
   // First, so that every route registered below is counted under its pattern.
   countRequests(app, services.metrics);
