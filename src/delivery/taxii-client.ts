@@ -67,7 +67,7 @@ export class TaxiiClient implements TaxiiReader {
             return fail(`answered ${type.slice(0, 80) || 'no content type'}, not ${TAXII_MEDIA_TYPE}: not a TAXII 2.1 server`);
           }
           const declared = Number(response.headers['content-length']);
-          if (Number.isFinite(declared) && declared > maxBodyBytes) return fail(`answered a body of ${declared} bytes, more than the ${maxBodyBytes} read`);
+          if (Number.isFinite(declared) && declared > maxBodyBytes) return fail(`answered a body of ${declared} bytes: more than ${maxBodyBytes} bytes are not read`);
           const chunks: Buffer[] = [];
           let length = 0;
           response.on('data', (chunk: Buffer) => {
