@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newKeySecret } from '../../src/domain/accounts/key-sealing.ts';
+import { KeySealer, newKeySecret, parseKeySecret } from '../../src/domain/accounts/key-sealing.ts';
+import { SqlPeersRepository } from '../../src/store/repositories/peers-repository.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
 import { POSTGRES_ADMIN_URL } from '../support/test-database.ts';
 
@@ -93,6 +94,7 @@ describe('two Tollwatch servers subscribed to each other', () => {
   let sqlite: Harness;
   let postgres: Harness;
   let postgresStore: { url: string; drop(): Promise<void> };
+  const keySecret = newKeySecret();
   const fleets = new Map<Harness, TestAccount>();
   const readers = new Map<Harness, TestAccount>();
   const peerIds = new Map<Harness, string>();
@@ -103,7 +105,7 @@ describe('two Tollwatch servers subscribed to each other', () => {
     // The pollers' turns come every 100 ms, so the test waits on conditions, not on an interval.
     const options = { federation: { tickMs: 100, timeoutMs: 5000 } };
     sqlite = await startHarness(env, options);
-    postgres = await startHarness({ ...env, DATABASE_URL: postgresStore.url, TOLLWATCH_KEY_SECRET: newKeySecret() }, options);
+    postgres = await startHarness({ ...env, DATABASE_URL: postgresStore.url, TOLLWATCH_KEY_SECRET: keySecret }, options);
     for (const h of [sqlite, postgres]) {
       const plan = await saveUnlimitedPlan(h);
       fleets.set(h, await h.account({ trusted: true, plan }));
@@ -179,5 +181,22 @@ describe('two Tollwatch servers subscribed to each other', () => {
     const { status: now } = await postgres.services.peers.show('sqlite-peer');
     expect(now.objectsRead).toBe(was.objectsRead);
     expect(await rowsOf(postgres, peerIds.get(postgres)!)).toEqual(after);
+  });
+
+  it('lets one instance at a time hold a peer on PostgreSQL: of two claiming at once, one gets it', async () => {
+    await postgres.services.peerPoller.stop();
+    const { db, caps } = postgres.services.database;
+    const instances = ['instance-a', 'instance-b'].map((holder) => ({ holder, records: new SqlPeersRepository(db, caps, new KeySealer(parseKeySecret(keySecret))) }));
+    const peerId = peerIds.get(postgres)!;
+    for (let round = 0; round < 5; round++) {
+      const now = new Date().toISOString();
+      const until = new Date(Date.now() + 60_000).toISOString();
+      const claims = await Promise.all(instances.map(({ holder, records }) => records.claim(peerId, holder, now, until)));
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      // The winner opened the sealed credential; the other holds nothing until the lease is released.
+      expect(claims.find(Boolean)!.credential).toBe(readers.get(sqlite)!.clientSecret);
+      const winner = instances[claims.findIndex(Boolean)]!;
+      await winner.records.finish(peerId, winner.holder, { ok: true, at: now, nextPollAt: now });
+    }
   });
 });
