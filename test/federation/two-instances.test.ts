@@ -1,47 +1,13 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeySealer, newKeySecret, parseKeySecret } from '../../src/domain/accounts/key-sealing.ts';
 import { SqlPeersRepository } from '../../src/store/repositories/peers-repository.ts';
-import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
-import { POSTGRES_ADMIN_URL } from '../support/test-database.ts';
+import { probes, scanner } from '../support/fleet-events.ts';
+import { postEvent, saveUnlimitedPlan, startHarness, within, type Harness, type TestAccount } from '../support/harness.ts';
+import { postgresDatabase } from '../support/test-database.ts';
 
 const TAXII = 'application/taxii+json;version=2.1';
 const ROOT = '/taxii2/tollwatch/';
 type Json = Record<string, any>;
-
-/** An event time in the node's form. */
-const nodeTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-const NODES = ['732e7f50-637d-4fde-81e0-5c32f1bb5a92', '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9'];
-
-/** Six INVITEs to a number from three sources and two nodes: a score over the TAXII threshold. */
-function probes(number: string, sources: string, at: number): Json[] {
-  return Array.from({ length: 6 }, (_, j) =>
-    sampleEvent({ called_number: number, source_ip: `${sources}.${j % 3}`, sip_method: 'INVITE', created_by_node_id: NODES[j % 2], event_timestamp: nodeTime(at + j) }),
-  );
-}
-
-/** One address dialling 30 numbers once each: a scanner, the address scores, none of the numbers. */
-function scanner(address: string, prefix: string, at: number): Json[] {
-  return Array.from({ length: 30 }, (_, j) => sampleEvent({ called_number: `${prefix}${String(j).padStart(4, '0')}`, source_ip: address, sip_method: 'INVITE', created_by_node_id: NODES[j % 2], event_timestamp: nodeTime(at + j) }));
-}
-
-/** A PostgreSQL database of the test's own, whatever store the run uses. */
-async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `tollwatch_fed_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`).finally(() => admin.end());
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`).finally(() => client.end());
-    },
-  };
-}
 
 /** What a TAXII reader of `h` gets: the latest version of every object of every collection, by id. */
 async function published(h: Harness, reader: TestAccount): Promise<Map<string, Json>> {

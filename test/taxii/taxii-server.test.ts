@@ -3,6 +3,7 @@ import { indicatorId } from '../../src/domain/intelligence/stix-indicators.ts';
 import { TAXII_COLLECTIONS } from '../../src/domain/intelligence/taxii-collections.ts';
 import { TaxiiPublisher } from '../../src/domain/intelligence/taxii-publication.ts';
 import { SqlTaxiiRepository } from '../../src/store/repositories/taxii-repository.ts';
+import { nodeTime, probes } from '../support/fleet-events.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 const TAXII = 'application/taxii+json;version=2.1';
@@ -10,18 +11,6 @@ const ROOT = '/taxii2/tollwatch';
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 type Json = Record<string, any>;
-
-/** An event time in the node's form. */
-const nodeTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-
-const NODES = ['732e7f50-637d-4fde-81e0-5c32f1bb5a92', '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9'];
-
-/** Six INVITEs to a number from three sources (`${sources}.0`–`.2`) and two nodes around `at`: a score of 54, over the threshold of 50. */
-function probes(number: string, sources: string, at: number): Json[] {
-  return Array.from({ length: 6 }, (_, j) =>
-    sampleEvent({ called_number: number, source_ip: `${sources}.${j % 3}`, sip_method: 'INVITE', created_by_node_id: NODES[j % 2], event_timestamp: nodeTime(at + j) }),
-  );
-}
 
 /** Submits events through the batch route, a thousand a request. */
 async function batch(who: TestAccount, events: Json[]) {

@@ -36,15 +36,8 @@ export interface PeerView {
 }
 
 /** What the poller needs of a peer it holds the lease of: its credential opened. */
-export interface PeerToPoll {
-  id: string;
-  name: string;
-  apiRoot: string;
-  collections: string[];
-  auth: PeerAuth;
-  username: string | null;
+export interface PeerToPoll extends Pick<PeerView, 'id' | 'name' | 'apiRoot' | 'collections' | 'auth' | 'username' | 'pollSeconds'> {
   credential: string | null;
-  pollSeconds: number;
   failures: number;
 }
 

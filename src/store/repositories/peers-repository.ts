@@ -129,17 +129,8 @@ export class SqlPeersRepository implements PeerRecords {
     if (Number(taken.numUpdatedRows) !== 1) return undefined;
     const row = await this.db.selectFrom('peers').selectAll().where('peer_id', '=', id).executeTakeFirst();
     if (!row) return undefined;
-    return {
-      id: row.peer_id,
-      name: row.name,
-      apiRoot: row.api_root,
-      collections: JSON.parse(row.collections) as string[],
-      auth: row.auth as PeerAuth,
-      username: row.username,
-      credential: row.credential === null ? null : this.sealer.open(row.credential, peerCredentialContext(row.peer_id)),
-      pollSeconds: row.poll_seconds,
-      failures: row.failures,
-    };
+    const { id: peerId, name, apiRoot, collections, auth, username, pollSeconds, status } = viewOf(row, now);
+    return { id: peerId, name, apiRoot, collections, auth, username, pollSeconds, failures: status.failures, credential: row.credential === null ? null : this.sealer.open(row.credential, peerCredentialContext(row.peer_id)) };
   }
 
   async positions(peerId: string): Promise<Map<string, PeerPosition>> {
