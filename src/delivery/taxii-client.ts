@@ -55,7 +55,7 @@ export class TaxiiClient implements TaxiiReader {
           const status = response.statusCode ?? 0;
           const fail = (message: string, wait?: number) => {
             response.destroy();
-            reject(new PeerRequestFailed(message, wait));
+            reject(new PeerRequestFailed(message, wait, status));
           };
           if (status === 429 || status === 503) return fail(`answered ${status}${response.headers['retry-after'] ? `, asking to wait (Retry-After: ${String(response.headers['retry-after']).slice(0, 40)})` : ''}`, retryAfterMs(response.headers['retry-after']));
           if (status === 401 || status === 403) return fail(`answered ${status}: the credentials are refused or may not read this`);

@@ -154,6 +154,45 @@ describe('polling misbehaving peers', () => {
     expect(new Set(changed.map((r) => r.seq)).size).toBe(2);
   });
 
+  it('keeps the pages before a failure and resumes at the failed one; a `next` the peer forgot starts its listing again, writing nothing twice', async () => {
+    const objects = Array.from({ length: 12 }, (_, i) => ({ object: indicator(100 + i), added: new Date(Date.parse(T0) + (i + 1) * 1000).toISOString() }));
+    const peer = { epoch: 1, failAt: 5 as number | undefined };
+    const id = await add('flaky', (res, params) => {
+      const next = params.get('next');
+      if (next && !next.startsWith(`${peer.epoch}:`)) return res.writeHead(400, { 'content-type': TAXII }).end('{"title":"unknown next","http_status":"400"}');
+      const after = params.get('added_after');
+      const start = next ? Number(next.split(':')[1]) : Math.max(0, objects.findIndex((o) => !after || o.added > after));
+      if (start === peer.failAt) {
+        peer.failAt = undefined;
+        return res.writeHead(500, { 'content-type': TAXII }).end('{"title":"oops","http_status":"500"}');
+      }
+      const page = objects.slice(start, start + 5).filter((o) => !after || o.added > after);
+      if (page.length === 0) return envelope(res, {});
+      const more = start + page.length < objects.length;
+      envelope(res, { objects: page.map((o) => o.object), more, ...(more ? { next: `${peer.epoch}:${start + page.length}` } : {}) }, { 'x-taxii-date-added-last': page.at(-1)!.added });
+    });
+    expect(await poll('flaky')).toMatchObject({ ok: false, pages: 1, counts: { read: 5, accepted: 5 }, error: 'answered 500' });
+    expect((await rows(id)).length).toBe(5);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: '1:5' }]);
+    expect(await poll('flaky')).toMatchObject({ ok: true, pages: 2, counts: { read: 7, accepted: 7 } });
+    expect((await rows(id)).length).toBe(12);
+    expect((await status('flaky')).objectsRead).toBe(12);
+
+    // Twelve more, the second page failing; then the peer restarts and forgets its `next`s.
+    objects.push(...Array.from({ length: 12 }, (_, i) => ({ object: indicator(200 + i), added: new Date(Date.parse(T0) + (100 + i) * 1000).toISOString() })));
+    peer.failAt = 17;
+    expect(await poll('flaky')).toMatchObject({ ok: false, pages: 1, counts: { read: 5 } });
+    const kept = await rows(id);
+    expect(kept.length).toBe(17);
+    peer.epoch = 2;
+    expect(await poll('flaky')).toMatchObject({ ok: true, pages: 3, counts: { read: 12, accepted: 12 } });
+    const after = await rows(id);
+    expect(after.length).toBe(24);
+    // Read twice, the first five of the listing were not written twice.
+    expect(after.filter((r) => kept.some((k) => k.object_id === r.object_id))).toEqual(kept);
+    expect(asked.get('flaky')!.map((r) => r.params.get('next'))).toEqual([null, '1:5', '1:5', '1:10', null, '1:17', '1:17', null, '2:17', '2:22']);
+  });
+
   it('a peer that is down, slow, failing, limiting, not TAXII, not JSON or too large: nothing kept, the status says why, with a back-off', async () => {
     const down = http.createServer((_req, res) => envelope(res, { title: 'soon gone', versions: [TAXII], collections: [{ id: COLLECTION, title: 'x', can_read: true }] }));
     await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));

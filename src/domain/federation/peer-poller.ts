@@ -41,6 +41,10 @@ export interface PollOutcome {
 const MAX_TOKEN = 1024;
 const DATE_ADDED = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
+/** What a peer may answer a `next` it no longer knows. */
+const STALE_NEXT = new Set([400, 404, 410]);
+const LEASE_LOST = 'the lease on the peer was lost (the peer was removed, or another instance took over)';
+
 /** A page that is refused whole: every object on it counted refused, the position left where it was. */
 class PageRefused extends Error {
   readonly objects: number;
@@ -148,7 +152,20 @@ export class PeerPoller {
             stoppedShort = `stopped after ${pages} pages, the most one poll reads: the rest is read at the next poll`;
             break collections;
           }
-          const answer = await this.reader.get(this.objectsUrl(peer.apiRoot, collection, position), peer, signal);
+          let answer;
+          try {
+            answer = await this.reader.get(this.objectsUrl(peer.apiRoot, collection, position), peer, signal);
+          } catch (err) {
+            // A `next` kept across polls may have expired on the peer's side (TAXII 2.1 leaves
+            // its life to the server): the listing starts again from its `added_after`, and
+            // versions already kept are not written again.
+            if (!(err instanceof PeerRequestFailed && position.nextPage && err.status !== undefined && STALE_NEXT.has(err.status))) throw err;
+            position = { addedAfter: position.addedAfter, nextPage: null };
+            if (!(await this.records.savePage(peer.id, this.holder, collection, position, [], { read: 0, accepted: 0, skipped: 0, refused: 0 }, this.leaseUntil()))) {
+              return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
+            }
+            continue;
+          }
           pages++;
           let page: Page;
           try {
@@ -170,7 +187,7 @@ export class PeerPoller {
           // again from there, and versions already kept are not written again.
           else next = { addedAfter: newest ?? position.addedAfter, nextPage: null };
           const saved = await this.records.savePage(peer.id, this.holder, collection, next, page.indicators, page.counts, this.leaseUntil());
-          if (!saved) return { peer: peer.name, ok: false, pages, counts, error: 'the lease on the peer was lost (the peer was removed, or another instance took over)' };
+          if (!saved) return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
           add(counts, page.counts);
           refusal ??= page.refusal;
           position = next;

@@ -24,11 +24,14 @@ export interface TaxiiAnswer {
 export class PeerRequestFailed extends Error {
   /** How long the peer asked us to wait (`Retry-After` with a 429 or a 503), when it did. */
   readonly retryAfterMs: number | undefined;
+  /** The HTTP status the peer answered, when it answered one. */
+  readonly status: number | undefined;
 
-  constructor(message: string, retryAfterMs?: number) {
+  constructor(message: string, retryAfterMs?: number, status?: number) {
     super(message);
     this.name = 'PeerRequestFailed';
     this.retryAfterMs = retryAfterMs;
+    this.status = status;
   }
 }
 
