@@ -12,7 +12,8 @@ export const POLL_SECONDS_DEFAULT = 300;
 
 const MAX_NAME = 64;
 const MAX_URL = 2048;
-const MAX_COLLECTIONS = 16;
+/** Collections read of one peer: each costs a request or more per poll. */
+export const MAX_COLLECTIONS = 16;
 const MAX_COLLECTION_ID = 128;
 const MAX_USERNAME = 256;
 const MAX_CREDENTIAL = 4096;

@@ -3,7 +3,7 @@ import type { AuditTrail } from '../accounts/audit.ts';
 import { ServiceError } from '../errors.ts';
 import type { PeerPoller, PollOutcome } from './peer-poller.ts';
 import type { PeerRecords, PeerView } from './peer-records.ts';
-import { validatePeerSettings, type PeerInput } from './peer-settings.ts';
+import { MAX_COLLECTIONS, validatePeerSettings, type PeerInput } from './peer-settings.ts';
 import { PeerRequestFailed, TAXII_MEDIA_TYPE, type PeerCredentials, type TaxiiReader } from './taxii-reader.ts';
 
 /** A collection a peer lists (TAXII 2.1 §5.2), as the operator is shown it. */
@@ -51,6 +51,7 @@ export class Peers {
     let collections: string[];
     if (settings.collections.length === 0) {
       if (readable.length === 0) throw refusal(`${found.apiRoot} lists no collection these credentials can read`);
+      if (readable.length > MAX_COLLECTIONS) throw refusal(`${found.apiRoot} lists ${readable.length} readable collections, more than the ${MAX_COLLECTIONS} a peer may have read: choose some`);
       collections = readable.map((c) => c.id);
     } else {
       collections = settings.collections.map((wanted) => {
