@@ -83,7 +83,7 @@ function credentialOf(opts: { credentialFile?: string; credentialEnv?: string })
 }
 
 /**
- * `tollwatch peers add|list|show|remove|enable|disable|poll-now`: the other TAXII 2.1 servers
+ * `tollwatch peers add|list|show|set|remove|enable|disable|poll-now`: the other TAXII 2.1 servers
  * this one reads (docs/federation.md).
  */
 export function peersCommands(program: Command, run: Run): void {
@@ -150,6 +150,19 @@ export function peersCommands(program: Command, run: Run): void {
       run(async (s, id: string) => {
         const { peer, revoked } = await s.peers.remove(id, 'operator');
         return { json: { peer_id: peer.id, name: peer.name, removed: true, indicators_revoked: revoked }, text: terminalText`removed peer ${peer.name}; ${revoked} of its indicators marked revoked` };
+      }),
+    );
+  peers
+    .command('set <peer>')
+    .description("change a peer's trust, poll interval or republish setting")
+    .option('--trust <weight>', 'from 0 to 1')
+    .option('--poll-seconds <n>', `${POLL_SECONDS_MIN}–${POLL_SECONDS_MAX}`)
+    .option('--republish', 'allow what it says to be published again (TLP permitting)')
+    .option('--no-republish', 'never publish again what it says')
+    .action(
+      run(async (s, id: string, opts: { trust?: string; pollSeconds?: string; republish?: boolean }) => {
+        const peer = await s.peers.change(id, { trust: opts.trust, pollSeconds: opts.pollSeconds, republish: opts.republish }, 'operator');
+        return { json: { peer: peerJson(peer) }, text: peerDetail(peer) };
       }),
     );
   for (const [verb, enabled] of [['enable', true], ['disable', false]] as const) {

@@ -84,6 +84,10 @@ describe('managing peers: CLI, operator page and metrics', () => {
     expect(polled.status).toBe(0);
     expect(JSON.parse(polled.stdout).outcome).toEqual({ ok: true, pages: 1, objects_read: 3, objects_accepted: 2, objects_skipped: 1, objects_refused: 0 });
 
+    const set = await tollwatch('--json', 'peers', 'set', 'fellow', '--trust', '0.9', '--republish');
+    expect(set.status).toBe(0);
+    expect(JSON.parse(set.stdout).peer).toMatchObject({ trust: 0.9, republish: true, poll_seconds: 300 });
+
     const listed = await tollwatch('--json', 'peers', 'list');
     expect(listed.status).toBe(0);
     const [shown] = JSON.parse(listed.stdout).peers as Json[];
@@ -94,9 +98,9 @@ describe('managing peers: CLI, operator page and metrics', () => {
       auth: 'basic',
       username: 'client-1',
       has_credential: true,
-      trust: 0.7,
+      trust: 0.9,
       poll_seconds: 300,
-      republish: false,
+      republish: true,
       enabled: true,
       status: { failures: 0, polling: false, objects_read: 3, objects_accepted: 2, objects_skipped: 1, objects_refused: 0, last_error: null },
     });
@@ -124,6 +128,7 @@ describe('managing peers: CLI, operator page and metrics', () => {
     expect(await tollwatch('peers', 'show', 'fellow')).toMatchObject({ status: 1, stderr: 'tollwatch: no peer fellow\n' });
     expect((await h.services.audit.list({ limit: 20 })).filter((a) => a.action.startsWith('peer.')).map((a) => [a.action, a.actor])).toEqual([
       ['peer.removed', 'operator'],
+      ['peer.changed', 'operator'],
       ['peer.added', 'operator'],
     ]);
   });
@@ -148,6 +153,8 @@ describe('managing peers: CLI, operator page and metrics', () => {
     expect((await h.services.peers.show('web-peer')).enabled).toBe(true);
     await browser.submit(`/operator/peers/${peer.id}/poll`);
     expect(Date.parse((await h.services.peers.show('web-peer')).status.nextPollAt!)).toBeLessThanOrEqual(Date.now());
+    await expect(h.services.peers.change('web-peer', { trust: '1.5' }, 'operator')).rejects.toThrow(/trust must be a number from 0 to 1/);
+    await expect(h.services.peers.change('web-peer', {}, 'operator')).rejects.toThrow(/nothing to change/);
     expect((await browser.submit(`/operator/peers/${peer.id}/remove`)).text).toContain('No peers.');
 
     const { browser: owner } = await signedIn(h, (await h.account()).account.account_id, 'owner');

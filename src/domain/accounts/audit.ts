@@ -49,8 +49,9 @@ export type AuditAction =
   | 'report.submitted'
   | 'report.accepted'
   | 'report.rejected'
-  /** Peers, the TAXII 2.1 servers this one reads (docs/federation.md): added, removed, enabled, disabled by the operator. */
+  /** Peers, the TAXII 2.1 servers this one reads (docs/federation.md): added, changed, removed, enabled, disabled by the operator. */
   | 'peer.added'
+  | 'peer.changed'
   | 'peer.removed'
   | 'peer.enabled'
   | 'peer.disabled';

@@ -1,5 +1,5 @@
 import type { PeerIndicator } from './peer-objects.ts';
-import type { PeerAuth, PeerSettings } from './peer-settings.ts';
+import type { PeerAuth, PeerChanges, PeerSettings } from './peer-settings.ts';
 
 /** How far a peer's polling has come (docs/federation.md, "Status"). */
 export interface PeerStatus {
@@ -76,6 +76,7 @@ export interface PeerRecords {
   /** Marks every indicator of the peer revoked (new seqs), forgets its positions, removes the peer; the rows revoked. */
   remove(id: string): Promise<number>;
   setEnabled(id: string, enabled: boolean): Promise<void>;
+  change(id: string, changes: PeerChanges): Promise<void>;
   /** Makes the peer due now, past its interval and back-off. */
   pollSoon(id: string, now: string): Promise<void>;
 

@@ -106,6 +106,25 @@ export function validatePeerSettings(input: PeerInput): PeerSettings {
   return { name, apiRoot, collections: [...new Set(collections)], auth, username, credential, trust: trust!, pollSeconds: pollSeconds!, republish: republish!, enabled: enabled! };
 }
 
+/** What may change of a peer without adding it again. */
+export interface PeerChanges {
+  trust?: number;
+  pollSeconds?: number;
+  republish?: boolean;
+}
+
+/** Checks the changes given (an absent field stays as it is); `validation_failed` naming each bad one. */
+export function validatePeerChanges(input: Pick<PeerInput, 'trust' | 'pollSeconds' | 'republish'>): PeerChanges {
+  const checked = validatePeerSettings({ name: 'x', apiRoot: 'https://x.invalid/', ...input });
+  const changes: PeerChanges = {
+    ...(input.trust !== undefined ? { trust: checked.trust } : {}),
+    ...(input.pollSeconds !== undefined ? { pollSeconds: checked.pollSeconds } : {}),
+    ...(input.republish !== undefined ? { republish: checked.republish } : {}),
+  };
+  if (Object.keys(changes).length === 0) throw new ServiceError('validation_failed', 'nothing to change: give the trust, the poll interval or republish', []);
+  return changes;
+}
+
 function listOf(value: unknown): string[] | undefined {
   if (value === undefined || value === null || value === '') return [];
   if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter((s) => s !== '');

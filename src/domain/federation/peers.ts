@@ -3,7 +3,7 @@ import type { AuditTrail } from '../accounts/audit.ts';
 import { ServiceError } from '../errors.ts';
 import type { PeerPoller, PollOutcome } from './peer-poller.ts';
 import type { PeerRecords, PeerView } from './peer-records.ts';
-import { MAX_COLLECTIONS, validatePeerSettings, type PeerInput } from './peer-settings.ts';
+import { MAX_COLLECTIONS, validatePeerChanges, validatePeerSettings, type PeerInput } from './peer-settings.ts';
 import { PeerRequestFailed, TAXII_MEDIA_TYPE, type PeerCredentials, type TaxiiReader } from './taxii-reader.ts';
 
 /** A collection a peer lists (TAXII 2.1 §5.2), as the operator is shown it. */
@@ -88,6 +88,15 @@ export class Peers {
     const peer = await this.show(idOrName);
     await this.records.setEnabled(peer.id, enabled);
     await this.audit.record({ action: enabled ? 'peer.enabled' : 'peer.disabled', actor, detail: { peer_id: peer.id, name: peer.name } });
+    return this.show(peer.id);
+  }
+
+  /** Changes a peer's trust, poll interval or republish setting; what it said is kept. */
+  async change(idOrName: string, input: Pick<PeerInput, 'trust' | 'pollSeconds' | 'republish'>, actor: string): Promise<PeerView> {
+    const changes = validatePeerChanges(input);
+    const peer = await this.show(idOrName);
+    await this.records.change(peer.id, changes);
+    await this.audit.record({ action: 'peer.changed', actor, detail: { peer_id: peer.id, name: peer.name, ...changes } });
     return this.show(peer.id);
   }
 

@@ -2,7 +2,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { KeySealer } from '../../domain/accounts/key-sealing.ts';
 import type { PeerIndicator } from '../../domain/federation/peer-objects.ts';
 import type { ObjectCounts, PeerPosition, PeerRecords, PeerToPoll, PeerView, PollEnd } from '../../domain/federation/peer-records.ts';
-import type { PeerAuth, PeerSettings } from '../../domain/federation/peer-settings.ts';
+import type { PeerAuth, PeerChanges, PeerSettings } from '../../domain/federation/peer-settings.ts';
 import { holdAdvisoryLock } from '../advisory-locks.ts';
 import type { DialectCapabilities } from '../dialect.ts';
 import { chunks } from '../fold/ingest-writes.ts';
@@ -91,6 +91,18 @@ export class SqlPeersRepository implements PeerRecords {
   async setEnabled(id: string, enabled: boolean): Promise<void> {
     // Enabled again, it is polled at once rather than after the back-off it had.
     await this.db.updateTable('peers').set({ enabled: enabled ? 1 : 0, ...(enabled ? { next_poll_at: null, failures: 0 } : {}) }).where('peer_id', '=', id).execute();
+  }
+
+  async change(id: string, c: PeerChanges): Promise<void> {
+    await this.db
+      .updateTable('peers')
+      .set({
+        ...(c.trust !== undefined ? { trust: c.trust } : {}),
+        ...(c.pollSeconds !== undefined ? { poll_seconds: c.pollSeconds } : {}),
+        ...(c.republish !== undefined ? { republish: c.republish ? 1 : 0 } : {}),
+      })
+      .where('peer_id', '=', id)
+      .execute();
   }
 
   async pollSoon(id: string, now: string): Promise<void> {
