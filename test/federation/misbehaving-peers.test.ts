@@ -63,7 +63,7 @@ describe('polling misbehaving peers', () => {
     // The background poller's turn is an hour away: the test polls when it means to.
     h = await startHarness(
       { TOLLWATCH_TAXII_PUBLISH_INTERVAL: '3600' },
-      { federation: { tickMs: 3_600_000, timeoutMs: 400, pageLimit: 5, maxPages: 4, backoffMs: 1000, maxBackoffMs: 600_000, maxBodyBytes: 64 * 1024 } },
+      { federation: { tickMs: 3_600_000, timeoutMs: 400, pageLimit: 5, maxPages: 4, backoffMs: 1000, maxBackoffMs: 600_000, maxBodyBytes: 64 * 1024, maxIndicatorsPerPeer: 40 } },
     );
     caller = await h.account({ plan: await saveUnlimitedPlan(h), permissions: ['read:ip-addresses', 'read:phone-numbers'] });
   });
@@ -259,6 +259,24 @@ describe('polling misbehaving peers', () => {
     expect((await status('endless')).lastError).toMatch(/stopped after 4 pages, the most one poll reads/);
     expect(await rows(id)).toHaveLength(20);
     expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: 'after-20' }]);
+  });
+
+  it('keeps at most the indicators one peer may have: new ones past it refused and counted, newer versions of kept ones still written', async () => {
+    const objects = [...Array.from({ length: 50 }, (_, i) => indicator(300 + i)), indicator(300, { modified: '2026-01-02T00:00:00.000Z', confidence: 99 })];
+    const id = await add('greedy', (res, params) => {
+      const start = Number(params.get('next') ?? 0);
+      const page = objects.slice(start, start + 5);
+      const more = start + page.length < objects.length;
+      envelope(res, { objects: page, more, ...(more ? { next: String(start + page.length) } : {}) });
+    });
+    expect(await poll('greedy')).toMatchObject({ counts: { read: 20, accepted: 20, refused: 0 } });
+    expect(await poll('greedy')).toMatchObject({ counts: { read: 20, accepted: 20, refused: 0 } });
+    expect(await poll('greedy')).toMatchObject({ ok: true, counts: { read: 11, accepted: 1, refused: 10 } });
+    const kept = await rows(id);
+    expect(kept).toHaveLength(40);
+    expect(kept.find((r) => r.object_id === `indicator--${uuid(300)}`)!.confidence).toBe(99);
+    expect(await status('greedy')).toMatchObject({ objectsRead: 51, objectsAccepted: 41, objectsRefused: 10 });
+    expect((await status('greedy')).lastError).toBe('10 objects refused, the first for new indicators past the 40 kept of one peer');
   });
 
   it('refuses hostile objects and skips what it does not understand, counting each, and keeps TLP markings as they are', async () => {

@@ -16,6 +16,8 @@ export interface PollerSettings {
   maxBackoffMs: number;
   /** A poller's lease on a peer, renewed with each page it writes. */
   leaseMs: number;
+  /** Indicators kept of one peer at most (every server keeps them in memory): new ones past it are refused. */
+  maxIndicatorsPerPeer: number;
 }
 
 export const POLLER_DEFAULTS: PollerSettings = {
@@ -25,6 +27,7 @@ export const POLLER_DEFAULTS: PollerSettings = {
   backoffMs: 60_000,
   maxBackoffMs: 6 * 3600_000,
   leaseMs: 120_000,
+  maxIndicatorsPerPeer: 200_000,
 };
 
 /** What one poll came to: counts of what was read, and whether it ended well. */
@@ -161,7 +164,7 @@ export class PeerPoller {
             // versions already kept are not written again.
             if (!(err instanceof PeerRequestFailed && position.nextPage && err.status !== undefined && STALE_NEXT.has(err.status))) throw err;
             position = { addedAfter: position.addedAfter, nextPage: null };
-            if (!(await this.records.savePage(peer.id, this.holder, collection, position, [], { read: 0, accepted: 0, skipped: 0, refused: 0 }, this.leaseUntil()))) {
+            if (!(await this.records.savePage(peer.id, this.holder, { collection, position, indicators: [], counts: { read: 0, accepted: 0, skipped: 0, refused: 0 } }, this.leaseUntil(), this.settings.maxIndicatorsPerPeer))) {
               return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
             }
             continue;
@@ -186,10 +189,10 @@ export class PeerPoller {
           // Without the header (it is optional), the position stays: the collection is read
           // again from there, and versions already kept are not written again.
           else next = { addedAfter: newest ?? position.addedAfter, nextPage: null };
-          const saved = await this.records.savePage(peer.id, this.holder, collection, next, page.indicators, page.counts, this.leaseUntil());
+          const saved = await this.records.savePage(peer.id, this.holder, { collection, position: next, indicators: page.indicators, counts: page.counts }, this.leaseUntil(), this.settings.maxIndicatorsPerPeer);
           if (!saved) return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
-          add(counts, page.counts);
-          refusal ??= page.refusal;
+          add(counts, { ...page.counts, accepted: page.counts.accepted - saved.overLimit, refused: page.counts.refused + saved.overLimit });
+          refusal ??= page.refusal ?? (saved.overLimit > 0 ? `new indicators past the ${this.settings.maxIndicatorsPerPeer} kept of one peer` : undefined);
           position = next;
           if (!page.more) continue collections;
         }

@@ -49,6 +49,14 @@ export interface PeerPosition {
   nextPage: string | null;
 }
 
+/** What one page brings to the store. */
+export interface SavedPage {
+  collection: string;
+  position: PeerPosition;
+  indicators: PeerIndicator[];
+  counts: ObjectCounts;
+}
+
 /** Objects of one page or one poll, by what became of them. */
 export interface ObjectCounts {
   read: number;
@@ -87,10 +95,11 @@ export interface PeerRecords {
   positions(peerId: string): Promise<Map<string, PeerPosition>>;
   /**
    * One page in one transaction: its indicators (each written only when newer than the version
-   * kept), the collection's new position, the counts, and the lease renewed. False, writing
-   * nothing, when the lease is no longer this holder's (or the peer was removed).
+   * kept), the collection's new position, the counts, and the lease renewed. A new indicator
+   * past `maxKept` rows of the peer is not written: counted refused (`overLimit`), not accepted.
+   * False, writing nothing, when the lease is no longer this holder's (or the peer was removed).
    */
-  savePage(peerId: string, holder: string, collection: string, position: PeerPosition, indicators: PeerIndicator[], counts: ObjectCounts, leaseUntil: string): Promise<boolean>;
+  savePage(peerId: string, holder: string, page: SavedPage, leaseUntil: string, maxKept: number): Promise<{ overLimit: number } | false>;
   /** Ends a poll: its outcome in the status, the next turn, the lease released. */
   finish(peerId: string, holder: string, end: PollEnd): Promise<void>;
 }

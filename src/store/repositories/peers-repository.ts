@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { KeySealer } from '../../domain/accounts/key-sealing.ts';
 import type { PeerIndicator } from '../../domain/federation/peer-objects.ts';
-import type { ObjectCounts, PeerPosition, PeerRecords, PeerToPoll, PeerView, PollEnd } from '../../domain/federation/peer-records.ts';
+import type { PeerPosition, PeerRecords, PeerToPoll, PeerView, PollEnd, SavedPage } from '../../domain/federation/peer-records.ts';
 import type { PeerAuth, PeerChanges, PeerSettings } from '../../domain/federation/peer-settings.ts';
 import { holdAdvisoryLock } from '../advisory-locks.ts';
 import type { DialectCapabilities } from '../dialect.ts';
@@ -150,46 +150,61 @@ export class SqlPeersRepository implements PeerRecords {
     return new Map(rows.map((r) => [r.collection_id, { addedAfter: r.added_after, nextPage: r.next_page }]));
   }
 
-  async savePage(peerId: string, holder: string, collection: string, position: PeerPosition, indicators: PeerIndicator[], counts: ObjectCounts, leaseUntil: string): Promise<boolean> {
+  async savePage(peerId: string, holder: string, page: SavedPage, leaseUntil: string, maxKept: number): Promise<{ overLimit: number } | false> {
     return this.db.transaction().execute(async (trx) => {
       // A write first: it takes SQLite's one write lock, and on PostgreSQL the peer's row, so a
       // removal or another claim waits for this commit, and this page is written only under the lease.
-      const renewed = await trx
+      const renewed = await trx.updateTable('peers').set({ lease_until: leaseUntil }).where('peer_id', '=', peerId).where('holder', '=', holder).executeTakeFirst();
+      if (Number(renewed.numUpdatedRows) !== 1) return false;
+      const overLimit = await this.writeIndicators(trx, peerId, page.indicators, maxKept);
+      const { read, accepted, skipped, refused } = page.counts;
+      await trx
         .updateTable('peers')
         .set((eb) => ({
-          lease_until: leaseUntil,
-          objects_read: eb('objects_read', '+', counts.read),
-          objects_accepted: eb('objects_accepted', '+', counts.accepted),
-          objects_skipped: eb('objects_skipped', '+', counts.skipped),
-          objects_refused: eb('objects_refused', '+', counts.refused),
+          objects_read: eb('objects_read', '+', read),
+          objects_accepted: eb('objects_accepted', '+', accepted - overLimit),
+          objects_skipped: eb('objects_skipped', '+', skipped),
+          objects_refused: eb('objects_refused', '+', refused + overLimit),
         }))
         .where('peer_id', '=', peerId)
-        .where('holder', '=', holder)
-        .executeTakeFirst();
-      if (Number(renewed.numUpdatedRows) !== 1) return false;
-      await this.writeIndicators(trx, peerId, indicators);
+        .execute();
+      const { addedAfter, nextPage } = page.position;
       await trx
         .insertInto('peer_positions')
-        .values({ peer_id: peerId, collection_id: collection, added_after: position.addedAfter, next_page: position.nextPage })
-        .onConflict((oc) => oc.columns(['peer_id', 'collection_id']).doUpdateSet({ added_after: position.addedAfter, next_page: position.nextPage }))
+        .values({ peer_id: peerId, collection_id: page.collection, added_after: addedAfter, next_page: nextPage })
+        .onConflict((oc) => oc.columns(['peer_id', 'collection_id']).doUpdateSet({ added_after: addedAfter, next_page: nextPage }))
         .execute();
-      return true;
+      return { overLimit };
     });
   }
 
-  /** Writes the versions newer than those kept (a revocation of the kept version counts as newer), each with the next seq. */
-  private async writeIndicators(trx: Transaction<Schema>, peerId: string, indicators: PeerIndicator[]): Promise<void> {
-    if (indicators.length === 0) return;
+  /**
+   * Writes the versions newer than those kept (a revocation of the kept version counts as
+   * newer), each with the next seq; how many new ones were left out, past `maxKept` rows.
+   */
+  private async writeIndicators(trx: Transaction<Schema>, peerId: string, indicators: PeerIndicator[], maxKept: number): Promise<number> {
+    if (indicators.length === 0) return 0;
     const kept = new Map<string, { modified: string; revoked: number }>();
     for (const ids of chunks(indicators.map((i) => i.objectId), IDS_PER_READ)) {
       const rows = await trx.selectFrom('peer_indicators').select(['object_id', 'modified', 'revoked']).where('peer_id', '=', peerId).where('object_id', 'in', ids).execute();
       for (const r of rows) kept.set(r.object_id, r);
     }
-    const newer = indicators.filter((i) => {
+    let newer = indicators.filter((i) => {
       const k = kept.get(i.objectId);
       return !k || i.modified > k.modified || (i.modified === k.modified && i.revoked && k.revoked === 0);
     });
-    if (newer.length === 0) return;
+    const fresh = newer.filter((i) => !kept.has(i.objectId));
+    let overLimit = 0;
+    if (fresh.length > 0) {
+      const row = await trx.selectFrom('peer_indicators').select((eb) => eb.fn.countAll<number | string>().as('n')).where('peer_id', '=', peerId).executeTakeFirst();
+      const room = Math.max(0, maxKept - Number(row?.n ?? 0));
+      if (fresh.length > room) {
+        const left = new Set(fresh.slice(room).map((i) => i.objectId));
+        overLimit = left.size;
+        newer = newer.filter((i) => !left.has(i.objectId));
+      }
+    }
+    if (newer.length === 0) return overLimit;
     await holdAdvisoryLock(trx, this.caps, 'peerIndicators');
     let seq = await this.topSeq(trx);
     for (const batch of chunks(newer, ROWS_PER_INSERT)) {
@@ -225,6 +240,7 @@ export class SqlPeersRepository implements PeerRecords {
         )
         .execute();
     }
+    return overLimit;
   }
 
   /** The highest seq written, under the lock that keeps it ours until commit. */
