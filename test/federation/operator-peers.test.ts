@@ -125,7 +125,7 @@ describe('managing peers: CLI, operator page and metrics', () => {
     const top = Math.max(...before.map((r) => Number(r.seq)));
     expect(after.every((r) => Number(r.seq) > top)).toBe(true);
     expect(await db.selectFrom('peer_positions').selectAll().where('peer_id', '=', shown!.peer_id).execute()).toEqual([]);
-    expect(await tollwatch('peers', 'show', 'fellow')).toMatchObject({ status: 1, stderr: 'tollwatch: no peer fellow\n' });
+    await expect(h.services.peers.show('fellow')).rejects.toThrow('no peer fellow');
     expect((await h.services.audit.list({ limit: 20 })).filter((a) => a.action.startsWith('peer.')).map((a) => [a.action, a.actor])).toEqual([
       ['peer.removed', 'operator'],
       ['peer.changed', 'operator'],
