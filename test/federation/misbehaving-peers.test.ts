@@ -281,7 +281,7 @@ describe('polling misbehaving peers', () => {
 
   it('refuses hostile objects and skips what it does not understand, counting each, and keeps TLP markings as they are', async () => {
     const hostile = [
-      indicator(1, { description: 'x'.repeat(5000) }),
+      indicator(1, { description: 'x'.repeat(20_000) }),
       indicator(2, { name: 'bell\u0007 and escape \u001b[31m' }),
       indicator(3, { pattern: "[ipv4-addr:value = '192.0.2.3\\'; drop table peers; --']" }),
       indicator(4, { id: 'indicator--not-a-uuid' }),
@@ -305,7 +305,7 @@ describe('polling misbehaving peers', () => {
       indicator(24, { object_marking_refs: ['marking-definition--34098fce-860f-48ae-8e50-ebd3cc5e41da', 'marking-definition--5e57c739-391a-4eb3-b6be-7d15ca92d5ed'] }),
       indicator(25, { object_marking_refs: [`marking-definition--${uuid(99)}`] }),
       // SQL in a name is a string like any other: kept out of every statement by parameters.
-      indicator(26, { name: "Robert'); DROP TABLE peer_indicators;--" }),
+      indicator(26, { name: "Robert'); DROP TABLE peer_indicators;--", description: 'Seen\r\non\tour nodes' }),
       indicator(27, { pattern: "[x-tollwatch-phone-number:value = '0044 20 7946 0000']", confidence: undefined }),
       indicator(28, { pattern: "[phone-number:value = '+44 20 7946 0001']" }),
       indicator(29, { pattern: "[ipv6-addr:value = '2001:DB8:0:0::1']" }),

@@ -48,7 +48,7 @@ export const TLP_MARKINGS: Readonly<Record<string, TlpLevel>> = {
 const TLP_ORDER: readonly TlpLevel[] = ['clear', 'green', 'amber', 'amber+strict', 'red'];
 
 /** Bounds on one object, far above what an indicator needs and far below what would cost memory. */
-const MAX_STRING = 4096;
+const MAX_STRING = 16_384;
 const MAX_PATTERN = 1024;
 const MAX_NODES = 2000;
 const MAX_DEPTH = 16;
@@ -149,8 +149,9 @@ function hostility(root: object): string | undefined {
     if (++nodes > MAX_NODES) return `more than ${MAX_NODES} values`;
     if (typeof value === 'string') {
       if (value.length > MAX_STRING) return `a string longer than ${MAX_STRING} characters`;
-      // Control characters have no place in an indicator, and would reach logs and terminals.
-      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(value)) return 'a string with control characters';
+      // Control characters have no place in an indicator, and would reach logs and terminals;
+      // a description's line breaks and tabs are text.
+      if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(value)) return 'a string with control characters';
       return undefined;
     }
     if (typeof value !== 'object' || value === null) return undefined;
