@@ -55,8 +55,8 @@ const MAX_DEPTH = 16;
 const MAX_MARKINGS = 64;
 /** Keys that turn a merge or a lookup into an attack on the prototype chain: never from a peer. */
 const HOSTILE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-/** STIX 2.1 §2.9: `type--UUID`. */
-const IDENTIFIER = /^([a-z][a-z0-9-]{1,248}[a-z0-9])--[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** STIX 2.1 §2.9: `type--UUID` (hex of either case, as the STIX JSON schemas' pattern allows). */
+const IDENTIFIER = /^([a-z][a-z0-9-]{1,248}[a-z0-9])--[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** STIX 2.1 §3.2 timestamps: RFC 3339 in UTC, with any fraction of a second. */
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 /**
