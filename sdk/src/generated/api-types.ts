@@ -1171,25 +1171,67 @@ export interface PhoneNumberFound {
   phone_number: string;
   found: true;
   /**
-   * Events that name it, across the scopes the caller reads
+   * Events that name it, across the scopes the caller reads; 0 when only peers know it (`peers`)
    */
   seen_count: number;
   /**
-   * Earliest event time (UTC, RFC 3339)
+   * Earliest event time (UTC, RFC 3339); for a value only peers know, their earliest `valid_from`
    */
   first_seen: string;
   /**
-   * Latest event time (UTC, RFC 3339)
+   * Latest event time (UTC, RFC 3339); for a value only peers know, their latest `modified`
    */
   last_seen: string;
   /**
-   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md), peers’ included
    */
   score: number;
   /**
    * The facts behind the score, strongest evidence first
    */
   reasons: string[];
+  /**
+   * With `peers`: the score of this server’s own evidence alone
+   */
+  local_score?: number;
+  /**
+   * What peers said of the value (docs/federation.md); present only when one did
+   */
+  peers?: {
+    /**
+     * The peers’ part alone: 100 × (1 − Π(1 − trust × confidence / 100)) (docs/scoring.md, "Peers")
+     */
+    score: number;
+    /**
+     * One per peer, strongest first
+     */
+    sightings: {
+      /**
+       * The peer’s name, as the operator named it
+       */
+      peer: string;
+      /**
+       * The confidence the peer published (the highest of its live indicators of the value)
+       */
+      confidence: number;
+      /**
+       * The trust this server’s operator gives the peer
+       */
+      trust: number;
+      /**
+       * trust × confidence: the most this peer adds to the score
+       */
+      points: number;
+      /**
+       * The peer’s `valid_from` (a Tollwatch peer’s first sighting)
+       */
+      valid_from: string;
+      /**
+       * When the peer’s say ends; absent when it set no end
+       */
+      valid_until?: string;
+    }[];
+  };
   /**
    * Distinct source addresses that dialled it
    */
@@ -1314,25 +1356,67 @@ export interface IpAddressFound {
   ip_address: string;
   found: true;
   /**
-   * Events that name it, across the scopes the caller reads
+   * Events that name it, across the scopes the caller reads; 0 when only peers know it (`peers`)
    */
   seen_count: number;
   /**
-   * Earliest event time (UTC, RFC 3339)
+   * Earliest event time (UTC, RFC 3339); for a value only peers know, their earliest `valid_from`
    */
   first_seen: string;
   /**
-   * Latest event time (UTC, RFC 3339)
+   * Latest event time (UTC, RFC 3339); for a value only peers know, their latest `modified`
    */
   last_seen: string;
   /**
-   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md), peers’ included
    */
   score: number;
   /**
    * The facts behind the score, strongest evidence first
    */
   reasons: string[];
+  /**
+   * With `peers`: the score of this server’s own evidence alone
+   */
+  local_score?: number;
+  /**
+   * What peers said of the value (docs/federation.md); present only when one did
+   */
+  peers?: {
+    /**
+     * The peers’ part alone: 100 × (1 − Π(1 − trust × confidence / 100)) (docs/scoring.md, "Peers")
+     */
+    score: number;
+    /**
+     * One per peer, strongest first
+     */
+    sightings: {
+      /**
+       * The peer’s name, as the operator named it
+       */
+      peer: string;
+      /**
+       * The confidence the peer published (the highest of its live indicators of the value)
+       */
+      confidence: number;
+      /**
+       * The trust this server’s operator gives the peer
+       */
+      trust: number;
+      /**
+       * trust × confidence: the most this peer adds to the score
+       */
+      points: number;
+      /**
+       * The peer’s `valid_from` (a Tollwatch peer’s first sighting)
+       */
+      valid_from: string;
+      /**
+       * When the peer’s say ends; absent when it set no end
+       */
+      valid_until?: string;
+    }[];
+  };
   /**
    * Distinct numbers it dialled
    */
