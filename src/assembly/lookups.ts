@@ -58,6 +58,6 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring, undefined, reports),
     // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
     dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, allowlists, ...(reports ? { reports } : {}) }),
-    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists),
+    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists, peerEvidence),
   };
 }

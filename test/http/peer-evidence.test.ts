@@ -33,7 +33,7 @@ describe('lookups with peer evidence', () => {
     return peer_id;
   };
   /** A peer indicator's latest version, as the poller writes it: a new seq each write. */
-  const say = async (peer_id: string, kind: 'number' | 'ip', value: string, confidence: number, more: { object_id?: string; valid_until?: string | null; revoked?: number; valid_from?: string } = {}) => {
+  const say = async (peer_id: string, kind: 'number' | 'ip', value: string, confidence: number, more: { object_id?: string; valid_until?: string | null; revoked?: number; valid_from?: string; tlp?: string } = {}) => {
     const object_id = more.object_id ?? `indicator--${randomUUID()}`;
     const top = await db().selectFrom('peer_indicators').select((eb) => eb.fn.max('seq').as('seq')).executeTakeFirst();
     const row = {
@@ -46,7 +46,7 @@ describe('lookups with peer evidence', () => {
       modified: new Date().toISOString(),
       valid_until: more.valid_until === undefined ? new Date(Date.now() + 86_400_000).toISOString() : more.valid_until,
       revoked: more.revoked ?? 0,
-      tlp: null,
+      tlp: more.tlp ?? null,
       seq: Number(top?.seq ?? 0) + 1,
     };
     await db()
@@ -155,5 +155,44 @@ describe('lookups with peer evidence', () => {
     await h.services.taxiiPublisher.publish();
     const objects = await (await reader.api('/taxii2/tollwatch/collections/phone-numbers/objects/?match[version]=all', { headers: { accept: 'application/taxii+json;version=2.1' } })).text();
     expect(objects).not.toContain(value);
+  });
+
+  it('passes on in the feeds what a peer the operator lets through said, never under TLP:AMBER or RED, marked as the peers’', async () => {
+    const hub = await peer('hub', 0.9, { republish: 1 });
+    const [only, amber, both] = ['+4681300505', '+4681300506', '+4681300507'];
+    for (let i = 0; i < 3; i++) expect((await postEvent(fleet, sampleEvent({ called_number: both, source_ip: `198.51.100.${20 + i}`, sip_method: 'INVITE' }))).status).toBe(201);
+    await h.settled();
+    const local = (await number(both)).body.score as number;
+    const feed = async () => {
+      const res = await reader.api('/api/feeds/phone-numbers?format=json&min_score=1');
+      return { etag: res.headers.get('etag'), entries: ((await res.json()) as { entries: Json[] }).entries };
+    };
+    const before = await feed();
+    await say(hub, 'number', only, 100);
+    await say(hub, 'number', amber, 100, { tlp: 'amber' });
+    await say(hub, 'number', both, 50);
+    const after = await feed();
+    expect(after.etag).not.toBe(before.etag);
+    const byNumber = new Map(after.entries.map((e) => [e.phone_number, e]));
+    expect(byNumber.get(only)).toMatchObject({ score: 90, seen_count: 0, peers: ['hub'] });
+    expect(byNumber.get(both)).toMatchObject({ score: Math.round(100 * (1 - (1 - local / 100) * 0.55)), peers: ['hub'] });
+    // TLP:AMBER is never passed on, whatever the peer's setting; the lookup still shows it.
+    expect(byNumber.has(amber)).toBe(false);
+    expect((await number(amber)).body.peers.sightings[0].peer).toBe('hub');
+    // STIX marks the peers' say with a custom property.
+    const stix = (await (await reader.api('/api/feeds/phone-numbers?format=stix&min_score=1')).json()) as { objects: Json[] };
+    const indicator = stix.objects.find((o) => o.pattern === `[x-tollwatch-phone-number:value = '${only}']`);
+    expect(indicator).toMatchObject({ confidence: 90, x_tollwatch_peers: ['hub'] });
+    // The operator's allowlist keeps it out, as it keeps out a value of this server's own.
+    const { entry } = await h.services.allowlists.add('operator', { kind: 'phone_number', value: only }, 'operator');
+    expect((await feed()).entries.map((e) => e.phone_number)).not.toContain(only);
+    await h.services.allowlists.remove('operator', entry.id, 'operator');
+    // Turned off for the peer: nothing of its say is passed on any more.
+    await db().updateTable('peers').set({ republish: 0 }).where('peer_id', '=', hub).execute();
+    await h.services.peerEvidence.refresh();
+    const off = await feed();
+    expect(off.entries.map((e) => e.phone_number)).not.toContain(only);
+    expect(off.entries.find((e) => e.phone_number === both)).toMatchObject({ score: local });
+    expect(off.entries.find((e) => e.phone_number === both)!.peers).toBeUndefined();
   });
 });

@@ -1621,6 +1621,9 @@ export interface IpAddressFeedEntry {
    */
   ip_address: string;
   score: number;
+  /**
+   * Events that name it; 0 for a value only peers know (`peers`)
+   */
   seen_count: number;
   first_seen: string;
   last_seen: string;
@@ -1632,6 +1635,10 @@ export interface IpAddressFeedEntry {
    * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the score, where the operator lets it be passed on (docs/federation.md); absent otherwise
+   */
+  peers?: string[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1658,6 +1665,9 @@ export interface PhoneNumberFeedEntry {
    */
   phone_number: string;
   score: number;
+  /**
+   * Events that name it; 0 for a value only peers know (`peers`)
+   */
   seen_count: number;
   first_seen: string;
   last_seen: string;
@@ -1665,6 +1675,10 @@ export interface PhoneNumberFeedEntry {
    * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the score, where the operator lets it be passed on (docs/federation.md); absent otherwise
+   */
+  peers?: string[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -2056,6 +2070,10 @@ export interface IpAddressStixIndicator {
    * The tags, when the address has any
    */
   labels?: string[];
+  /**
+   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   */
+  x_tollwatch_peers?: string[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)
@@ -2097,6 +2115,10 @@ export interface PhoneNumberStixIndicator {
    * The first hour at which the score falls below min_score; absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   */
+  x_tollwatch_peers?: string[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)

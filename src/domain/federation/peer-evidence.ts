@@ -67,6 +67,20 @@ const PAGE = 5000;
 /** TLP markings from least to most restrictive (TLP 2.0; TLP 1.0's white is stored as clear). */
 const TLP_ORDER = ['clear', 'green', 'amber', 'amber+strict', 'red'];
 
+/** The markings under which a peer's say may be passed on, when the operator lets that peer's be: never AMBER or RED. */
+const PASSABLE_TLP = new Set([undefined, 'clear', 'green']);
+
+/** Whether a sighting may be published again (docs/federation.md, "Scores and publication"). */
+export function passable(sighting: PeerSighting): boolean {
+  return sighting.republish && PASSABLE_TLP.has(sighting.tlp);
+}
+
+/** A value with sightings that may be passed on, and those sightings. */
+export interface PassableValue {
+  value: string;
+  sightings: readonly PeerSighting[];
+}
+
 interface Held {
   row: PeerIndicatorRow;
   /** Its value's key in `byValue`. */
@@ -159,6 +173,33 @@ export class PeerEvidence {
       .map(({ open: _open, ...sighting }) => sighting)
       .sort((a, b) => b.trust * b.confidence - a.trust * a.confidence || a.peer.localeCompare(b.peer));
     return { until, sightings };
+  }
+
+  /** Moves whenever what the peers said, or the peers themselves, changed here. */
+  get changes(): number {
+    return this.version;
+  }
+
+  /** The sightings of a value that may be passed on (`passable`), undefined when none. */
+  passableOf(kind: PeerValueKind, value: string, now: number = Date.now()): readonly PeerSighting[] | undefined {
+    const all = this.of(kind, value, now);
+    if (!all) return undefined;
+    const some = all.filter(passable);
+    return some.length === 0 ? undefined : some.length === all.length ? all : some;
+  }
+
+  /** Every value of a kind with sightings that may be passed on, in no order. */
+  passableValues(kind: PeerValueKind, now: number = Date.now()): PassableValue[] {
+    const values: PassableValue[] = [];
+    if (this.byValue.size === 0) return values;
+    const head = `${kind} `;
+    for (const key of this.byValue.keys()) {
+      if (!key.startsWith(head)) continue;
+      const value = key.slice(head.length);
+      const sightings = this.passableOf(kind, value, now);
+      if (sightings) values.push({ value, sightings });
+    }
+    return values;
   }
 
   /** Reads the peers and every row written since the last read; concurrent calls share one read. */
