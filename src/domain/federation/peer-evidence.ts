@@ -175,11 +175,6 @@ export class PeerEvidence {
     return { until, sightings };
   }
 
-  /** Moves whenever what the peers said, or the peers themselves, changed here. */
-  get changes(): number {
-    return this.version;
-  }
-
   /** The sightings of a value that may be passed on (`passable`), undefined when none. */
   passableOf(kind: PeerValueKind, value: string, now: number = Date.now()): readonly PeerSighting[] | undefined {
     const all = this.of(kind, value, now);

@@ -73,8 +73,6 @@ export interface FeedEntry {
 
 /** What the feeds may pass on of the peers' say (src/domain/federation/peer-evidence.ts). */
 export interface PassedOnPeers {
-  /** Moves whenever what the peers said changed: part of the ETag while anything is passed on. */
-  readonly changes: number;
   passableOf(kind: PeerValueKind, value: string): readonly PeerSighting[] | undefined;
   passableValues(kind: PeerValueKind): PassableValue[];
 }
@@ -219,11 +217,16 @@ export class FeedService {
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
     // would give away the position, how many events every account together has sent. The
     // lists' entries are in it, so any change to either list changes the tag.
-    const tag = createHmac('sha256', this.tagKey)
+    const hmac = createHmac('sha256', this.tagKey)
       // `ranges` only when included, so a request without it keeps the tag it had before ranges were published.
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : []), ...(passedOn.length > 0 ? ['peers', this.peers!.changes] : [])]))
-      .digest('base64url')
-      .slice(0, 32);
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : [])]));
+    // What is passed on of the peers' say, as it stands now (a say also ends at its valid_until,
+    // with nothing written): in value order, so that every instance tags it alike.
+    if (passedOn.length > 0) {
+      passedOn.sort((a, b) => (a.value < b.value ? -1 : 1));
+      for (const { value, sightings } of passedOn) hmac.update(JSON.stringify([value, sightings.map((s) => [s.peer, s.trust, s.confidence, s.modified, s.validUntil ?? null])]));
+    }
+    const tag = hmac.digest('base64url').slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
