@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { PEER_EVIDENCE_REFRESH_MS } from './domain/federation/peer-evidence.ts';
 import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
@@ -90,6 +91,9 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // Peers are read off the request path (docs/federation.md); a lease per peer lets one instance poll it.
   app.addHook('onListen', async () => services.peerPoller.start());
   app.addHook('onClose', async () => services.peerPoller.stop());
+  // And what the peers said, read again every few seconds: a peer's poll on any instance reaches this one's lookups.
+  app.addHook('onListen', async () => services.peerEvidence.start(PEER_EVIDENCE_REFRESH_MS));
+  app.addHook('onClose', async () => services.peerEvidence.stop());
 
   // First, so that every route registered below is counted under its pattern.
   countRequests(app, services.metrics);

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
+import type { FeedKind, FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
 import { AGGREGATES_FOLD } from '../fold/aggregate-fold.ts';
 import { ipAggregateOf, numberAggregateOf, type LookupRow, type RangeRow } from './lookups-repository.ts';
@@ -75,6 +75,22 @@ export class SqlFeedsRepository implements FeedsRepository {
       (row) => ipAggregateOf([row], Number(row.distinct_count), FEED_TOP_USER_AGENTS),
       (key) => this.lookups.ipAddress(scopes, key, FEED_TOP_USER_AGENTS),
     );
+  }
+
+  async keptAmong(kind: FeedKind, scopes: string[], since: string, keys: string[]): Promise<Set<string>> {
+    const shape = kind === 'phone-numbers' ? NUMBERS : ADDRESSES;
+    const found = new Set<string>();
+    for (let at = 0; at < keys.length; at += 500) {
+      const rows = await (this.db as Kysely<any>)
+        .selectFrom(shape.table)
+        .select(`${shape.key} as key`)
+        .where('scope', 'in', scopes)
+        .where(shape.key, 'in', keys.slice(at, at + 500))
+        .where('last_seen', '>=', since)
+        .execute();
+      for (const row of rows) found.add(String(row.key));
+    }
+    return found;
   }
 
   async *recentRanges(scopes: string[], since: string): AsyncIterable<{ prefix: string; aggregate: RangeAggregate }> {
