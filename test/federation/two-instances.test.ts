@@ -85,7 +85,7 @@ describe('two Tollwatch servers subscribed to each other', () => {
     await postgresStore?.drop();
   });
 
-  it('each reads exactly what the other published, a revocation by the next poll, and nothing twice after a restart', async () => {
+  it('each reads exactly what the other published and answers lookups with it, a revocation by the next poll, and nothing twice after a restart', async () => {
     const at = Date.now() - 60_000;
     const sightings = new Map([
       [sqlite, [probes('+46812118532', '198.51.100', at), probes('+442079460000', '198.51.100', at + 10), scanner('198.51.100.77', '+4420794611', at)].flat()],
@@ -124,6 +124,20 @@ describe('two Tollwatch servers subscribed to each other', () => {
       const { status } = await subscriber.services.peers.show(peerId);
       expect(status).toMatchObject({ failures: 0, objectsAccepted: expected.length, objectsRefused: 0 });
       expect(status.objectsRead).toBe(status.objectsAccepted + status.objectsSkipped);
+    }
+
+    // Each server's lookups now answer with the other's sightings, the peer named with its weight.
+    for (const [subscriber, number, peer] of [[postgres, '+442079460000', 'sqlite-peer'], [sqlite, '+4930901820', 'postgres-peer']] as const) {
+      let body: Json = {};
+      expect(
+        await within(20_000, async () => {
+          body = (await (await readers.get(subscriber)!.api(`/api/phone-numbers/${encodeURIComponent(number)}`)).json()) as Json;
+          return body.found === true && body.peers !== undefined;
+        }),
+        JSON.stringify(body),
+      ).toBe(true);
+      expect(body).toMatchObject({ found: true, seen_count: 0, local_score: 0, peers: { sightings: [{ peer, trust: 0.8 }] } });
+      expect(body.score).toBeGreaterThan(0);
     }
 
     // The SQLite operator allowlists a number: its indicator is revoked there, and on the
