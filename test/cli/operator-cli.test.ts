@@ -1,10 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/main.ts';
 import { DEFAULT_PLANS, planJson, TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
 import { startHarness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
+import { runCliHere } from '../support/in-process-cli.ts';
 import type { CommandRun } from '../support/run-command.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
@@ -15,28 +14,10 @@ const BIN = new URL('../../bin/tollwatch.js', import.meta.url).pathname;
 const STARTED_ENV = { ...process.env };
 
 /**
- * Runs `tollwatch` with these arguments in this process, through the same `runCli` the executable
- * calls, its two streams captured: spawning the executable for each of the hundred runs here took
- * seconds apiece on a loaded machine. What only a real process shows (exit statuses, nothing but
- * the command's output on its streams) is proven by the few spawns at the end of this file.
+ * Runs `tollwatch` in this process (runCli, as the executable calls it): a hundred runs here. What
+ * only a real process shows is proven by the few spawns at the end of this file.
  */
-async function tollwatch(...args: string[]): Promise<CommandRun> {
-  const [out, err] = [captured(), captured()];
-  const status = await runCli(args, { out: out.stream, err: err.stream });
-  return { status, stdout: out.text(), stderr: err.text() };
-}
-
-/** A stream that keeps what is written to it, as a pipe to the test would. */
-function captured() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer | string, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
+const tollwatch = (...args: string[]): Promise<CommandRun> => runCliHere(args);
 
 /** Runs the real `tollwatch` executable as an operator would. */
 function spawned(...args: string[]): CommandRun {
