@@ -159,7 +159,7 @@ describe('lookups with peer evidence', () => {
 
   it('passes on in the feeds what a peer the operator lets through said, never under TLP:AMBER or RED, marked as the peers’', async () => {
     const hub = await peer('hub', 0.9, { republish: 1 });
-    const [only, amber, both] = ['+4681300505', '+4681300506', '+4681300507'];
+    const [only, amber, both, red] = ['+4681300505', '+4681300506', '+4681300507', '+4681300508'];
     for (let i = 0; i < 3; i++) expect((await postEvent(fleet, sampleEvent({ called_number: both, source_ip: `198.51.100.${20 + i}`, sip_method: 'INVITE' }))).status).toBe(201);
     await h.settled();
     const local = (await number(both)).body.score as number;
@@ -170,14 +170,17 @@ describe('lookups with peer evidence', () => {
     const before = await feed();
     await say(hub, 'number', only, 100);
     await say(hub, 'number', amber, 100, { tlp: 'amber' });
+    await say(hub, 'number', red, 100, { tlp: 'red' });
     await say(hub, 'number', both, 50);
     const after = await feed();
     expect(after.etag).not.toBe(before.etag);
     const byNumber = new Map(after.entries.map((e) => [e.phone_number, e]));
     expect(byNumber.get(only)).toMatchObject({ score: 90, seen_count: 0, peers: ['hub'] });
     expect(byNumber.get(both)).toMatchObject({ score: Math.round(100 * (1 - (1 - local / 100) * 0.55)), peers: ['hub'] });
-    // TLP:AMBER is never passed on, whatever the peer's setting; the lookup still shows it.
+    // TLP:AMBER and RED are never passed on, whatever the peer's setting; the lookup still shows them.
     expect(byNumber.has(amber)).toBe(false);
+    expect(byNumber.has(red)).toBe(false);
+    expect((await number(red)).body.score).toBe(90);
     expect((await number(amber)).body.peers.sightings[0].peer).toBe('hub');
     // STIX marks the peers' say with a custom property.
     const stix = (await (await reader.api('/api/feeds/phone-numbers?format=stix&min_score=1')).json()) as { objects: Json[] };
