@@ -27,13 +27,15 @@ export interface PrivateCluster {
   remove(): void;
 }
 
-function binaries(): string {
+/** The newest PostgreSQL server binaries' folder. */
+export function binaries(): string {
   const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
   if (versions.length === 0) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
   return `/usr/lib/postgresql/${versions[0]}/bin`;
 }
 
-function asPostgres(command: string, args: string[]): void {
+/** Runs a PostgreSQL program as the `postgres` user (initdb refuses root), waiting for it. */
+export function asPostgres(command: string, args: string[]): void {
   execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' });
 }
 

@@ -1,0 +1,328 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
+import { openDatabase } from '../../src/store/database.ts';
+import { aggregateSnapshot } from '../support/aggregates.ts';
+import { eventually } from '../support/eventually.ts';
+import { sampleEvent } from '../support/harness.ts';
+import { haproxyMissing, startPrimaryProxy, type PrimaryProxy } from '../support/primary-proxy.ts';
+import { privateClusterMissing } from '../support/private-postgres.ts';
+import { privateRedis, redisServerMissing, type PrivateRedis } from '../support/redis.ts';
+import { promoteWhenPrimaryFails, startReplicatedCluster, type PostgresNode, type ReplicatedCluster } from '../support/replicated-postgres.ts';
+import { cli, startServerProcess, type ServerProcess } from '../support/server-process.ts';
+
+/**
+ * The store's primary lost under load, and a standby promoted in its place, as an orchestrator
+ * does (docs/scaling.md, "Failover"): a primary and streaming standbys of this test's own, a
+ * proxy (HAProxy) that leads only to the primary, two instances on it, many clients sending
+ * events and lookups. Each client sends an event again after a 503 or a broken connection, as a
+ * node does, until it is acknowledged. Three turns on one cluster, each with a new standby made
+ * from the primary of the turn before: a `kill -9` of the primary's postmaster with synchronous
+ * replication (nothing acknowledged may be lost), the same with asynchronous replication (what
+ * is lost is counted, not bounded), and a planned switchover (nothing lost).
+ */
+const missing = privateClusterMissing() ?? (redisServerMissing ? 'no redis-server binary to start a private Redis' : undefined) ?? (haproxyMissing ? 'no haproxy binary (Debian package haproxy)' : undefined);
+if (missing) {
+  if (process.env.TOLLWATCH_REQUIRE_POSTGRES === '1') throw new Error(`failover tests cannot run: ${missing}`);
+  console.warn(`*** failover tests SKIPPED: ${missing} ***`);
+}
+
+/** Clients sending events at once, spread over both instances; and clients looking numbers up. */
+const INTAKE_CLIENTS = 16;
+const LOOKUP_CLIENTS = 2;
+/** Events acknowledged in the steady part of a turn, before its fault, over which rate and latency are measured. */
+const STEADY_ACKS = 1500;
+/** Events each instance must acknowledge after the promotion before a turn ends. */
+const ACKS_AFTER = 100;
+/** A node's pause before it sends a refused event again. */
+const RESEND_PAUSE_MS = 100;
+const PUBLIC_URL = 'https://tollwatch.example';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Turn {
+  /** Acknowledged events: uuid, the status, whether an earlier try of it was refused. */
+  acknowledged: Map<string, { status: number; afterRefusal: boolean }>;
+  /** When each acknowledgement arrived (ms since the epoch), and how long its request took. */
+  ackTimes: number[];
+  latencies: Array<{ at: number; ms: number }>;
+  ackedBy: number[];
+  statuses: Map<string, number>;
+  /** The same, per instance. */
+  statusesBy: Array<Map<string, number>>;
+  lookupStatuses: Map<string, number>;
+  retryAfterMissing: number;
+  running: boolean;
+  endedAt: number;
+}
+
+/** What a turn measured, for docs/scaling.md's figures. */
+interface TurnFigures {
+  turn: string;
+  steady: { events: number; seconds: number; perSecond: number; medianMs: number; p99Ms: number };
+  /** From the fault to the first acknowledgement after it, and the longest time without one around it. */
+  firstAckAfterFaultMs: number;
+  longestWithoutAckMs: number;
+  promotedAfterFaultMs: number;
+  acknowledged: number;
+  lost: number;
+  replayedAfterRefusal: number;
+  statuses: Record<string, number>;
+}
+
+describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two instances behind a proxy to the primary', () => {
+  let cluster: ReplicatedCluster;
+  let proxy: PrimaryProxy;
+  let redis: PrivateRedis;
+  let servers: ServerProcess[] = [];
+  let token: string;
+  const figures: TurnFigures[] = [];
+  let eventCount = 0;
+
+  beforeAll(async () => {
+    cluster = await startReplicatedCluster();
+    proxy = await startPrimaryProxy(cluster.ports);
+    redis = await privateRedis();
+    // One public address for both, as behind a load balancer: a token is good on either.
+    const env = { DATABASE_URL: proxy.url, REDIS_URL: redis.url, TOLLWATCH_PUBLIC_URL: PUBLIC_URL, TOLLWATCH_TAXII_PUBLISH_INTERVAL: '1' };
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    // A trusted account: its events are the shared data set, which the TAXII publisher serves.
+    cli(proxy.url, 'plans', 'set', 'failover', '--may-submit', 'yes', '--lookups', '1000000000/hour', '--submissions', '1000000000/hour');
+    const account = cli(proxy.url, 'accounts', 'create', '--name', 'failover', '--plan', 'failover', '--trusted');
+    const client = cli(proxy.url, 'clients', 'create', '--account', account.account_id, '--name', 'nodes');
+    const res = await fetch(`${servers[0]!.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${PUBLIC_URL}/api`, grant_type: 'client_credentials' }),
+    });
+    token = ((await res.json()) as { access_token: string }).access_token;
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server?.stop()));
+    await proxy?.stop();
+    await redis?.stop();
+    cluster?.remove();
+    if (figures.length > 0) console.log(`failover figures: ${JSON.stringify(figures, null, 2)}`);
+  });
+
+  /** A new event: a few hundred numbers and a few dozen addresses, so that the fold's rows repeat. */
+  const nextEvent = () => {
+    eventCount += 1;
+    return sampleEvent({ called_number: `+4420718${String(eventCount % 300).padStart(4, '0')}`, source_ip: `203.0.113.${eventCount % 40}` });
+  };
+
+  const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+
+  async function intakeClient(turn: Turn, index: number): Promise<void> {
+    const server = servers[index % servers.length]!;
+    while (turn.running) {
+      const event = nextEvent();
+      const body = JSON.stringify(event);
+      let refused = false;
+      while (turn.running || refused) {
+        const began = performance.now();
+        let status: string;
+        try {
+          const res = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+          status = String(res.status);
+          if (res.status === 503 && !res.headers.get('retry-after')) turn.retryAfterMissing += 1;
+          await res.arrayBuffer();
+        } catch {
+          status = 'connection failed';
+        }
+        count(turn.statuses, status);
+        count(turn.statusesBy[index % servers.length]!, status);
+        if (status === '201' || status === '200') {
+          const at = Date.now();
+          turn.acknowledged.set(String(event.event_uuid), { status: Number(status), afterRefusal: refused });
+          turn.ackTimes.push(at);
+          turn.latencies.push({ at, ms: performance.now() - began });
+          turn.ackedBy[index % servers.length]! += 1;
+          break;
+        }
+        // Anything but a 503 or a broken connection is a failure of its own, counted above.
+        if (status !== '503' && status !== 'connection failed') break;
+        // A refused event is sent again until it is acknowledged, even after the turn's end:
+        // its replay is what must be stored once.
+        refused = true;
+        // A service that never came back has failed the turn already: stop resending then.
+        if (!turn.running && Date.now() - turn.endedAt > 30_000) break;
+        await sleep(RESEND_PAUSE_MS);
+      }
+    }
+  }
+
+  async function lookupClient(turn: Turn, index: number): Promise<void> {
+    const server = servers[index % servers.length]!;
+    let n = index;
+    while (turn.running) {
+      n += 1;
+      try {
+        const res = await fetch(`${server.url}/api/phone-numbers/${encodeURIComponent(`+4420718${String(n % 300).padStart(4, '0')}`)}`, { headers: { authorization: `Bearer ${token}` } });
+        count(turn.lookupStatuses, String(res.status));
+        if (res.status === 503 && !res.headers.get('retry-after')) turn.retryAfterMissing += 1;
+        await res.arrayBuffer();
+      } catch {
+        count(turn.lookupStatuses, 'connection failed');
+      }
+    }
+  }
+
+  /**
+   * Runs a turn: steady load until STEADY_ACKS are acknowledged, then `fault` (which resolves
+   * once a new primary is promoted), then load until each instance has acknowledged ACKS_AFTER
+   * more. Answers the turn's record and what it measured.
+   */
+  async function turnUnderLoad(name: string, fault: () => Promise<{ faultAt: number; promotedAt: number }>): Promise<{ turn: Turn; measured: Omit<TurnFigures, 'lost' | 'acknowledged'> }> {
+    const turn: Turn = { acknowledged: new Map(), ackTimes: [], latencies: [], ackedBy: servers.map(() => 0), statuses: new Map(), statusesBy: servers.map(() => new Map()), lookupStatuses: new Map(), retryAfterMissing: 0, running: true, endedAt: 0 };
+    const loops = [...Array.from({ length: INTAKE_CLIENTS }, (_, i) => intakeClient(turn, i)), ...Array.from({ length: LOOKUP_CLIENTS }, (_, i) => lookupClient(turn, i))];
+    let steadyFrom: number;
+    let faultAt: number;
+    let promotedAt: number;
+    try {
+      // Past the first acknowledgements (connections opened, the fold's first steps), then measured.
+      await eventually('intake under way', () => turn.ackTimes.length, (n) => n >= 200);
+      steadyFrom = Date.now();
+      const steadyAcked = turn.ackTimes.length;
+      await eventually(`${STEADY_ACKS} events acknowledged in the steady part`, () => turn.ackTimes.length - steadyAcked, (n) => n >= STEADY_ACKS, { timeoutMs: 60_000 });
+      ({ faultAt, promotedAt } = await fault());
+      const ackedBefore = [...turn.ackedBy];
+      await eventually(
+        `${ACKS_AFTER} events acknowledged by each instance after the promotion`,
+        () => ({ after: turn.ackedBy.map((n, i) => n - ackedBefore[i]!), answers: turn.statusesBy.map((statuses) => Object.fromEntries(statuses)) }),
+        ({ after }) => after.every((n) => n >= ACKS_AFTER),
+        { timeoutMs: 30_000 },
+      );
+    } finally {
+      turn.running = false;
+      turn.endedAt = Date.now();
+      await Promise.all(loops);
+    }
+
+    const steadyLatencies = turn.latencies.filter((l) => l.at >= steadyFrom && l.at < faultAt).map((l) => l.ms).sort((a, b) => a - b);
+    const steadySeconds = (faultAt - steadyFrom) / 1000;
+    const times = [...turn.ackTimes].sort((a, b) => a - b);
+    const afterFault = times.find((t) => t >= faultAt)!;
+    let longest = 0;
+    for (let i = 1; i < times.length; i++) if (times[i]! >= faultAt) longest = Math.max(longest, times[i]! - times[i - 1]!);
+    const measured = {
+      turn: name,
+      steady: {
+        events: steadyLatencies.length,
+        seconds: Number(steadySeconds.toFixed(2)),
+        perSecond: Math.round(steadyLatencies.length / steadySeconds),
+        medianMs: Number(steadyLatencies[Math.floor(steadyLatencies.length / 2)]!.toFixed(1)),
+        p99Ms: Number(steadyLatencies[Math.floor(steadyLatencies.length * 0.99)]!.toFixed(1)),
+      },
+      firstAckAfterFaultMs: afterFault - faultAt,
+      longestWithoutAckMs: longest,
+      promotedAfterFaultMs: promotedAt - faultAt,
+      replayedAfterRefusal: [...turn.acknowledged.values()].filter((a) => a.status === 200 && a.afterRefusal).length,
+      statuses: Object.fromEntries([...turn.statuses, ...[...turn.lookupStatuses].map(([s, n]) => [`lookup ${s}`, n] as const)]),
+    };
+    return { turn, measured };
+  }
+
+  /** The acknowledged events of `turn` missing on the current primary, and any event stored more than once. */
+  async function storedCheck(turn: Turn): Promise<{ lost: string[]; doubled: string[] }> {
+    const client = new pg.Client({ connectionString: cluster.primary.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ event_uuid: string; copies: string }>('select event_uuid, count(*) as copies from events group by event_uuid');
+      const stored = new Map(rows.map((row) => [row.event_uuid, Number(row.copies)]));
+      return { lost: [...turn.acknowledged.keys()].filter((uuid) => !stored.has(uuid)), doubled: rows.filter((row) => Number(row.copies) > 1).map((row) => row.event_uuid) };
+    } finally {
+      await client.end();
+    }
+  }
+
+  /**
+   * The background jobs resumed on the new primary: the fold (one instance at a time, by an
+   * advisory lock) reaches the newest event, the TAXII publisher (a lease in the store) records
+   * that position, and what the fold built equals a rebuild from the events that survived.
+   */
+  async function backgroundCheck(): Promise<void> {
+    const client = new pg.Client({ connectionString: cluster.primary.url });
+    await client.connect();
+    try {
+      const position = async () => {
+        const { rows } = await client.query<{ through: string; newest: string | null; rebuilds: string | null }>(
+          `select (select through from fold_state where name = 'aggregates') as through,
+                  (select through from fold_state where name = 'aggregates-rebuilt') as rebuilds,
+                  (select max(id) from events) as newest`,
+        );
+        return { through: Number(rows[0]!.through), newest: Number(rows[0]!.newest ?? 0), signature: `${rows[0]!.through}/${rows[0]!.rebuilds ?? 0}` };
+      };
+      const folded = await eventually('the fold to reach the newest event on the new primary', position, (p) => p.through >= p.newest);
+      await eventually('the TAXII publisher to publish from the fold on the new primary', async () => (await client.query<{ fold_seen: string | null }>('select fold_seen from taxii_publication')).rows.map((row) => row.fold_seen), (seen) => seen.length > 0 && seen.every((s) => s === folded.signature));
+    } finally {
+      await client.end();
+    }
+    const store = await openDatabase(cluster.primary.url);
+    try {
+      const before = await aggregateSnapshot(store.db);
+      await rebuildAggregates(store.unhurried, store.caps);
+      expect(await aggregateSnapshot(store.db)).toEqual(before);
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** The orchestrator's failover: the primary's postmaster killed, the standby promoted after failed checks. */
+  const killAndPromote = (standby: PostgresNode) => async () => {
+    const faultAt = Date.now();
+    cluster.killPrimary();
+    const { promotedAt } = await promoteWhenPrimaryFails(cluster, standby);
+    return { faultAt, promotedAt };
+  };
+
+  function expectServedThrough(turn: Turn, loggedFrom: number[]): void {
+    // 503 with Retry-After, or a refused connection: never a 500, nor another answer.
+    expect([...turn.statuses.keys()].filter((s) => !['201', '200', '503', 'connection failed'].includes(s))).toEqual([]);
+    expect([...turn.lookupStatuses.keys()].filter((s) => !['200', '404', '503', 'connection failed'].includes(s))).toEqual([]);
+    expect(turn.retryAfterMissing).toBe(0);
+    const faults = servers.flatMap((server, i) => server.logged.slice(loggedFrom[i])).filter((line) => line.includes('unhandled error'));
+    expect(faults).toEqual([]);
+  }
+
+  it('synchronous replication: the primary killed under load and its standby promoted, no acknowledged event is lost or stored twice, and nothing answers 500', async () => {
+    const standby = await cluster.addStandby({ synchronous: true });
+    const loggedFrom = servers.map((server) => server.logged.length);
+    const { turn, measured } = await turnUnderLoad('synchronous, kill -9 of the primary', killAndPromote(standby));
+    const { lost, doubled } = await storedCheck(turn);
+    figures.push({ ...measured, acknowledged: turn.acknowledged.size, lost: lost.length });
+    expectServedThrough(turn, loggedFrom);
+    expect(lost).toEqual([]);
+    expect(doubled).toEqual([]);
+    await backgroundCheck();
+    for (const server of servers) expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+
+  it('asynchronous replication: the same failover, with what it loses counted (not bounded) and nothing stored twice', async () => {
+    const standby = await cluster.addStandby({ synchronous: false });
+    const loggedFrom = servers.map((server) => server.logged.length);
+    const { turn, measured } = await turnUnderLoad('asynchronous, kill -9 of the primary', killAndPromote(standby));
+    const { lost, doubled } = await storedCheck(turn);
+    figures.push({ ...measured, acknowledged: turn.acknowledged.size, lost: lost.length });
+    expectServedThrough(turn, loggedFrom);
+    expect(doubled).toEqual([]);
+    await backgroundCheck();
+  });
+
+  it('a planned switchover: the primary stopped cleanly and its standby promoted, nothing acknowledged is lost', async () => {
+    const standby = await cluster.addStandby({ synchronous: true });
+    const loggedFrom = servers.map((server) => server.logged.length);
+    const { turn, measured } = await turnUnderLoad('switchover (pg_ctl stop -m fast, then promote)', async () => {
+      const faultAt = Date.now();
+      await cluster.stopPrimary();
+      await cluster.promote(standby);
+      return { faultAt, promotedAt: Date.now() };
+    });
+    const { lost, doubled } = await storedCheck(turn);
+    figures.push({ ...measured, acknowledged: turn.acknowledged.size, lost: lost.length });
+    expectServedThrough(turn, loggedFrom);
+    expect(lost).toEqual([]);
+    expect(doubled).toEqual([]);
+    await backgroundCheck();
+  });
+});
