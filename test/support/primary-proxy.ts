@@ -1,18 +1,19 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { eventually } from './eventually.ts';
+import { isPrimary } from './primary-check.ts';
 import { freePort } from './server-process.ts';
+
+const CHECK_SERVER = new URL('./primary-check-server.ts', import.meta.url).pathname;
 
 /** Whether Debian's haproxy is there. */
 export const haproxyMissing = spawnSync('haproxy', ['-v']).status !== 0;
 
 /**
  * A front door that leads only to the primary, as a deployment with Patroni has: HAProxy in TCP
- * mode, checking each node over HTTP every 200 ms against a checker that answers 200 only where
+ * mode, checking each node over HTTP every 200 ms against checks (primary-check-server.ts) that answer 200 only where
  * `pg_is_in_recovery()` is false (Patroni's REST `/primary` plays that part there). With
  * HAProxy's defaults a connection sent to a dead node hung until the client's connect timeout:
  * `retries 1`, `timeout connect 1s` and marking a node down on its first connection error make
@@ -26,17 +27,17 @@ export interface PrimaryProxy {
 }
 
 export async function startPrimaryProxy(nodePorts: number[]): Promise<PrimaryProxy> {
-  const checkers: Server[] = [];
-  const checkerPorts: number[] = [];
-  const checks = nodePorts.map((port) => new PrimaryCheck(port));
-  for (const check of checks) {
-    const checker = createServer((_, res) => {
-      void check.isPrimary().then((primary) => res.writeHead(primary ? 200 : 503).end(primary ? 'primary' : 'not the primary'));
+  const checker = spawn(process.execPath, [CHECK_SERVER, ...nodePorts.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const reapChecker = () => checker.kill('SIGKILL');
+  process.once('exit', reapChecker);
+  const checkerPorts = await new Promise<number[]>((resolve, reject) => {
+    let out = '';
+    checker.stdout!.setEncoding('utf8').on('data', (text: string) => {
+      out += text;
+      if (out.includes('\n')) resolve(JSON.parse(out) as number[]);
     });
-    await new Promise<void>((resolve) => checker.listen(0, '127.0.0.1', resolve));
-    checkers.push(checker);
-    checkerPorts.push((checker.address() as { port: number }).port);
-  }
+    checker.once('exit', (code) => reject(new Error(`the primary checks exited with ${code}`)));
+  });
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tollwatch-haproxy-'));
   const config = join(dir, 'haproxy.cfg');
@@ -89,58 +90,14 @@ export async function startPrimaryProxy(nodePorts: number[]): Promise<PrimaryPro
         child.kill('SIGTERM');
         await exited;
       }
-      for (const checker of checkers) checker.closeAllConnections();
-      await Promise.all(checkers.map((checker) => new Promise((resolve) => checker.close(resolve))));
-      await Promise.all(checks.map((check) => check.close()));
+      process.removeListener('exit', reapChecker);
+      if (checker.exitCode === null && checker.signalCode === null) {
+        const exited = new Promise((resolve) => checker.once('exit', resolve));
+        checker.kill('SIGTERM');
+        await exited;
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
-/**
- * Asks one node, over a connection kept open between checks, whether it is the primary. A new
- * connection per check (a backend forked every 200 ms) took over a second on this loaded
- * machine: the check timed out and HAProxy marked a healthy primary down, cutting every session.
- */
-class PrimaryCheck {
-  private client: pg.Client | undefined;
-  private readonly port: number;
-
-  constructor(port: number) {
-    this.port = port;
-  }
-
-  /** Whether the node answers and is not in recovery; false when it cannot be asked. */
-  async isPrimary(): Promise<boolean> {
-    try {
-      if (!this.client) {
-        const client = new pg.Client({ host: '127.0.0.1', port: this.port, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 1500, query_timeout: 1500 });
-        client.on('error', () => {});
-        this.client = client;
-        await client.connect();
-      }
-      const { rows } = await this.client.query<{ recovering: boolean }>('select pg_is_in_recovery() as recovering');
-      return rows[0]?.recovering === false;
-    } catch {
-      const broken = this.client;
-      this.client = undefined;
-      await broken?.end().catch(() => {});
-      return false;
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.client?.end().catch(() => {});
-    this.client = undefined;
-  }
-}
-
-/** Whether the server (or proxy) on `port` answers on a new connection and is not in recovery. */
-async function isPrimary(port: number): Promise<boolean> {
-  const check = new PrimaryCheck(port);
-  try {
-    return await check.isPrimary();
-  } finally {
-    await check.close();
-  }
-}

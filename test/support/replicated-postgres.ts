@@ -35,7 +35,15 @@ export interface ReplicatedCluster {
    * `synchronous_commit = on`), and this resolves once it is the synchronous standby.
    */
   addStandby(options: { synchronous: boolean }): Promise<PostgresNode>;
-  /** `kill -9` of the primary's postmaster: its backends end on their own a moment later. */
+  /** Makes the primary wait for its standbys at every commit, or not; resolves once they say so. */
+  setSynchronous(synchronous: boolean): Promise<void>;
+  /**
+   * SIGSTOP of the primary's WAL senders: its standbys receive nothing more, as when a standby
+   * falls behind. A synchronous primary's commits then wait; an asynchronous one's do not.
+   * killPrimary() kills them too.
+   */
+  freezeWalSenders(): Promise<void>;
+  /** `kill -9` of the primary's postmaster (and of any WAL sender frozen): its backends end on their own a moment later. */
   killPrimary(): void;
   /** A planned stop of the primary (`pg_ctl stop -m fast`): it sends its standbys all its WAL before it exits. */
   stopPrimary(): Promise<void>;
@@ -102,8 +110,9 @@ export async function startReplicatedCluster({ nodes = 4, maxConnections = 100 }
   }
   running.add(primary);
   let made = 1;
+  const frozen: number[] = [];
 
-  return {
+  const cluster: ReplicatedCluster = {
     ports,
     get primary() {
       return primary;
@@ -121,22 +130,41 @@ export async function startReplicatedCluster({ nodes = 4, maxConnections = 100 }
       writeFileSync(autoConf, readFileSync(autoConf, 'utf8').split('\n').filter((line) => !line.startsWith('synchronous_standby_names')).join('\n'));
       start(standby);
       running.add(standby);
+      await cluster.setSynchronous(synchronous);
+      return standby;
+    },
+    async setSynchronous(synchronous) {
       await setting(primary, synchronous);
       const client = new pg.Client({ connectionString: primary.url });
       await client.connect();
       try {
-        await eventually(`${standby.name} streaming from ${primary.name}${synchronous ? ' as the synchronous standby' : ''}`, async () => {
-          const { rows } = await client.query<{ sync_state: string }>('select sync_state from pg_stat_replication where application_name = $1', [standby.name]);
-          return rows[0]?.sync_state;
-        }, (state) => state === (synchronous ? 'sync' : 'async'));
+        await eventually(`the standbys of ${primary.name} streaming ${synchronous ? 'synchronously' : 'asynchronously'}`, async () => {
+          const { rows } = await client.query<{ sync_state: string }>('select sync_state from pg_stat_replication');
+          return rows.map((row) => row.sync_state);
+        }, (states) => states.length > 0 && states.every((state) => state === (synchronous ? 'sync' : 'async')));
       } finally {
         await client.end();
       }
-      return standby;
+    },
+    async freezeWalSenders() {
+      const client = new pg.Client({ connectionString: primary.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_replication');
+        if (rows.length === 0) throw new Error(`${primary.name} has no WAL sender to freeze`);
+        for (const { pid } of rows) {
+          process.kill(pid, 'SIGSTOP');
+          frozen.push(pid);
+        }
+      } finally {
+        await client.end();
+      }
     },
     killPrimary() {
       const pid = Number(readFileSync(join(primary.data, 'postmaster.pid'), 'utf8').split('\n')[0]);
       process.kill(pid, 'SIGKILL');
+      // A stopped process outlives its postmaster's death, holding its standby's connection open.
+      for (const sender of frozen.splice(0)) process.kill(sender, 'SIGKILL');
       running.delete(primary);
     },
     async stopPrimary() {
@@ -149,12 +177,14 @@ export async function startReplicatedCluster({ nodes = 4, maxConnections = 100 }
     },
     remove() {
       try {
+        for (const sender of frozen.splice(0)) process.kill(sender, 'SIGKILL');
         for (const n of running) stopNow(n);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
     },
   };
+  return cluster;
 }
 
 /**
