@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rebuildAggregates } from '../../src/store/fold/aggregates-rebuild.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { aggregateSnapshot } from '../support/aggregates.ts';
+import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { sampleEvent } from '../support/harness.ts';
 import { haproxyMissing, startPrimaryProxy, type PrimaryProxy } from '../support/primary-proxy.ts';
@@ -46,6 +47,9 @@ const ACKS_AFTER = 100;
 /** A node's pause before it sends a refused event again. */
 const RESEND_PAUSE_MS = 100;
 const PUBLIC_URL = 'https://tollwatch.example';
+/** How often an event names a number never seen before (a `number.first_seen` alert). */
+const FIRST_SEEN_EVERY = 20;
+const FIRST_SEEN_PREFIX = '+4479';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -61,6 +65,8 @@ interface Turn {
   statusesBy: Array<Map<string, number>>;
   lookupStatuses: Map<string, number>;
   retryAfterMissing: number;
+  /** Numbers no event named before, by when their event was acknowledged: each is a `number.first_seen` alert. */
+  firstSeen: Map<string, number>;
   running: boolean;
   endedAt: number;
 }
@@ -90,9 +96,12 @@ interface TurnFigures {
 describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two instances behind a proxy to the primary', () => {
   let cluster: ReplicatedCluster;
   let proxy: PrimaryProxy;
+  let receiver: AlertReceiver;
   let redis: PrivateRedis;
   let servers: ServerProcess[] = [];
   let token: string;
+  /** The account whose numbers first seen are alerted. */
+  let watcherToken: string;
   const figures: TurnFigures[] = [];
   const rates: Array<{ mode: string } & Steady> = [];
   /** The first turn's standby, made by the test that measures both modes on it. */
@@ -104,24 +113,39 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
     cluster = await startReplicatedCluster({ nodes: 6 });
     proxy = await startPrimaryProxy(cluster.ports);
     redis = await privateRedis();
+    receiver = await startAlertReceiver();
     // One public address for both, as behind a load balancer: a token is good on either.
-    const env = { DATABASE_URL: proxy.url, REDIS_URL: redis.url, TOLLWATCH_PUBLIC_URL: PUBLIC_URL, TOLLWATCH_TAXII_PUBLISH_INTERVAL: '1' };
+    const env = { DATABASE_URL: proxy.url, REDIS_URL: redis.url, TOLLWATCH_PUBLIC_URL: PUBLIC_URL, TOLLWATCH_TAXII_PUBLISH_INTERVAL: '1', TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' };
     servers = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     // A trusted account: its events are the shared data set, which the TAXII publisher serves.
+    // And one of its own, whose numbers first seen are alerts (a trusted account's are not).
     cli(proxy.url, 'plans', 'set', 'failover', '--may-submit', 'yes', '--lookups', '1000000000/hour', '--submissions', '1000000000/hour');
-    const account = cli(proxy.url, 'accounts', 'create', '--name', 'failover', '--plan', 'failover', '--trusted');
-    const client = cli(proxy.url, 'clients', 'create', '--account', account.account_id, '--name', 'nodes');
-    const res = await fetch(`${servers[0]!.url}/oauth/token`, {
+    const tokenOf = async (trusted: boolean) => {
+      const account = cli(proxy.url, 'accounts', 'create', '--name', trusted ? 'fleet' : 'watcher', '--plan', 'failover', ...(trusted ? ['--trusted'] : []));
+      const client = cli(proxy.url, 'clients', 'create', '--account', account.account_id, '--name', 'nodes', '--permissions', 'write:events,read:phone-numbers,manage:integrations');
+      const res = await fetch(`${servers[0]!.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${PUBLIC_URL}/api`, grant_type: 'client_credentials' }),
+      });
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    token = await tokenOf(true);
+    watcherToken = await tokenOf(false);
+    // Every number first seen is an alert, written with the fold step that first counts it and
+    // delivered from the outbox: the delivery worker must resume on the new primary too.
+    const integration = await fetch(`${servers[0]!.url}/api/integrations`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${PUBLIC_URL}/api`, grant_type: 'client_credentials' }),
+      headers: { authorization: `Bearer ${watcherToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'webhook', url: `${receiver.url}/alerts`, alert_types: ['number.first_seen'], min_score: 0 }),
     });
-    token = ((await res.json()) as { access_token: string }).access_token;
+    expect(integration.status).toBe(201);
   });
   afterAll(async () => {
     await Promise.all(servers.map((server) => server?.stop()));
     await proxy?.stop();
     await redis?.stop();
+    await receiver?.close();
     cluster?.remove();
     // The figures of docs/scaling.md's "Failover", from the run that passed.
     if (rates.length > 0) console.log(`intake by replication mode: ${JSON.stringify(rates)}`);
@@ -131,7 +155,9 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
   /** A new event: a few hundred numbers and a few dozen addresses, so that the fold's rows repeat. */
   const nextEvent = () => {
     eventCount += 1;
-    return sampleEvent({ called_number: `+4420718${String(eventCount % 300).padStart(4, '0')}`, source_ip: `203.0.113.${eventCount % 40}` });
+    // One in FIRST_SEEN_EVERY names a number never named before.
+    const number = eventCount % FIRST_SEEN_EVERY === 0 ? `${FIRST_SEEN_PREFIX}${eventCount}` : `+4420718${String(eventCount % 300).padStart(4, '0')}`;
+    return sampleEvent({ called_number: number, source_ip: `203.0.113.${eventCount % 40}` });
   };
 
   const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -141,12 +167,13 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
     while (turn.running) {
       const event = nextEvent();
       const body = JSON.stringify(event);
+      const firstSeen = String(event.called_number).startsWith(FIRST_SEEN_PREFIX);
       let refused = false;
       while (turn.running || refused) {
         const began = performance.now();
         let status: string;
         try {
-          const res = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+          const res = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { authorization: `Bearer ${firstSeen ? watcherToken : token}`, 'content-type': 'application/json' }, body });
           status = String(res.status);
           if (res.status === 503 && !res.headers.get('retry-after')) turn.retryAfterMissing += 1;
           await res.arrayBuffer();
@@ -161,6 +188,7 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
           turn.ackTimes.push(at);
           turn.latencies.push({ at, ms: performance.now() - began });
           turn.ackedBy[index % servers.length]! += 1;
+          if (firstSeen) turn.firstSeen.set(String(event.called_number), at);
           break;
         }
         // Anything but a 503 or a broken connection is a failure of its own, counted above.
@@ -204,7 +232,7 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
     };
   }
 
-  const newTurn = (): Turn => ({ acknowledged: new Map(), ackTimes: [], latencies: [], ackedBy: servers.map(() => 0), statuses: new Map(), statusesBy: servers.map(() => new Map()), lookupStatuses: new Map(), retryAfterMissing: 0, running: true, endedAt: 0 });
+  const newTurn = (): Turn => ({ acknowledged: new Map(), ackTimes: [], latencies: [], ackedBy: servers.map(() => 0), statuses: new Map(), statusesBy: servers.map(() => new Map()), lookupStatuses: new Map(), retryAfterMissing: 0, firstSeen: new Map(), running: true, endedAt: 0 });
   const loadOn = (turn: Turn) => [...Array.from({ length: INTAKE_CLIENTS }, (_, i) => intakeClient(turn, i)), ...Array.from({ length: LOOKUP_CLIENTS }, (_, i) => lookupClient(turn, i))];
 
   /**
@@ -212,7 +240,7 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
    * once a new primary is promoted), then load until each instance has acknowledged ACKS_AFTER
    * more. Answers the turn's record and what it measured.
    */
-  async function turnUnderLoad(name: string, fault: (turn: Turn) => Promise<{ faultAt: number; promotedAt: number }>, steadyAcks = STEADY_ACKS): Promise<{ turn: Turn; measured: Omit<TurnFigures, 'lost' | 'acknowledged'> }> {
+  async function turnUnderLoad(name: string, fault: (turn: Turn) => Promise<{ faultAt: number; promotedAt: number }>, steadyAcks = STEADY_ACKS): Promise<{ turn: Turn; measured: Omit<TurnFigures, 'lost' | 'acknowledged'>; promotedAt: number }> {
     const turn = newTurn();
     const loops = loadOn(turn);
     let steadyFrom: number;
@@ -250,7 +278,7 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
       replayedAfterRefusal: [...turn.acknowledged.values()].filter((a) => a.status === 200 && a.afterRefusal).length,
       statuses: Object.fromEntries([...turn.statuses, ...[...turn.lookupStatuses].map(([s, n]) => [`lookup ${s}`, n] as const)]),
     };
-    return { turn, measured };
+    return { turn, measured, promotedAt: promotedAt! };
   }
 
   /** The acknowledged events of `turn` missing on the current primary, and any event stored more than once. */
@@ -320,12 +348,22 @@ describe.skipIf(missing !== undefined)('PostgreSQL failover under load, two inst
   /** Runs a turn and checks what every turn must hold: no answer but 201, 200 and 503, nothing stored twice, the jobs resumed. */
   async function failoverTurn(name: string, fault: (turn: Turn) => Promise<{ faultAt: number; promotedAt: number }>, steadyAcks?: number): Promise<{ lost: string[] }> {
     const loggedFrom = servers.map((server) => server.logged.length);
-    const { turn, measured } = await turnUnderLoad(name, fault, steadyAcks);
+    const { turn, measured, promotedAt } = await turnUnderLoad(name, fault, steadyAcks);
     const { lost, doubled } = await storedCheck(turn);
     figures.push({ ...measured, acknowledged: turn.acknowledged.size, lost: lost.length });
     expectServedThrough(turn, loggedFrom);
     expect(doubled).toEqual([]);
     await backgroundCheck();
+    // The outbox, on the new primary: numbers first seen after the promotion are alerted. (One
+    // whose delivery was claimed on the old primary waits for its claim's 2-minute lease.)
+    const alerted = [...turn.firstSeen].filter(([, at]) => at > promotedAt).map(([number]) => number);
+    expect(alerted.length).toBeGreaterThan(0);
+    await eventually(
+      'the alerts of numbers first seen after the promotion delivered',
+      () => ({ missing: alerted.filter((number) => !receiver.received.some((r) => r.body.includes(number))), received: receiver.received.length, last: receiver.received.at(-1)?.body.slice(0, 400) }),
+      ({ missing }) => missing.length === 0,
+      { timeoutMs: 30_000 },
+    );
     for (const server of servers) expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     return { lost };
   }
