@@ -90,8 +90,9 @@ interface Steady {
 interface TurnFigures {
   turn: string;
   steady: Steady;
-  /** From the promotion to the first acknowledgement after it, and the longest time without one from the fault on. */
+  /** From the promotion to the first acknowledgement after it. */
   firstAckAfterPromotionMs: number;
+  /** The longest time between two acknowledgements, the later one after the fault. */
   longestWithoutAckMs: number;
   promotedAfterFaultMs: number;
   acknowledged: number;
