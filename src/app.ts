@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { PEER_EVIDENCE_REFRESH_MS } from './domain/federation/peer-evidence.ts';
 import swagger from '@fastify/swagger';
 import { openApiOptions } from './http/openapi.ts';
 import swaggerUi from '@fastify/swagger-ui';
@@ -87,6 +88,12 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // So is the TAXII publisher: each serving process takes turns at it, one at a time by a lease.
   app.addHook('onListen', async () => services.taxiiPublisher.start(services.config.taxii.publishIntervalMs, (err) => app.log.warn({ err }, 'publishing TAXII versions failed; retrying at the next turn')));
   app.addHook('onClose', async () => services.taxiiPublisher.stop());
+  // Peers are read off the request path (docs/federation.md); a lease per peer lets one instance poll it.
+  app.addHook('onListen', async () => services.peerPoller.start());
+  app.addHook('onClose', async () => services.peerPoller.stop());
+  // And what the peers said, read again every few seconds: a peer's poll on any instance reaches this one's lookups.
+  app.addHook('onListen', async () => services.peerEvidence.start(PEER_EVIDENCE_REFRESH_MS));
+  app.addHook('onClose', async () => services.peerEvidence.stop());
 
   // First, so that every route registered below is counted under its pattern.
   countRequests(app, services.metrics);

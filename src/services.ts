@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { assembleAggregates, type AggregatePipeline } from './assembly/aggregates.ts';
 import { assembleAlerts, type AlertsAssembly, type AlertSettings } from './assembly/alerts.ts';
 import { assembleAuth, type AuthOptions, type AuthAssembly } from './assembly/auth.ts';
+import { assembleFederation, type FederationAssembly, type FederationSettings } from './assembly/federation.ts';
 import { assembleFoundation } from './assembly/foundation.ts';
 import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
 import { assembleLookups, type LookupsAssembly } from './assembly/lookups.ts';
@@ -23,7 +24,7 @@ export { backupRefusal } from './store/maintenance/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -52,6 +53,8 @@ export interface ServiceOptions extends AuthOptions {
   acceptedReportsTtlMs?: number;
   /** The TAXII publisher's clock; tests move it to see scores decay. */
   taxiiClock?: () => Date;
+  /** The peer poller's and its client's bounds (docs/federation.md, "Limits"); tests shorten them. */
+  federation?: Partial<FederationSettings>;
 }
 
 /** Opens the store and builds the services over it; the store is closed again if that fails. */
@@ -75,10 +78,11 @@ async function servicesOver(database: Database, config: Config, options: Service
   const reports = await assembleReports(base, options.acceptedReportsTtlMs);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
   const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports);
+  const federation = assembleFederation(base, options.federation);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
-  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs, foldRowsKept: () => aggregates.aggregateFolder.rowsKept });
+  metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs, foldRowsKept: () => aggregates.aggregateFolder.rowsKept, peers: () => federation.peers.list() });
   return {
     config,
     database,
@@ -100,11 +104,13 @@ async function servicesOver(database: Database, config: Config, options: Service
     alertWorker: alerts.alertWorker,
     ...taxii,
     ...reports,
+    ...federation,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();
       await alerts.stop();
       await taxii.taxiiPublisher.stop();
+      await federation.peerPoller.stop();
       // The last interval's uses, written before the store closes.
       await auth.clientActivity.close();
       await base.close();

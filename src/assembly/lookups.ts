@@ -7,6 +7,8 @@ import { RangeLookupService } from '../domain/lookups/range-lookup.ts';
 import { SqlAllowlistRepository } from '../store/repositories/allowlists-repository.ts';
 import { SqlFeedsRepository } from '../store/repositories/feeds-repository.ts';
 import { SqlLookupsRepository } from '../store/repositories/lookups-repository.ts';
+import { PeerEvidence } from '../domain/federation/peer-evidence.ts';
+import { SqlPeerEvidenceRepository } from '../store/repositories/peer-evidence-repository.ts';
 import type { AggregatePipeline } from './aggregates.ts';
 import type { Foundation } from './foundation.ts';
 import type { ReportedValues } from '../domain/intelligence/value-reports.ts';
@@ -26,6 +28,8 @@ export interface LookupsAssembly {
   dnsZones: DnsZones;
   /** The accounts' and the operator's allowlists (docs/api.md §16), kept in memory for the lookups, feeds, zones and TAXII. */
   allowlists: Allowlists;
+  /** What the federation's peers said (docs/federation.md), kept in memory for the lookups; refreshed by serving processes. */
+  peerEvidence: PeerEvidence;
 }
 
 /** `observer` hears of every match: the `lookup.matched` alerts; `reports` are the operator's accepted false-positive reports, which every score here applies. */
@@ -43,13 +47,17 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
     externalChangeCounter: database.externalChangeCounter,
   });
   await base.onAccessChange(() => allowlists.forget());
+  // Read from the store itself: the poller writes there, and a replica may lag behind it.
+  const peerEvidence = new PeerEvidence(new SqlPeerEvidenceRepository(database.db), (err) => base.log?.warn({ err }, 'reading the peers’ indicators failed; retrying at the next turn'));
+  await peerEvidence.refresh();
   return {
     allowlists,
+    peerEvidence,
     // A lookup by an account waits for the fold of its own acknowledged events (ownWrites).
-    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, allowlists, ...(primary ? { primary } : {}) }),
+    lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, allowlists, peers: peerEvidence, ...(primary ? { primary } : {}) }),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring, undefined, reports),
     // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
     dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, allowlists, ...(reports ? { reports } : {}) }),
-    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists),
+    feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists, peerEvidence),
   };
 }

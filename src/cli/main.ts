@@ -23,6 +23,7 @@ import { submitCommand } from './submit-command.ts';
 import { terminalJson } from './terminal-text.ts';
 import { usersCommands } from './users-commands.ts';
 import { reportsCommands } from './reports-commands.ts';
+import { peersCommands } from './peers-commands.ts';
 
 /** The command groups, in the order `--help` lists them: the user commands, then the operator's. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -37,6 +38,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   integrationsCommands,
   allowlistCommands,
   reportsCommands,
+  peersCommands,
   plansCommands,
   keysCommands,
   aggregatesCommand,

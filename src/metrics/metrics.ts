@@ -45,6 +45,14 @@ export interface HealthSources {
   foldLagMs?: () => number;
   /** Aggregate rows the fold keeps in memory (src/store/fold/fold-row-cache.ts), as of its last step here. */
   foldRowsKept?: () => number;
+  /** Each peer's status as the store holds it (docs/federation.md, "Status"). */
+  peers?: () => Promise<PeerMetric[]>;
+}
+
+/** What `/metrics` shows of one peer: its name (the operator's, a fixed set) and its status. */
+export interface PeerMetric {
+  name: string;
+  status: { lastSuccessAt: string | null; failures: number; objectsRead: number; objectsAccepted: number; objectsSkipped: number; objectsRefused: number };
 }
 
 /** The text a scrape receives, and its media type. */

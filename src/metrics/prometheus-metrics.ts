@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration } from 'prom-client';
 import { workerExposition } from './cluster-metrics.ts';
 import { HealthProbe } from './health-probe.ts';
-import type { DnsMetricRcode, DnsMetricZone, HealthSources, IntakeOutcome, LookupMetricKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
+import type { DnsMetricRcode, DnsMetricZone, HealthSources, PeerMetric, IntakeOutcome, LookupMetricKind, LookupResult, Metrics, MetricsExposition, RefusingLimit, RouteMetrics } from './metrics.ts';
 
 /**
  * Latency buckets in seconds. Lookups answer in about 1 ms and single submissions in 5–15 ms
@@ -174,8 +174,9 @@ export class PrometheusMetrics implements Metrics {
     this.dnsLimitedBy[verdict].inc();
   }
 
-  watchHealth({ store, coordination, foldBacklog, foldLagMs, foldRowsKept }: HealthSources): void {
+  watchHealth({ store, coordination, foldBacklog, foldLagMs, foldRowsKept, peers }: HealthSources): void {
     const registers = [this.registry];
+    if (peers) watchPeers(peers, registers);
     if (foldRowsKept) {
       new Gauge({
         name: 'tollwatch_fold_rows_kept',
@@ -270,6 +271,55 @@ function bind<K extends string>(values: readonly K[], child: (value: K) => Child
   const bound = {} as Record<K, Child>;
   for (const value of values) bound[value] = child(value);
   return bound;
+}
+
+/**
+ * Each peer's counts and last success, read from the store at each scrape: every instance reads
+ * the same rows, so under WORKERS the primary keeps one worker's value (`max`), never a sum.
+ */
+function watchPeers(peers: NonNullable<HealthSources['peers']>, registers: Registry[]): void {
+  let read: Promise<PeerMetric[]> | undefined;
+  // One read of the store per scrape, for all three metrics.
+  // A store that does not answer leaves the peers out of this scrape; tollwatch_store_up says why.
+  const current = () => (read ??= peers().catch(() => []).finally(() => setImmediate(() => (read = undefined))));
+  new Counter({
+    name: 'tollwatch_peer_objects_total',
+    help: 'Objects read from each peer (docs/federation.md), by what became of them: read, accepted, skipped, refused',
+    labelNames: ['peer', 'outcome'],
+    aggregator: 'max',
+    registers,
+    async collect() {
+      this.reset();
+      for (const { name, status } of await current()) {
+        this.inc({ peer: name, outcome: 'read' }, status.objectsRead);
+        this.inc({ peer: name, outcome: 'accepted' }, status.objectsAccepted);
+        this.inc({ peer: name, outcome: 'skipped' }, status.objectsSkipped);
+        this.inc({ peer: name, outcome: 'refused' }, status.objectsRefused);
+      }
+    },
+  });
+  new Gauge({
+    name: 'tollwatch_peer_last_success_timestamp_seconds',
+    help: "When each peer's last poll succeeded (Unix time); 0 if none has",
+    labelNames: ['peer'],
+    aggregator: 'max',
+    registers,
+    async collect() {
+      this.reset();
+      for (const { name, status } of await current()) this.set({ peer: name }, status.lastSuccessAt ? Date.parse(status.lastSuccessAt) / 1000 : 0);
+    },
+  });
+  new Gauge({
+    name: 'tollwatch_peer_failures',
+    help: 'Polls of each peer failed in a row since its last success',
+    labelNames: ['peer'],
+    aggregator: 'max',
+    registers,
+    async collect() {
+      this.reset();
+      for (const { name, status } of await current()) this.set({ peer: name }, status.failures);
+    },
+  });
 }
 
 /** A prom-client counter whose series are counted in tallies, handed to it when it is collected. */

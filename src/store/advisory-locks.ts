@@ -18,6 +18,8 @@ export const ADVISORY_LOCKS = {
   maintenance: 727_272,
   /** One instance prunes the audit log at a time (audit-retention.ts). */
   auditPruning: 727_273,
+  /** peer_indicators' seq is handed out by one transaction at a time, so commit order is seq order (peers-repository.ts). */
+  peerIndicators: 727_301,
 } as const;
 
 export type AdvisoryLock = keyof typeof ADVISORY_LOCKS;

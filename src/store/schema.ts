@@ -39,6 +39,9 @@ export interface Schema {
   taxii_publication: TaxiiPublicationTable;
   shared_changes: SharedChangesTable;
   value_reports: ValueReportsTable;
+  peers: PeersTable;
+  peer_positions: PeerPositionsTable;
+  peer_indicators: PeerIndicatorsTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -451,9 +454,9 @@ export interface TaxiiPublicationTable {
  * `changed_at` is stale; the TAXII publisher skips those and deletes what it has read past.
  */
 export interface SharedChangesTable {
-  /** The table of the row: `number_aggregates` or `ip_aggregates`. */
+  /** The table of the row: `number_aggregates`, `ip_aggregates` or `range_aggregates`. */
   aggregates: string;
-  /** The row's `changed_at` as this write set it. */
+  /** The row's `changed_at` as this write set it (a range row's: the instant of the fold step or rebuild). */
   changed: string;
   key: string;
 }
@@ -470,4 +473,60 @@ export interface ValueReportsTable {
   created_at: string;
   decided_at: string | null;
   decision_note: string | null;
+}
+
+/** Federation peers (migration 030, docs/federation.md): other TAXII 2.1 servers read by this one. */
+export interface PeersTable {
+  peer_id: string;
+  name: string;
+  api_root: string;
+  /** JSON array of collection ids. */
+  collections: string;
+  /** `none`, `basic` or `bearer`. */
+  auth: string;
+  username: string | null;
+  /** The Basic password or bearer token, sealed with the key secret. */
+  credential: string | null;
+  trust: number;
+  poll_seconds: number;
+  republish: number;
+  enabled: number;
+  created_at: string;
+  holder: string | null;
+  lease_until: string | null;
+  next_poll_at: string | null;
+  failures: Generated<number>;
+  last_success_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+  objects_read: Generated<number | string>;
+  objects_accepted: Generated<number | string>;
+  objects_skipped: Generated<number | string>;
+  objects_refused: Generated<number | string>;
+}
+
+/** Where reading a peer's collection stands (migration 030). */
+export interface PeerPositionsTable {
+  peer_id: string;
+  collection_id: string;
+  added_after: string | null;
+  next_page: string | null;
+}
+
+/** The latest version of each indicator a peer published that this server understood (migration 030). */
+export interface PeerIndicatorsTable {
+  peer_id: string;
+  object_id: string;
+  /** `number` or `ip`. */
+  kind: string;
+  value: string;
+  confidence: number;
+  valid_from: string;
+  modified: string;
+  valid_until: string | null;
+  revoked: number;
+  /** `clear`, `green`, `amber`, `amber+strict` or `red`; null when unmarked. */
+  tlp: string | null;
+  /** Grows with every write across all peers: servers read the rows written since their last read. */
+  seq: number | string;
 }

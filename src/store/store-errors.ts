@@ -23,6 +23,10 @@ const UNAVAILABLE_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
+  // read_only_sql_transaction: the server answers but takes no writes, a primary demoted while a
+  // proxy or an address still leads to it, or one restarted in place and not yet writable. The
+  // failover that ends it is the orchestrator's; a new connection then finds the new primary.
+  '25006',
   '53100', // disk_full: intake resumes by itself once space returns
 ]);
 

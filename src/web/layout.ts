@@ -17,6 +17,7 @@ const OPERATOR_NAV: ReadonlyArray<[string, string]> = [
   ['/operator/plans', 'Plans'],
   ['/operator/allowlist', 'Allowlist'],
   ['/operator/reports', 'Reports'],
+  ['/operator/peers', 'Peers'],
   ['/operator/audit', 'Audit trail'],
 ];
 

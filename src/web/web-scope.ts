@@ -17,6 +17,7 @@ import { lookupRoute } from './routes/lookup.ts';
 import { subjectPages } from './routes/subjects.ts';
 import { nodeRoutes } from './routes/nodes.ts';
 import { operatorRoutes } from './routes/operator.ts';
+import { operatorPeersRoutes } from './routes/operator-peers.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { WebRefusal } from './web-refusal.ts';
@@ -87,6 +88,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(allowlistPages, { services });
   await app.register(accountRoutes, { services });
   await app.register(operatorRoutes, { services });
+  await app.register(operatorPeersRoutes, { services });
 }
 
 /** Every refusal and failure of a dashboard request, as a page; nothing internal reaches it. */

@@ -1,26 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { GUARD_DEFAULTS, renderGuardConfig, type GuardSettings } from '../../src/cli/kamailio-guard-config.ts';
-import { runCli } from '../../src/cli/main.ts';
 import { DEFAULT_THROTTLE } from '../../src/limits/failure-throttle.ts';
 import { callPathMissing, scratchDir } from '../support/call-path.ts';
+import { runCliHere } from '../support/in-process-cli.ts';
 
 /** `tollwatch kamailio-config` (docs/cli.md, docs/call-guard.md): the guard with an operator's settings. */
 const settings: GuardSettings = { ...GUARD_DEFAULTS, url: 'https://tollwatch.example.com/', clientId: 'twc_abc-DEF_1', clientSecret: 'tws_secret-XYZ_9' };
 
-async function cli(args: string[], env: Record<string, string> = {}) {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  err.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const status = await runCli(args, { out, err, env });
-  return { status, stdout, stderr };
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCliHere(args, env);
 
 const setting = (text: string, name: string) => new RegExp(`^#!substdef "!${name}!([^!]*)!"$`, 'm').exec(text)?.[1];
 const defined = (text: string, name: string) => new RegExp(`^#!define ${name}$`, 'm').test(text);

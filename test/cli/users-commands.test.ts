@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
-import { spawnCli } from '../support/server-process.ts';
+import { runCliHere } from '../support/in-process-cli.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 import { WebClient } from '../dashboard/web-client.ts';
 
 let database: TestDatabase;
 
-/** The real `tollwatch` executable on the test's store; a harness answering the links runs in this process. */
-const tollwatch = (...args: string[]) => spawnCli({ DATABASE_URL: database.url, TOLLWATCH_PUBLIC_URL: 'https://dash.example.test' }, ...args);
+/**
+ * `tollwatch` run in this process on the test's store (its DATABASE_URL and public URL set below),
+ * beside a harness answering the links: test/cli/operator-cli.test.ts spawns the executable itself.
+ */
+const tollwatch = (...args: string[]) => runCliHere(args);
 
 async function json(...args: string[]) {
   const run = await tollwatch('--json', ...args);
@@ -22,6 +25,9 @@ describe('operator CLI: users (docs/cli.md, "Dashboard users")', () => {
 
   beforeAll(async () => {
     database = await freshDatabase();
+    // runCli builds its services from process.env, as the executable does; vitest runs each test
+    // file in a process of its own, so this reaches no other file.
+    Object.assign(process.env, { DATABASE_URL: database.url, TOLLWATCH_PUBLIC_URL: 'https://dash.example.test', LOG_LEVEL: 'silent' });
     accountId = (await json('accounts', 'create', '--name', 'Fleet', '--plan', 'contributor')).account_id;
     h = await startHarness({ DATABASE_URL: database.url });
   });

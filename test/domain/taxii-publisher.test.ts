@@ -65,8 +65,8 @@ describe('TAXII publisher', () => {
   it('reads every page of a first pass when left to run', async () => {
     const { store, asked } = storeOf(40);
     await new TaxiiPublisher(store, settings).publish();
-    expect(asked.pagesRead).toHaveLength(80);
-    expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers']);
+    expect(asked.pagesRead).toHaveLength(120);
+    expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers', 'number-ranges']);
   });
 
   it('ends a pass under way after the page it is on, and starts no other collection', async () => {
@@ -94,8 +94,9 @@ describe('TAXII publisher', () => {
     await new TaxiiPublisher(store, options).publish();
     expect(asked.pagesRead.filter((p) => p.startsWith('ip-addresses'))).toEqual(Array.from({ length: 37 }, (_, k) => `ip-addresses ${k + 3}`));
     expect(asked.pagesRead.filter((p) => p.startsWith('phone-numbers'))).toHaveLength(40);
+    expect(asked.pagesRead.filter((p) => p.startsWith('number-ranges'))).toHaveLength(40);
     // The passes after it read changes from before it began; the pages it scored in the hour
-    // before were swept again at its end. The other collection's first pass began this hour.
+    // before were swept again at its end. The other collections' first passes began this hour.
     expect(states.get('ip-addresses')).toEqual({ foldSeen: 'fold 1', changedThrough: '2026-11-01T10:00:00.000Z', sweptHour: '2026-11-01T11:00:00.000Z' });
     expect(states.get('phone-numbers')).toEqual({ foldSeen: 'fold 1', changedThrough: '2026-11-01T11:04:00.000Z', sweptHour: '2026-11-01T11:00:00.000Z' });
     expect(asked.sweeps).toEqual(['ip-addresses']);
@@ -105,7 +106,7 @@ describe('TAXII publisher', () => {
     const { store, asked, states } = storeOf(1);
     const hour = '2026-11-01T11:00:00.000Z';
     const through = '2026-11-01T11:04:00.000Z';
-    for (const kind of ['ip-addresses', 'phone-numbers'] as const) states.set(kind, { foldSeen: 'fold 1', changedThrough: through, sweptHour: hour });
+    for (const kind of ['ip-addresses', 'phone-numbers', 'number-ranges'] as const) states.set(kind, { foldSeen: 'fold 1', changedThrough: through, sweptHour: hour });
     store.foldSignature = async () => 'fold 2';
     // The store passes over entries of rows changed again since: the first page holds no row.
     const reads: Array<string | undefined> = [];
@@ -115,8 +116,8 @@ describe('TAXII publisher', () => {
       return { candidates: [{ value: '+46700', kept: undefined, object: undefined }], next: undefined, changedThrough: '2026-11-01T11:05:00.000Z' };
     };
     await new TaxiiPublisher(store, { ...settings, now: () => new Date('2026-11-01T11:30:00.000Z') }).publish();
-    expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers']);
-    expect(reads).toEqual(['ip-addresses first', 'ip-addresses first', 'ip-addresses p2', 'phone-numbers first', 'phone-numbers first', 'phone-numbers p2']);
+    expect(asked.claims).toEqual(['ip-addresses', 'phone-numbers', 'number-ranges']);
+    expect(reads).toEqual(['ip-addresses first', 'ip-addresses first', 'ip-addresses p2', 'phone-numbers first', 'phone-numbers first', 'phone-numbers p2', 'number-ranges first', 'number-ranges first', 'number-ranges p2']);
     expect(states.get('phone-numbers')).toMatchObject({ foldSeen: 'fold 2', changedThrough: '2026-11-01T11:05:00.000Z' });
   });
 
@@ -127,7 +128,7 @@ describe('TAXII publisher', () => {
     const { store } = storeOf(4, undefined, () => (now += 30));
     const pacing = { clock: () => now, rest: async (ms: number) => void rests.push(ms) };
     await new TaxiiPublisher(store, { ...settings, pacing }).publish();
-    // Four pages in each collection.
-    expect(rests).toEqual(Array(8).fill(30));
+    // Four pages in each of the three collections.
+    expect(rests).toEqual(Array(12).fill(30));
   });
 });

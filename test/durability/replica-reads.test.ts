@@ -99,4 +99,15 @@ describe.skipIf(unavailable)('lookups over a streaming replica', () => {
     await expect.poll(async () => (await lookup(watcher, number)).seen_count, { interval: 10, timeout: 5000 }).toBe(2);
     console.log(`[replica] a change the replica replayed was seen ${Math.round(performance.now() - resumed)} ms after replay resumed`);
   });
+
+  // Last: it leaves the replica a primary of its own.
+  it('stops waiting on a replica once it is promoted, whose replay position then stands still', async () => {
+    cluster.promoteReplica();
+    expect((await replica.query<{ recovering: boolean }>('select pg_is_in_recovery() as recovering')).rows[0]?.recovering).toBe(false);
+    expect((await postEvent(fleet, sampleEvent({ called_number: '+4681345001' }))).status).toBe(201);
+    await h.settled();
+    // A promoted replica reads what is written to it: nothing lags, and nothing is left waiting
+    // (it was: every fold's wait added to a list polled every 10 ms, for ever).
+    await expect.poll(() => h.services.replicaReads?.waiting, { timeout: 5000 }).toBe(0);
+  });
 });

@@ -36,9 +36,10 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
     cluster = await startPrivateCluster({ maxConnections: 100 });
     redis = await privateRedis();
     databaseUrl = cluster.adminUrl;
-    server = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
-    second = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url });
-    token = await contributorToken(server, databaseUrl);
+    // One public address for both, as behind a load balancer: a token's audience is good on either.
+    server = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test' });
+    second = await startServerProcess({ DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test' });
+    token = await contributorToken(server, databaseUrl, 'http://tollwatch.test');
   });
   afterAll(async () => {
     await server?.stop();
@@ -50,6 +51,8 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
   it('loses no acknowledged event across a PostgreSQL stop and start, answers 503 meanwhile, and recovers within 5 s', async () => {
     const acknowledged = new Set<string>();
     const statuses = new Map<number, number>();
+    // Acknowledgements by instance: the load must land on both.
+    const perInstance = [0, 0];
     let retryAfterMissing = 0;
     let running = true;
     // Half the loops load each instance; a token from one is good on both.
@@ -64,7 +67,10 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
             body: JSON.stringify(event),
           });
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          if (res.status === 201 || res.status === 200) acknowledged.add(String(event.event_uuid));
+          if (res.status === 201 || res.status === 200) {
+            acknowledged.add(String(event.event_uuid));
+            perInstance[i % 2]! += 1;
+          }
           if (res.status === 503 && !res.headers.get('retry-after')) retryAfterMissing += 1;
           await res.arrayBuffer();
         } catch {
@@ -93,6 +99,7 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
     await Promise.all(loops);
 
     expect(statuses.get(503) ?? 0).toBeGreaterThan(0);
+    expect(perInstance.every((n) => n > 0), `acknowledged by each instance: ${perInstance.join(', ')}`).toBe(true);
     expect(retryAfterMissing).toBe(0);
     expect([...statuses.keys()].filter((s) => s >= 500 && s !== 503)).toEqual([]);
     expect(recoveredIn).toBeLessThan(5000);
@@ -117,6 +124,8 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
     // an error store-errors.ts did not know. Three outages, batches from four loops on two instances.
     const acknowledged = new Set<string>();
     const statuses = new Map<number, number>();
+    // Acknowledgements by instance: the load must land on both.
+    const perInstance = [0, 0];
     let running = true;
     const loop = async (_: unknown, i: number) => {
       const target = i % 2 ? second : server;
@@ -132,6 +141,7 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
           if (res.status === 200) {
             const { results } = (await res.json()) as { results: Array<{ event_uuid: string; status: string }> };
             for (const r of results) if (r.status === 'created' || r.status === 'replayed') acknowledged.add(r.event_uuid);
+            perInstance[i % 2]! += 1;
           } else await res.arrayBuffer();
         } catch {
           // A refused connection acknowledges nothing.
@@ -154,6 +164,7 @@ describe.skipIf(missing !== undefined)('store and Redis outages under load, two 
     await Promise.all(loops);
 
     expect(statuses.get(503) ?? 0).toBeGreaterThan(0);
+    expect(perInstance.every((n) => n > 0), `acknowledged by each instance: ${perInstance.join(', ')}`).toBe(true);
     expect([...statuses.keys()].filter((s) => s >= 500 && s !== 503)).toEqual([]);
     // Nor a fault logged as one: a store outage is a warning, never "unhandled error".
     const faults = [...server.logged.slice(loggedBefore[0]), ...second.logged.slice(loggedBefore[1])].filter((line) => line.includes('unhandled error'));

@@ -133,6 +133,9 @@ describe('GET /metrics: what moves when requests are made', () => {
       tollwatch_fold_rows_kept: 'gauge',
       tollwatch_dns_answers_total: 'counter',
       tollwatch_dns_rate_limited_total: 'counter',
+      tollwatch_peer_objects_total: 'counter',
+      tollwatch_peer_last_success_timestamp_seconds: 'gauge',
+      tollwatch_peer_failures: 'gauge',
     });
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_gc_duration_seconds', 'nodejs_heap_size_used_bytes']) {
       expect(types.has(name), name).toBe(true);

@@ -10,6 +10,7 @@ function fakeRepo(n: number, position = 7) {
   const asked: Array<{ scopes: string[]; since: string }> = [];
   const repo: FeedsRepository = {
     foldPosition: async () => position,
+    keptAmong: async () => new Set<string>(),
     async *recentNumbers(): AsyncIterable<KeptAggregate<NumberAggregate>> {},
     async *recentRanges() {},
     async *recentAddresses(scopes, since): AsyncIterable<KeptAggregate<IpAggregate>> {
@@ -94,6 +95,7 @@ describe('FeedService: ranges=include (docs/api.md §14)', () => {
     const lastSeen = new Date().toISOString().replace('Z', '000000Z');
     const repo: FeedsRepository = {
       foldPosition: async () => 7,
+      keptAmong: async () => new Set<string>(),
       async *recentNumbers(_scopes, since): AsyncIterable<KeptAggregate<NumberAggregate>> {
         asked.numbers!.push(since);
         for (let i = 0; i < n; i += 1) {

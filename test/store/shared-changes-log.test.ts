@@ -27,8 +27,11 @@ afterEach(async () => {
 
 type Entry = { aggregates: string; changed: string; key: string };
 
-async function log(): Promise<Entry[]> {
-  const rows = await database.db.selectFrom('shared_changes').selectAll().orderBy('aggregates').orderBy('changed').orderBy('key').execute();
+/** The log's entries, of every table or of those named. */
+async function log(tables?: string[]): Promise<Entry[]> {
+  let query = database.db.selectFrom('shared_changes').selectAll();
+  if (tables) query = query.where('aggregates', 'in', tables);
+  const rows = await query.orderBy('aggregates').orderBy('changed').orderBy('key').execute();
   return rows.map((r) => ({ aggregates: r.aggregates, changed: r.changed, key: r.key }));
 }
 
@@ -36,6 +39,9 @@ async function changedAt(table: 'number_aggregates' | 'ip_aggregates', key: 'num
   const rows = await (database.db as any).selectFrom(table).select([`${key} as key`, 'changed_at']).where('scope', '=', SHARED_SCOPE).execute();
   return (rows as Array<{ key: string; changed_at: string }>).map((r) => ({ aggregates: table, changed: r.changed_at, key: r.key }));
 }
+
+/** The tables of numbers and addresses, whose rows keep their own changed_at. */
+const KEYED = ['number_aggregates', 'ip_aggregates'];
 
 const byEntry = (a: Entry, b: Entry) => `${a.aggregates} ${a.changed} ${a.key}`.localeCompare(`${b.aggregates} ${b.changed} ${b.key}`);
 
@@ -62,11 +68,15 @@ describe('the shared data set’s change log', () => {
       validSampleEvent({ called_number: '+441234000001', source_ip: '198.51.100.2' }),
       validSampleEvent({ called_number: '+441234000002', source_ip: '198.51.100.1' }),
     ]);
-    await repo.ingest({ accountId: own, scope: own }, [validSampleEvent({ called_number: '+441234000003', source_ip: '198.51.100.3' })]);
+    // An own event in a range of its own: its range is in no shared row, and so not in the log.
+    await repo.ingest({ accountId: own, scope: own }, [validSampleEvent({ called_number: '+441299000003', source_ip: '198.51.100.3' })]);
     while ((await foldStep(database, 1000)).folded > 0);
     const first = [...(await changedAt('number_aggregates', 'number_key')), ...(await changedAt('ip_aggregates', 'source_ip'))].sort(byEntry);
     expect(first.map((e) => e.key).sort()).toEqual(['+441234000001', '+441234000002', '198.51.100.1', '198.51.100.2']);
-    expect(await log()).toEqual(first);
+    expect(await log(KEYED)).toEqual(first);
+    // Range rows keep no changed_at: the fold logs the shared ranges it adds to, once a step.
+    const ranges = await log(['range_aggregates']);
+    expect(ranges.map((e) => e.key)).toEqual(['+4412340000']);
 
     // A later step appends the rows it changes again; their first entries stay behind them, to be
     // skipped by the reads and forgotten by the publisher.
@@ -77,9 +87,12 @@ describe('the shared data set’s change log', () => {
     while ((await foldStep(database, 1000)).folded > 0);
     const second = (await changedAt('number_aggregates', 'number_key')).filter((e) => e.key === '+441234000002');
     expect(second[0]!.changed > first.find((e) => e.key === '+441234000002')!.changed).toBe(true);
-    const entries = await log();
+    const entries = await log(KEYED);
     expect(entries).toHaveLength(first.length + 2);
     expect(entries).toEqual(expect.arrayContaining([...first, ...second]));
+    const rangesAfter = await log(['range_aggregates']);
+    expect(rangesAfter.map((e) => e.key)).toEqual(['+4412340000', '+4412340000']);
+    expect(rangesAfter[1]!.changed > ranges[0]!.changed).toBe(true);
   });
 
   it('gets an entry from a rebuild for every shared row, at the rebuild’s instant', async () => {
@@ -88,14 +101,16 @@ describe('the shared data set’s change log', () => {
     const { fleet, own } = await accounts();
     const repo = new SqlEventsRepository(database.db, database.ingestWrites);
     await repo.ingest({ accountId: fleet, scope: SHARED_SCOPE }, [validSampleEvent({ called_number: '+441234000011', source_ip: '198.51.100.11' })]);
-    await repo.ingest({ accountId: own, scope: own }, [validSampleEvent({ called_number: '+441234000012', source_ip: '198.51.100.12' })]);
+    await repo.ingest({ accountId: own, scope: own }, [validSampleEvent({ called_number: '+441299000012', source_ip: '198.51.100.12' })]);
     while ((await foldStep(database, 1000)).folded > 0);
     await database.db.deleteFrom('shared_changes').execute();
     await rebuildAggregates(database.db, database.caps);
     const rows = [...(await changedAt('number_aggregates', 'number_key')), ...(await changedAt('ip_aggregates', 'source_ip'))].sort(byEntry);
     expect(rows).toHaveLength(2);
     expect(new Set(rows.map((r) => r.changed)).size).toBe(1);
-    expect(await log()).toEqual(rows);
+    expect(await log(KEYED)).toEqual(rows);
+    // The shared range too, at the same instant; the own one not.
+    expect(await log(['range_aggregates'])).toEqual([{ aggregates: 'range_aggregates', changed: rows[0]!.changed, key: '+4412340000' }]);
   });
 
   it('loses, at each publication, the entries before where the collection’s next pass reads from, and only those', async () => {

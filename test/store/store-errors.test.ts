@@ -11,7 +11,7 @@ describe('which store faults mean "retry shortly" (503), not "broken" (500)', ()
     for (const message of ['Connection terminated unexpectedly', 'Connection terminated due to connection timeout', 'timeout exceeded when trying to connect', 'timeout expired', 'Query read timeout', 'Client was closed and is not queryable']) {
       expect(isStoreUnavailable(new Error(message)), message).toBe(true);
     }
-    for (const code of ['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', '08006', '57P01']) expect(isStoreUnavailable(Object.assign(new Error('x'), { code })), code).toBe(true);
+    for (const code of ['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', '08006', '57P01', '25006']) expect(isStoreUnavailable(Object.assign(new Error('x'), { code })), code).toBe(true);
     expect(isStoreUnavailable(Object.assign(new Error('syntax error'), { code: '42601' }))).toBe(false);
     expect(isStoreUnavailable(new Error('cannot rollback - no transaction is active'))).toBe(false);
   });

@@ -19,6 +19,8 @@ export interface PrivateCluster {
    * replica's `postgres` database; remove() stops it too.
    */
   startReplica(): Promise<string>;
+  /** Promotes the replica started last (`pg_ctl promote -w`): it takes writes of its own from then on. */
+  promoteReplica(): void;
   /** Stops it as an operator's fast shutdown does (`pg_ctl stop -m fast`): open connections are cut. */
   stop(): void;
   /** Starts it again on the same port and files. */
@@ -27,13 +29,15 @@ export interface PrivateCluster {
   remove(): void;
 }
 
-function binaries(): string {
+/** The newest PostgreSQL server binaries' folder. */
+export function binaries(): string {
   const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a));
   if (versions.length === 0) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
   return `/usr/lib/postgresql/${versions[0]}/bin`;
 }
 
-function asPostgres(command: string, args: string[]): void {
+/** Runs a PostgreSQL program as the `postgres` user (initdb refuses root), waiting for it. */
+export function asPostgres(command: string, args: string[]): void {
   execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' });
 }
 
@@ -86,6 +90,11 @@ export async function startPrivateCluster({ maxConnections = 30 }: { maxConnecti
       const options = `-p ${replicaPort} -c listen_addresses=127.0.0.1 -k ${dir} -c shared_buffers=16MB -c max_connections=30`;
       asPostgres(join(bin, 'pg_ctl'), ['-D', replicaData, '-o', options, '-l', join(dir, `replica-${replicas.length}.log`), '-w', '-t', '60', 'start']);
       return `postgres://postgres@127.0.0.1:${replicaPort}/postgres`;
+    },
+    promoteReplica() {
+      const replica = replicas.at(-1);
+      if (!replica) throw new Error('no replica to promote');
+      asPostgres(join(bin, 'pg_ctl'), ['-D', replica, '-w', '-t', '60', 'promote']);
     },
     stop() {
       asPostgres(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);

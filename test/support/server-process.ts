@@ -82,14 +82,14 @@ export function spawnCli(env: Record<string, string>, ...args: string[]): Promis
   return runCommand(process.execPath, [`${ROOT}bin/tollwatch.js`, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
 }
 
-/** A contributor account and a fresh token on a running server. */
-export async function contributorToken(server: ServerProcess, databaseUrl: string): Promise<string> {
+/** A contributor account and a fresh token on a running server, for its public address (`publicUrl`: the one TOLLWATCH_PUBLIC_URL names). */
+export async function contributorToken(server: ServerProcess, databaseUrl: string, publicUrl = server.url): Promise<string> {
   const account = cli(databaseUrl, 'accounts', 'create', '--name', 'fault test', '--plan', 'contributor');
   const client = cli(databaseUrl, 'clients', 'create', '--account', account.account_id, '--name', 'node');
   const res = await fetch(`${server.url}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${server.url}/api`, grant_type: 'client_credentials' }),
+    body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret, audience: `${publicUrl}/api`, grant_type: 'client_credentials' }),
   });
   return ((await res.json()) as { access_token: string }).access_token;
 }

@@ -22,6 +22,11 @@ export async function freshDatabase(): Promise<TestDatabase> {
     const dir = mkdtempSync(join(tmpdir(), 'tollwatch-test-'));
     return { url: `sqlite:${join(dir, 'store.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
+  return postgresDatabase();
+}
+
+/** A new PostgreSQL database on the tests' server, whatever store the run uses, and how to remove it. */
+export async function postgresDatabase(): Promise<TestDatabase> {
   const name = `tollwatch_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();

@@ -3,6 +3,7 @@ import { indicatorId } from '../../src/domain/intelligence/stix-indicators.ts';
 import { TAXII_COLLECTIONS } from '../../src/domain/intelligence/taxii-collections.ts';
 import { TaxiiPublisher } from '../../src/domain/intelligence/taxii-publication.ts';
 import { SqlTaxiiRepository } from '../../src/store/repositories/taxii-repository.ts';
+import { nodeTime, probes } from '../support/fleet-events.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 const TAXII = 'application/taxii+json;version=2.1';
@@ -10,18 +11,6 @@ const ROOT = '/taxii2/tollwatch';
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 type Json = Record<string, any>;
-
-/** An event time in the node's form. */
-const nodeTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-
-const NODES = ['732e7f50-637d-4fde-81e0-5c32f1bb5a92', '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9'];
-
-/** Six INVITEs to a number from three sources (`${sources}.0`–`.2`) and two nodes around `at`: a score of 54, over the threshold of 50. */
-function probes(number: string, sources: string, at: number): Json[] {
-  return Array.from({ length: 6 }, (_, j) =>
-    sampleEvent({ called_number: number, source_ip: `${sources}.${j % 3}`, sip_method: 'INVITE', created_by_node_id: NODES[j % 2], event_timestamp: nodeTime(at + j) }),
-  );
-}
 
 /** Submits events through the batch route, a thousand a request. */
 async function batch(who: TestAccount, events: Json[]) {
@@ -124,7 +113,7 @@ describe('TAXII 2.1 server', () => {
     expect(Number.isInteger(root.max_content_length) && root.max_content_length > 0).toBe(true);
 
     const { collections } = (await (await taxii(reader, `${ROOT}/collections/`)).json()) as { collections: Json[] };
-    expect(collections.map((c) => c.alias)).toEqual(['ip-addresses', 'phone-numbers']);
+    expect(collections.map((c) => c.alias)).toEqual(['ip-addresses', 'phone-numbers', 'number-ranges']);
     for (const c of collections) {
       expect(c.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(typeof c.title).toBe('string');
@@ -140,7 +129,7 @@ describe('TAXII 2.1 server', () => {
     // A client with only one of the two permissions reads only that collection.
     const numbersOnly = await h.account({ permissions: ['read:phone-numbers'] });
     const seen = (await (await taxii(numbersOnly, `${ROOT}/collections/`)).json()) as { collections: Json[] };
-    expect(Object.fromEntries(seen.collections.map((c) => [c.alias, c.can_read]))).toEqual({ 'ip-addresses': false, 'phone-numbers': true });
+    expect(Object.fromEntries(seen.collections.map((c) => [c.alias, c.can_read]))).toEqual({ 'ip-addresses': false, 'phone-numbers': true, 'number-ranges': true });
     const refused = await taxii(numbersOnly, `${ROOT}/collections/ip-addresses/objects/`);
     expect(refused.status).toBe(403);
     expect(refused.headers.get('content-type')).toBe(TAXII);
@@ -323,6 +312,55 @@ describe('TAXII 2.1 server', () => {
     await publish();
     const envelope = (await (await taxii(reader, `${ROOT}/collections/phone-numbers/objects/${indicatorId('phone-numbers', number)}/`)).json()) as Json;
     expect(envelope.objects).toHaveLength(1);
+  });
+
+  it('publishes the shared fleet’s number ranges in a collection of their own, as the feed’s range entries, and revokes one the operator allowlists', async () => {
+    const block = '+46813551';
+    const id = indicatorId('number-ranges', block);
+    const versionsOf = async (ids: string[]) => {
+      const envelope = (await (await taxii(reader, `${ROOT}/collections/number-ranges/objects/?match[version]=all&match[id]=${ids.join(',')}`)).json()) as Json;
+      return (envelope.objects ?? []) as Json[];
+    };
+    // Ten numbers of one block, each probed six times from three sources through two nodes.
+    await batch(fleet, Array.from({ length: 10 }, (_, i) => probes(`${block}0${i}`, `10.151.${i}`, Date.now() - 60_000 + i * 10)).flat());
+    await h.settled();
+    // The collection's latest version is the STIX feed's range indicator, object for object;
+    // published again first in case the hour turned between the two.
+    await expect
+      .poll(async () => {
+        await publish();
+        const feed = (await (await reader.api('/api/feeds/phone-numbers?format=stix&ranges=include&min_score=50')).json()) as { objects: Json[] };
+        const published = (await versionsOf([id])).at(-1);
+        return published !== undefined && JSON.stringify(published) === JSON.stringify(feed.objects.find((o) => o.id === id));
+      })
+      .toBe(true);
+    const [first] = await versionsOf([id]);
+    expect(first).toMatchObject({ type: 'indicator', spec_version: '2.1', pattern: `[x-tollwatch-phone-number:value LIKE '${block}__']`, pattern_type: 'stix' });
+    expect(first!.confidence).toBeGreaterThanOrEqual(50);
+    expect(first!.revoked).toBeUndefined();
+    // The numbers' collection has the numbers, not the block.
+    expect(await (await taxii(reader, `${ROOT}/collections/phone-numbers/objects/?match[id]=${id}`)).json()).toEqual({});
+
+    // A new number of the block: the fold logs the range's change and the next pass versions it.
+    const count = (await versionsOf([id])).length;
+    await batch(fleet, probes(`${block}50`, '10.152.0', Date.now() - 1000));
+    await h.settled();
+    await publish();
+    const renewed = await versionsOf([id]);
+    expect(renewed).toHaveLength(count + 1);
+    expect(Date.parse(renewed.at(-1)!.modified)).toBeGreaterThan(Date.parse(renewed.at(-2)!.modified));
+
+    // One number of the block on the operator's allowlist keeps the block out: revoked, then
+    // published as a new object once the entry is gone.
+    const { entry } = await h.services.allowlists.add('operator', { kind: 'phone_number', value: `${block}05` }, 'operator');
+    await publish();
+    expect((await versionsOf([id])).at(-1)).toMatchObject({ id, revoked: true });
+    await h.services.allowlists.remove('operator', entry.id, 'operator');
+    await publish();
+    const again = await versionsOf([indicatorId('number-ranges', block, 1)]);
+    expect(again).toHaveLength(1);
+    expect(again[0]).toMatchObject({ pattern: first!.pattern });
+    expect(again[0]!.revoked).toBeUndefined();
   });
 
   it('publishes each change once when several processes publish over one store', async () => {

@@ -1171,25 +1171,67 @@ export interface PhoneNumberFound {
   phone_number: string;
   found: true;
   /**
-   * Events that name it, across the scopes the caller reads
+   * Events that name it, across the scopes the caller reads; 0 when only peers know it (`peers`)
    */
   seen_count: number;
   /**
-   * Earliest event time (UTC, RFC 3339)
+   * Earliest event time (UTC, RFC 3339); for a value only peers know, their earliest `valid_from`
    */
   first_seen: string;
   /**
-   * Latest event time (UTC, RFC 3339)
+   * Latest event time (UTC, RFC 3339); for a value only peers know, their latest `modified`
    */
   last_seen: string;
   /**
-   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md), peers’ included
    */
   score: number;
   /**
    * The facts behind the score, strongest evidence first
    */
   reasons: string[];
+  /**
+   * With `peers`: the score of this server’s own evidence alone
+   */
+  local_score?: number;
+  /**
+   * What peers said of the value (docs/federation.md); present only when one did
+   */
+  peers?: {
+    /**
+     * The peers’ part alone: 100 × (1 − Π(1 − trust × confidence / 100)) (docs/scoring.md, "Peers")
+     */
+    score: number;
+    /**
+     * One per peer, strongest first
+     */
+    sightings: {
+      /**
+       * The peer’s name, as the operator named it
+       */
+      peer: string;
+      /**
+       * The confidence the peer published (the highest of its live indicators of the value)
+       */
+      confidence: number;
+      /**
+       * The trust this server’s operator gives the peer
+       */
+      trust: number;
+      /**
+       * trust × confidence: the most this peer adds to the score
+       */
+      points: number;
+      /**
+       * The peer’s `valid_from` (a Tollwatch peer’s first sighting)
+       */
+      valid_from: string;
+      /**
+       * When the peer’s say ends; absent when it set no end
+       */
+      valid_until?: string;
+    }[];
+  };
   /**
    * Distinct source addresses that dialled it
    */
@@ -1314,25 +1356,67 @@ export interface IpAddressFound {
   ip_address: string;
   found: true;
   /**
-   * Events that name it, across the scopes the caller reads
+   * Events that name it, across the scopes the caller reads; 0 when only peers know it (`peers`)
    */
   seen_count: number;
   /**
-   * Earliest event time (UTC, RFC 3339)
+   * Earliest event time (UTC, RFC 3339); for a value only peers know, their earliest `valid_from`
    */
   first_seen: string;
   /**
-   * Latest event time (UTC, RFC 3339)
+   * Latest event time (UTC, RFC 3339); for a value only peers know, their latest `modified`
    */
   last_seen: string;
   /**
-   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)
+   * How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md), peers’ included
    */
   score: number;
   /**
    * The facts behind the score, strongest evidence first
    */
   reasons: string[];
+  /**
+   * With `peers`: the score of this server’s own evidence alone
+   */
+  local_score?: number;
+  /**
+   * What peers said of the value (docs/federation.md); present only when one did
+   */
+  peers?: {
+    /**
+     * The peers’ part alone: 100 × (1 − Π(1 − trust × confidence / 100)) (docs/scoring.md, "Peers")
+     */
+    score: number;
+    /**
+     * One per peer, strongest first
+     */
+    sightings: {
+      /**
+       * The peer’s name, as the operator named it
+       */
+      peer: string;
+      /**
+       * The confidence the peer published (the highest of its live indicators of the value)
+       */
+      confidence: number;
+      /**
+       * The trust this server’s operator gives the peer
+       */
+      trust: number;
+      /**
+       * trust × confidence: the most this peer adds to the score
+       */
+      points: number;
+      /**
+       * The peer’s `valid_from` (a Tollwatch peer’s first sighting)
+       */
+      valid_from: string;
+      /**
+       * When the peer’s say ends; absent when it set no end
+       */
+      valid_until?: string;
+    }[];
+  };
   /**
    * Distinct numbers it dialled
    */
@@ -1537,6 +1621,9 @@ export interface IpAddressFeedEntry {
    */
   ip_address: string;
   score: number;
+  /**
+   * Events that name it; 0 for a value only peers know (`peers`)
+   */
   seen_count: number;
   first_seen: string;
   last_seen: string;
@@ -1548,6 +1635,10 @@ export interface IpAddressFeedEntry {
    * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the score, where the operator lets it be passed on (docs/federation.md); absent otherwise
+   */
+  peers?: string[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1574,6 +1665,9 @@ export interface PhoneNumberFeedEntry {
    */
   phone_number: string;
   score: number;
+  /**
+   * Events that name it; 0 for a value only peers know (`peers`)
+   */
   seen_count: number;
   first_seen: string;
   last_seen: string;
@@ -1581,6 +1675,10 @@ export interface PhoneNumberFeedEntry {
    * The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the score, where the operator lets it be passed on (docs/federation.md); absent otherwise
+   */
+  peers?: string[];
 }
 /**
  * This interface was referenced by `Operations`'s JSON-Schema
@@ -1972,6 +2070,10 @@ export interface IpAddressStixIndicator {
    * The tags, when the address has any
    */
   labels?: string[];
+  /**
+   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   */
+  x_tollwatch_peers?: string[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)
@@ -2013,6 +2115,10 @@ export interface PhoneNumberStixIndicator {
    * The first hour at which the score falls below min_score; absent with min_score=0
    */
   valid_until?: string;
+  /**
+   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   */
+  x_tollwatch_peers?: string[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)

@@ -48,7 +48,13 @@ export type AuditAction =
   /** False-positive reports (docs/api.md §17): submitted by a client, accepted or rejected by the operator. */
   | 'report.submitted'
   | 'report.accepted'
-  | 'report.rejected';
+  | 'report.rejected'
+  /** Peers, the TAXII 2.1 servers this one reads (docs/federation.md): added, changed, removed, enabled, disabled by the operator. */
+  | 'peer.added'
+  | 'peer.changed'
+  | 'peer.removed'
+  | 'peer.enabled'
+  | 'peer.disabled';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

@@ -8,11 +8,12 @@ import { queryText } from '../query-text.ts';
 import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import { NO_BARRIER, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { indicatorTimes, indicatorValidUntil } from './indicator-versions.ts';
-import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, rangePoints, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, scoreOfRange, type ScoringSettings } from './scores.ts';
+import { DEFAULT_SCORING, freshOfAddress, freshOfNumber, NO_LOCAL_EVIDENCE, rangePoints, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, scoreOfRange, withPeers, type ScoringSettings } from './scores.ts';
 import { FEED_TAG_KEY_BYTES } from '../accounts/server-secrets.ts';
 import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from './value-reports.ts';
 import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
+import type { PassableValue, PeerSighting, PeerValueKind } from '../federation/peer-evidence.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
 export const MAX_FEED_ENTRIES = 100_000;
@@ -63,6 +64,17 @@ export interface FeedEntry {
    * block of 100 numbers (src/domain/number-range.ts), and this its distinct numbers seen.
    */
   range?: { numbers_seen: number };
+  /**
+   * The peers whose say is in the score (docs/federation.md, "Scores and publication"): only
+   * those the operator lets be passed on, and never under TLP:AMBER or RED. Absent otherwise.
+   */
+  peers?: string[];
+}
+
+/** What the feeds may pass on of the peers' say (src/domain/federation/peer-evidence.ts). */
+export interface PassedOnPeers {
+  passableOf(kind: PeerValueKind, value: string): readonly PeerSighting[] | undefined;
+  passableValues(kind: PeerValueKind): PassableValue[];
 }
 
 /** What a format needs of each entry beyond its score: `valid_until` (JSON), and the STIX version too. */
@@ -99,6 +111,8 @@ export interface FeedsRepository {
   recentNumbers(scopes: string[], since: string): AsyncIterable<KeptAggregate<NumberAggregate>>;
   /** Addresses likewise. */
   recentAddresses(scopes: string[], since: string): AsyncIterable<KeptAggregate<IpAggregate>>;
+  /** Which of `keys` are kept in any of `scopes`, last seen at or after `since`: what recentNumbers or recentAddresses would read. */
+  keptAmong(kind: FeedKind, scopes: string[], since: string, keys: string[]): Promise<Set<string>>;
   /**
    * Number ranges last seen at or after `since` in any of `scopes`, most recent first, each once,
    * merged across scopes exactly as a lookup's `range` is (LookupsRepository.numberRange).
@@ -124,6 +138,7 @@ export class FeedService {
   private readonly tagKey: Uint8Array;
   private readonly reports: ReportedValues;
   private readonly allowlists: AllowlistReader;
+  private readonly peers: PassedOnPeers | undefined;
 
   /**
    * `tagKey` keys the ETag: every instance of a deployment must be given the same one (the
@@ -137,7 +152,9 @@ export class FeedService {
     tagKey: Uint8Array = randomBytes(FEED_TAG_KEY_BYTES),
     reports: ReportedValues = NO_REPORTS,
     allowlists: AllowlistReader = NO_ALLOWLISTS,
+    peers?: PassedOnPeers,
   ) {
+    this.peers = peers;
     this.reports = reports;
     this.allowlists = allowlists;
     this.repo = repo;
@@ -194,20 +211,30 @@ export class FeedService {
     const [position, operator, own] = await Promise.all([this.repo.foldPosition(), this.listOf(OPERATOR_LIST), this.listOf(account.account_id)]);
     // The operator's decisions change scores without the fold moving: their set is part of the tag.
     const reported = this.reports.current() ?? (await this.reports.load());
+    // What peers said, where the operator lets it be passed on (docs/federation.md).
+    const peerKind: PeerValueKind = kind === 'phone-numbers' ? 'number' : 'ip';
+    const passedOn = this.peers?.passableValues(peerKind) ?? [];
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
     // would give away the position, how many events every account together has sent. The
     // lists' entries are in it, so any change to either list changes the tag.
-    const tag = createHmac('sha256', this.tagKey)
+    const hmac = createHmac('sha256', this.tagKey)
       // `ranges` only when included, so a request without it keeps the tag it had before ranges were published.
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : [])]))
-      .digest('base64url')
-      .slice(0, 32);
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : [])]));
+    // What is passed on of the peers' say, as it stands now (a say also ends at its valid_until,
+    // with nothing written): in value order, so that every instance tags it alike.
+    if (passedOn.length > 0) {
+      passedOn.sort((a, b) => (a.value < b.value ? -1 : 1));
+      for (const { value, sightings } of passedOn) hmac.update(JSON.stringify([value, sightings.map((s) => [s.peer, s.trust, s.confidence, s.modified, s.validUntil ?? null])]));
+    }
+    const tag = hmac.digest('base64url').slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
     const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
-    const numbers = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported);
+    const peersOf = passedOn.length > 0 ? (value: string) => this.peers!.passableOf(peerKind, value) : undefined;
+    const local = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported, peersOf);
+    const values = passedOn.length > 0 ? capped(byLastSeen(local, this.peersOnly(kind, scopes, since, query, passedOn, [operator, own], detail, reported))) : local;
     // Range rows change only as the fold moves, so the tag's fold position covers them too.
-    const entries = withRanges ? capped(byLastSeen(numbers, this.scoredRanges(scopes, since, scoredAt, query.minScore, detail, [operator, own]))) : numbers;
+    const entries = withRanges ? capped(byLastSeen(values, this.scoredRanges(scopes, since, scoredAt, query.minScore, detail, [operator, own]))) : values;
     return { etag: `"${tag}"`, scoredAt, entries, ranges: withRanges };
   }
 
@@ -244,16 +271,48 @@ export class FeedService {
     }
   }
 
+  /**
+   * Values only peers know, that may be passed on: scored by the peers' part, most recently
+   * modified first. A value kept here too is the local stream's (scored with the peers there);
+   * one whose own evidence is too old to be read is listed here, by the peers' part alone.
+   */
+  private async *peersOnly(
+    kind: FeedKind,
+    scopes: string[],
+    since: string,
+    query: FeedQuery,
+    passedOn: PassableValue[],
+    lists: AllowlistMatcher[],
+    detail: EntryDetail | undefined,
+    reported: AcceptedSet,
+  ): AsyncIterable<FeedEntry> {
+    const active = lists.filter((list) => list.size > 0);
+    const listed = (value: string) => active.some((list) => (kind === 'phone-numbers' ? list.number(value) : list.address(value)));
+    const candidates = passedOn.filter(({ value }) => !listed(value));
+    const keptHere = candidates.length === 0 ? new Set<string>() : await this.repo.keptAmong(kind, scopes, since, candidates.map((c) => c.value));
+    const entries: FeedEntry[] = [];
+    for (const { value, sightings } of candidates) {
+      if (keptHere.has(value)) continue;
+      const entry = peerEntryOf(value, sightings, detail, reportedOf(reported, kind === 'phone-numbers' ? 'number' : 'ip', value) !== undefined);
+      if (entry.score < query.minScore || (query.since !== undefined && entry.last_seen < query.since)) continue;
+      entries.push(entry);
+    }
+    entries.sort((a, b) => (a.last_seen < b.last_seen ? 1 : a.last_seen > b.last_seen ? -1 : a.value < b.value ? 1 : -1));
+    yield* entries;
+  }
+
   private async *scored(
     kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>,
     scoredAt: Date,
     minScore: number,
     detail: EntryDetail | undefined,
     reported: AcceptedSet,
+    peersOf?: (value: string) => readonly PeerSighting[] | undefined,
   ): AsyncIterable<FeedEntry> {
     let count = 0;
     for await (const one of kept) {
-      const entry = feedEntryOf(one, scoredAt, this.scoring, detail, reported);
+      const sightings = peersOf?.(one.key);
+      const entry = sightings ? withPassedOn(one, sightings, scoredAt, this.scoring, detail, reported) : feedEntryOf(one, scoredAt, this.scoring, detail, reported);
       if (entry.score < minScore) continue;
       yield entry;
       count += 1;
@@ -277,6 +336,51 @@ export function rangeEntryOf(prefix: string, aggregate: RangeAggregate, scoredAt
     if ('modified' in times) entry.stix = { created: aggregate.firstSeen, modified: times.modified };
   }
   return entry;
+}
+
+/**
+ * A kept value's entry with the peers' say that may be passed on added to its score, as a lookup
+ * adds it (docs/scoring.md, "Peers"); an accepted report holds the whole down. Its STIX version
+ * moves with the peers' latest, and it holds while either part alone would.
+ */
+function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sightings: readonly PeerSighting[], scoredAt: Date, scoring: ScoringSettings, detail: EntryDetail | undefined, reports: AcceptedSet): FeedEntry {
+  const entry = feedEntryOf(kept, scoredAt, scoring, detail);
+  const held = reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
+  const mixed = withPeers({ score: entry.score, reasons: [] }, sightings);
+  entry.score = held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score;
+  entry.peers = sightings.map((s) => s.peer);
+  if (detail !== undefined) {
+    const peersEnd = peersUntil(sightings);
+    if (entry.valid_until !== undefined && !held) entry.valid_until = peersEnd === undefined ? undefined : peersEnd > entry.valid_until ? peersEnd : entry.valid_until;
+    if (entry.valid_until === undefined) delete entry.valid_until;
+    const modified = latestOf(sightings.map((s) => s.modified));
+    if (entry.stix && modified > entry.stix.modified) entry.stix = { ...entry.stix, modified };
+  }
+  return entry;
+}
+
+/** A value only peers know, as a feed lists it: the peers' part as its score, their span as its sightings. */
+function peerEntryOf(value: string, sightings: readonly PeerSighting[], detail: EntryDetail | undefined, held: boolean): FeedEntry {
+  const mixed = withPeers(NO_LOCAL_EVIDENCE, sightings);
+  const first_seen = sightings.map((s) => s.validFrom).reduce((a, b) => (b < a ? b : a));
+  const last_seen = latestOf(sightings.map((s) => s.modified));
+  const entry: FeedEntry = { value, score: held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score, seen_count: 0, first_seen, last_seen, peers: sightings.map((s) => s.peer) };
+  if (detail !== undefined) {
+    const until = peersUntil(sightings);
+    if (until !== undefined) entry.valid_until = until;
+    if (detail.versioned) entry.stix = { created: first_seen, modified: last_seen };
+  }
+  return entry;
+}
+
+/** When the last of the peers' says ends; undefined when one has no end. */
+function peersUntil(sightings: readonly PeerSighting[]): string | undefined {
+  if (sightings.some((s) => s.validUntil === undefined)) return undefined;
+  return latestOf(sightings.map((s) => s.validUntil!));
+}
+
+function latestOf(instants: string[]): string {
+  return instants.reduce((a, b) => (b > a ? b : a));
 }
 
 /** Two entry streams, each most recently seen first, as one (numbers before ranges on a tie). */

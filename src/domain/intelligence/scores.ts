@@ -231,3 +231,47 @@ export function freshOfNumber(seen: NumberAggregate): number {
 export function freshOfAddress(seen: IpAggregate): number {
   return ipPoints({ seenCount: seen.seenCount, calledNumberCount: seen.calledNumberCount, nodeCount: seen.nodeCount });
 }
+
+/**
+ * A peer's say about a value (docs/scoring.md, "Peers"): the confidence it published and the
+ * trust this server's operator gives it.
+ */
+export interface PeerSay {
+  peer: string;
+  /** 0–1. */
+  trust: number;
+  /** 0–100. */
+  confidence: number;
+}
+
+/** What a peer's say is worth here: trust × confidence, 0 to 100. */
+export function peerPoints({ trust, confidence }: PeerSay): number {
+  return Math.min(1, Math.max(0, trust)) * Math.min(100, Math.max(0, confidence));
+}
+
+/**
+ * A score with the peers' say added to this server's own evidence (docs/scoring.md, "Peers"):
+ * each piece of evidence is taken as an independent chance that the value is used in toll fraud,
+ * the local score's and each peer's trust × confidence, and the result is the chance that at
+ * least one is right: 100 × (1 − (1 − local/100) × Π (1 − points/100)). So peers never lower a
+ * score, a peer trusted 0 changes nothing, one peer alone can bring a value no further than its
+ * trust × 100, and every peer adds at most its own points. `peerScore` is the peers' part alone.
+ */
+export function withPeers(local: Score, peers: readonly PeerSay[]): Score & { peerScore: number } {
+  let doubt = 1 - local.score / 100;
+  let peersDoubt = 1;
+  const reasons: string[] = [];
+  // Strongest first, so the reasons read in that order and the product is the same whatever order the peers came in.
+  const ordered = [...peers].sort((a, b) => peerPoints(b) - peerPoints(a) || a.peer.localeCompare(b.peer) || b.confidence - a.confidence || b.trust - a.trust);
+  for (const say of ordered) {
+    const points = peerPoints(say);
+    doubt *= 1 - points / 100;
+    peersDoubt *= 1 - points / 100;
+    reasons.push(`peer ${say.peer} says ${Math.round(say.confidence)} (trusted ${Math.round(say.trust * 100)}%): ${Math.round(points)} points`);
+  }
+  const score = Math.min(100, Math.max(local.score, Math.round(100 * (1 - doubt))));
+  return { score, reasons: [...local.reasons, ...reasons], peerScore: Math.min(100, Math.round(100 * (1 - peersDoubt))) };
+}
+
+/** No evidence of this server's own: what a value only peers know starts from. */
+export const NO_LOCAL_EVIDENCE: Score = { score: 0, reasons: ["not seen by this service's honeypots"] };

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RANGE_DIGITS } from '../number-range.ts';
 
 /**
  * STIX 2.1 indicators of what the honeypots saw (docs/api.md §14 and §15): one per number key or
@@ -6,7 +7,8 @@ import { createHash } from 'node:crypto';
  * from one to the other keeps its objects.
  */
 
-export type IndicatorKind = 'phone-numbers' | 'ip-addresses';
+/** What an indicator is of: a number key, an address, or a number range's prefix (number-range.ts). */
+export type IndicatorKind = 'phone-numbers' | 'ip-addresses' | 'number-ranges';
 
 /** The STIX object type a value is matched on; numbers have no standard one (docs/api.md §14). */
 export const STIX_NUMBER_TYPE = 'x-tollwatch-phone-number';
@@ -48,10 +50,13 @@ export interface StixIndicator {
  * counts the revocations before it, and only generation 0 shares the STIX feed's id.
  */
 export function indicatorId(kind: IndicatorKind, value: string, generation = 0): string {
-  return `indicator--${nameUuid(generation === 0 ? `${kind}:${value}` : `${kind}:${value}#${generation}`)}`;
+  // A range's name space is the STIX feed's own (`phone-number-range:`), older than its collection.
+  const name = kind === 'number-ranges' ? `phone-number-range:${value}` : `${kind}:${value}`;
+  return `indicator--${nameUuid(generation === 0 ? name : `${name}#${generation}`)}`;
 }
 
 export function indicatorOf(kind: IndicatorKind, facts: IndicatorFacts, id = indicatorId(kind, facts.value)): StixIndicator {
+  if (kind === 'number-ranges') return rangeIndicatorOf(facts.value, RANGE_DIGITS, facts, id);
   const objectType = kind === 'phone-numbers' ? STIX_NUMBER_TYPE : facts.value.includes(':') ? 'ipv6-addr' : 'ipv4-addr';
   const what = kind === 'phone-numbers' ? 'Number called by toll-fraud probes' : 'Source of toll-fraud probes';
   return {
@@ -75,13 +80,14 @@ export function indicatorOf(kind: IndicatorKind, facts: IndicatorFacts, id = ind
 /**
  * A number range's indicator (docs/api.md §14, `ranges=include`): its pattern matches every number
  * of the block, `_` standing for one digit each (STIX 2.1 patterning's LIKE). Its id is name-based
- * over the prefix in a name space of its own, so it never collides with a number's.
+ * over the prefix in a name space of its own, so it never collides with a number's; the feed and
+ * the `number-ranges` TAXII collection give a range the same one.
  */
-export function rangeIndicatorOf(prefix: string, openDigits: number, facts: Omit<IndicatorFacts, 'value' | 'tags'>): StixIndicator {
+export function rangeIndicatorOf(prefix: string, openDigits: number, facts: Omit<IndicatorFacts, 'value' | 'tags'>, id = indicatorId('number-ranges', prefix)): StixIndicator {
   return {
     type: 'indicator',
     spec_version: '2.1',
-    id: `indicator--${nameUuid(`phone-number-range:${prefix}`)}`,
+    id,
     created: stixTime(facts.created),
     modified: stixTime(facts.modified),
     name: `Number range called by toll-fraud probes: ${prefix}${'X'.repeat(openDigits)}`,

@@ -12,7 +12,10 @@ import type { IndicatorKind } from './stix-indicators.ts';
 export interface TaxiiCollection {
   /** TAXII 2.1 §5.2.1: a UUIDv4, fixed, so a platform's configured collection id never changes. */
   id: string;
-  /** Its name in URLs too (§5.2.1 alias): the feed of the same content is /api/feeds/{alias}. */
+  /**
+   * Its name in URLs too (§5.2.1 alias): the feed of the same content is /api/feeds/{alias}, and
+   * for `number-ranges` the phone-number feed's range entries (`ranges=include`).
+   */
   alias: IndicatorKind;
   title: string;
   description: string;
@@ -35,6 +38,14 @@ export const TAXII_COLLECTIONS: readonly TaxiiCollection[] = [
     title: 'Tollwatch: numbers called by toll-fraud probes',
     description:
       'STIX 2.1 indicators of the numbers attackers dialled at the shared honeypot fleet (pattern x-tollwatch-phone-number:value, the E.164 key), scoring at least the collection threshold; revoked when they fall below it.',
+    permission: 'read:phone-numbers',
+  },
+  {
+    id: '5d3e1a7c-9b2f-4c8e-a1d6-3f7b9e2c4a80',
+    alias: 'number-ranges',
+    title: 'Tollwatch: number ranges called by toll-fraud probes',
+    description:
+      "STIX 2.1 indicators of the blocks of 100 numbers (a number key less its last two digits) whose numbers attackers dialled at the shared honeypot fleet, pattern x-tollwatch-phone-number:value LIKE '+prefix__', scoring at least the collection threshold by the range score; revoked when they fall below it.",
     permission: 'read:phone-numbers',
   },
 ];

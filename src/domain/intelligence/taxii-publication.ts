@@ -154,7 +154,7 @@ export interface PublicationReport {
   ran: boolean;
 }
 
-export const TAXII_KINDS: IndicatorKind[] = ['ip-addresses', 'phone-numbers'];
+export const TAXII_KINDS: IndicatorKind[] = ['ip-addresses', 'phone-numbers', 'number-ranges'];
 
 export class TaxiiPublisher {
   private readonly store: TaxiiPublicationStore;
@@ -229,7 +229,7 @@ export class TaxiiPublisher {
     await Promise.all(held.map((kind) => this.store.release(kind, this.holder).catch(() => undefined)));
   }
 
-  /** One pass over both collections; a pass already under way is joined, not doubled. */
+  /** One pass over every collection; a pass already under way is joined, not doubled. */
   publish(): Promise<PublicationReport> {
     this.running ??= this.passOverAll().finally(() => {
       this.running = undefined;
@@ -379,7 +379,12 @@ export class TaxiiPublisher {
     // An allowlisted value is as one the shared data set does not hold: its live object is
     // revoked, and it gets no new one while it stays on the list.
     if (list.size > 0) {
-      const listed = kind === 'ip-addresses' ? (value: string) => list.address(value) : (value: string) => list.number(value);
+      const listed = {
+        'ip-addresses': (value: string) => list.address(value),
+        'phone-numbers': (value: string) => list.number(value),
+        // A block is kept out when an entry covers it or lies inside it, as in the feed (allowlists.ts).
+        'number-ranges': (value: string) => list.numberRange(value),
+      }[kind];
       candidates = candidates.map((c) => (c.kept && listed(c.value) ? { ...c, kept: undefined } : c));
     }
     // Bodies are read only for objects about to be revoked: those whose value no longer scores.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { feedEntryOf, type KeptAggregate } from './feed-service.ts';
-import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
+import { feedEntryOf, rangeEntryOf, type EntryDetail, type FeedEntry, type KeptAggregate } from './feed-service.ts';
+import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
 import type { AcceptedSet } from './value-reports.ts';
 import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
@@ -33,7 +33,8 @@ export interface NewVersion {
 /** A value the publisher looks at: what the fold keeps of it, if anything, and its object, if any. */
 export interface Candidate {
   value: string;
-  kept: KeptAggregate<NumberAggregate | IpAggregate> | undefined;
+  /** A range's aggregate in the `number-ranges` collection, a number's or an address's in the others. */
+  kept: KeptAggregate<NumberAggregate | IpAggregate | RangeAggregate> | undefined;
   object: PublishedObject | undefined;
 }
 
@@ -58,7 +59,7 @@ export function nextVersion(
   now: Date,
   previous: StixIndicator | undefined,
 ): NewVersion | undefined {
-  const entry = kept && feedEntryOf(kept, scoredAt, settings.scoring, { minScore: settings.minScore, versioned: true }, settings.accepted);
+  const entry = kept && entryOf(kept, scoredAt, settings, { minScore: settings.minScore, versioned: true });
   const live = object && !object.revoked;
   if (!entry?.stix || !scores(entry.score, settings)) {
     if (!live || !previous) return undefined;
@@ -85,7 +86,20 @@ export function nextVersion(
 
 /** Whether a value is in the collection: present in the shared data set and scoring at least the threshold. */
 export function inCollection({ kept }: Candidate, settings: PublicationSettings, scoredAt: Date): boolean {
-  return kept !== undefined && scores(feedEntryOf(kept, scoredAt, settings.scoring, undefined, settings.accepted).score, settings);
+  return kept !== undefined && scores(entryOf(kept, scoredAt, settings).score, settings);
+}
+
+/**
+ * A kept value scored as its feed scores it: a range as the phone-number feed's range entries
+ * (`ranges=include`), which no accepted report holds down (reports name numbers and addresses).
+ */
+function entryOf(kept: NonNullable<Candidate['kept']>, scoredAt: Date, settings: PublicationSettings, detail?: EntryDetail): FeedEntry {
+  if (isRange(kept)) return rangeEntryOf(kept.key, kept.aggregate, scoredAt, settings.scoring, detail);
+  return feedEntryOf(kept as KeptAggregate<NumberAggregate | IpAggregate>, scoredAt, settings.scoring, detail, settings.accepted);
+}
+
+function isRange(kept: NonNullable<Candidate['kept']>): kept is KeptAggregate<RangeAggregate> {
+  return 'numberCount' in kept.aggregate;
 }
 
 function scores(score: number, { minScore }: PublicationSettings): boolean {

@@ -26,12 +26,36 @@ const allowlisted = {
   ),
 };
 
+/**
+ * What this server's peers said of a value (docs/federation.md): on a found answer, present only
+ * when a peer's live indicator names the value, so every other answer is as it was.
+ */
+export const PeerEvidenceAnswer = Type.Object(
+  {
+    score: Type.Integer({ minimum: 0, maximum: 100, description: 'The peers’ part alone: 100 × (1 − Π(1 − trust × confidence / 100)) (docs/scoring.md, "Peers")' }),
+    sightings: Type.Array(
+      Type.Object({
+        peer: Type.String({ description: 'The peer’s name, as the operator named it' }),
+        confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The confidence the peer published (the highest of its live indicators of the value)' }),
+        trust: Type.Number({ minimum: 0, maximum: 1, description: 'The trust this server’s operator gives the peer' }),
+        points: Type.Integer({ minimum: 0, maximum: 100, description: 'trust × confidence: the most this peer adds to the score' }),
+        valid_from: Type.String({ description: 'The peer’s `valid_from` (a Tollwatch peer’s first sighting)' }),
+        valid_until: Type.Optional(Type.String({ description: 'When the peer’s say ends; absent when it set no end' })),
+      }),
+      { description: 'One per peer, strongest first' },
+    ),
+  },
+  { description: 'What peers said of the value (docs/federation.md); present only when one did' },
+);
+
 const seen = {
-  seen_count: Type.Integer({ minimum: 1, description: 'Events that name it, across the scopes the caller reads' }),
-  first_seen: Type.String({ description: 'Earliest event time (UTC, RFC 3339)', example: '2026-11-20T10:00:01.123456789Z' }),
-  last_seen: Type.String({ description: 'Latest event time (UTC, RFC 3339)', example: '2026-11-22T06:25:32.91870802Z' }),
-  score: Type.Integer({ minimum: 0, maximum: 100, description: 'How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md)', example: 41 }),
+  seen_count: Type.Integer({ minimum: 0, description: 'Events that name it, across the scopes the caller reads; 0 when only peers know it (`peers`)' }),
+  first_seen: Type.String({ description: 'Earliest event time (UTC, RFC 3339); for a value only peers know, their earliest `valid_from`', example: '2026-11-20T10:00:01.123456789Z' }),
+  last_seen: Type.String({ description: 'Latest event time (UTC, RFC 3339); for a value only peers know, their latest `modified`', example: '2026-11-22T06:25:32.91870802Z' }),
+  score: Type.Integer({ minimum: 0, maximum: 100, description: 'How strongly the evidence, decayed by its age, points at toll fraud (docs/scoring.md), peers’ included', example: 41 }),
   reasons: Type.Array(Type.String(), { description: 'The facts behind the score, strongest evidence first', example: ['called from 2 distinct source addresses', 'last seen today'] }),
+  local_score: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'With `peers`: the score of this server’s own evidence alone' })),
+  peers: Type.Optional(PeerEvidenceAnswer),
 };
 
 /**
@@ -157,6 +181,9 @@ export const BulkItemError = Type.Object(
  * direct lane keeps its JSON). A symbol, so JSON and the schema serializers leave it out.
  */
 export const SHARED_PART = Symbol('tollwatch.answerSharedPart');
+
+/** What peers said of a value, as an answer carries it. */
+export type PeerEvidenceAnswer = Static<typeof PeerEvidenceAnswer>;
 
 /** A number range's evidence as an answer carries it. */
 export type NumberRangeEvidence = Static<typeof NumberRangeEvidence>;

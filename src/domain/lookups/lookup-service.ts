@@ -2,13 +2,14 @@ import { tagsOfUserAgents } from '../intelligence/scanner-tags.ts';
 import type { Account } from '../accounts/accounts.ts';
 import { ServiceError } from '../errors.ts';
 import { ABSENT_MARKER } from '../events/event-fields.ts';
-import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type NumberRangeEvidence, type PhoneNumberAnswer } from './lookup-answers.ts';
+import { SHARED_PART, type BulkItemError, type IpAddressAnswer, type NumberRangeEvidence, type PeerEvidenceAnswer, type PhoneNumberAnswer } from './lookup-answers.ts';
 import { canonicalIpAddress } from '../ip-address.ts';
 import { EVERY_KEY_MAY_EXIST, NO_MEMO, type AggregateMemo, type IpAggregate, type KeyFilter, type LookupsRepository, type NumberAggregate, type RangeAggregate } from './lookup-aggregates.ts';
 import { addressLookupKey, NO_BARRIER, numberLookupKey, rangeLookupKey, type OwnWritesBarrier } from '../events/own-writes.ts';
 import { rangeOfNumberKey } from '../number-range.ts';
 import { normalisePhoneNumber, phoneNumberFacts } from '../phone-number.ts';
-import { DEFAULT_SCORING, scoreOfAddress, scoreOfNumber, scoreOfRange, type ScoringSettings } from '../intelligence/scores.ts';
+import { DEFAULT_SCORING, heldDown, NO_LOCAL_EVIDENCE, peerPoints, scoreOfAddress, scoreOfNumber, scoreOfRange, withPeers, type Score, type ScoringSettings } from '../intelligence/scores.ts';
+import type { PeerSighting, PeerValueKind } from '../federation/peer-evidence.ts';
 import { readScopesOf } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type ReportedValues } from '../intelligence/value-reports.ts';
 import type { ReportedEvidence } from '../intelligence/scores.ts';
@@ -49,6 +50,13 @@ export interface LookupOptions {
   reports?: ReportedValues;
   /** The accounts' own allowlists, kept in memory: an allowlisted answer says so, and raises no alert. */
   allowlists?: AllowlistReader;
+  /** What the federation's peers said (docs/federation.md), kept in memory: a further kind of evidence. */
+  peers?: PeerSightings;
+}
+
+/** The peers' live sightings of a value (src/domain/federation/peer-evidence.ts). */
+export interface PeerSightings {
+  of(kind: PeerValueKind, value: string): readonly PeerSighting[] | undefined;
 }
 
 /** Phone-number and source-address lookups over the data an account may see. */
@@ -63,6 +71,7 @@ export class LookupService {
   private readonly primary: LookupOptions['primary'];
   private readonly reports: ReportedValues;
   private readonly allowlists: AllowlistReader;
+  private readonly peers: PeerSightings | undefined;
   /**
    * The answer worked out for an aggregate the cache holds (all of it but the value as the
    * caller wrote it), made once per kept aggregate instead of once per lookup: the score, its
@@ -92,6 +101,7 @@ export class LookupService {
     this.primary = options.primary;
     this.reports = options.reports ?? NO_REPORTS;
     this.allowlists = options.allowlists ?? NO_ALLOWLISTS;
+    this.peers = options.peers;
   }
 
   /** Looks up a number as written by the caller (already URL-decoded). */
@@ -114,31 +124,36 @@ export class LookupService {
           : undefined;
     const inRange = prefix === null ? undefined : await this.rangeOf(primary, scopes, prefix);
     const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).number(number.key);
-    if (!seen) {
+    const sightings = this.peers?.of('number', number.key);
+    if (!seen && !sightings) {
       const missing = { phone_number: number.written, found: false as const, message: 'No probes to this number have been seen.' };
       const inItsRange = inRange ? { ...missing, range: this.rangePart(prefix!, inRange) } : missing;
       return listed ? { ...inItsRange, allowlisted: true, allowlist_entry: matchOf(listed) } : inItsRange;
     }
     // A map read while the kept set is fresh; the store only once per its lifetime.
     const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'number', number.key);
-    const worked = this.foundNumbers.get(seen);
-    let found = worked && worked.reported === reported ? worked.found : undefined;
-    if (!found) {
-      const facts = phoneNumberFacts(number.key);
-      found = {
-        found: true,
-        seen_count: seen.seenCount,
-        first_seen: seen.firstSeen,
-        last_seen: seen.lastSeen,
-        ...scoreOfNumber(seen, this.now(), this.scoring, reported),
-        source_ip_count: seen.sourceIpCount,
-        sip_methods: seen.sipMethods,
-        matched_forms: seen.forms,
-        ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
-        message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
-      };
-      this.foundNumbers.set(seen, { reported, found });
+    if (!seen || sightings) {
+      // Peers' evidence changes apart from the aggregates: such an answer is worked out each time.
+      const facts = seen ? undefined : phoneNumberFacts(number.key);
+      const part = seen
+        ? { ...this.foundNumber(seen, number.key, reported), ...this.peered(scoreOfNumber(seen, this.now(), this.scoring), sightings!, reported) }
+        : {
+            found: true as const,
+            ...peerSpan(sightings!),
+            ...this.peered(NO_LOCAL_EVIDENCE, sightings!, reported),
+            source_ip_count: 0,
+            sip_methods: {},
+            matched_forms: [],
+            ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
+            message: `Not seen by this service's honeypots; ${sightings!.length === 1 ? '1 peer reports' : `${sightings!.length} peers report`} it.`,
+          };
+      const withRange = inRange ? { ...part, range: this.rangePart(prefix!, inRange) } : part;
+      if (listed) return { phone_number: number.written, ...withRange, allowlisted: true, allowlist_entry: matchOf(listed) };
+      const answer: PhoneNumberAnswer = { phone_number: number.written, ...withRange };
+      this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
+      return answer;
     }
+    let found = this.foundNumber(seen, number.key, reported);
     if (inRange) {
       let paired = this.foundInRanges.get(seen);
       if (paired?.range !== inRange || paired.found !== found) {
@@ -153,6 +168,54 @@ export class LookupService {
     const answer: PhoneNumberAnswer = { phone_number: number.written, ...found, [SHARED_PART]: found };
     this.observer?.matched(account, { subject: `number:${number.key}`, lookup: 'phone_number', answer });
     return answer;
+  }
+
+  /** A seen number's found part, worked out once per kept aggregate and accepted reports. */
+  private foundNumber(seen: NumberAggregate, key: string, reported: ReportedEvidence | undefined): Omit<Extract<PhoneNumberAnswer, { found: true }>, 'phone_number'> {
+    const worked = this.foundNumbers.get(seen);
+    let found = worked && worked.reported === reported ? worked.found : undefined;
+    if (!found) {
+      const facts = phoneNumberFacts(key);
+      found = {
+        found: true,
+        seen_count: seen.seenCount,
+        first_seen: seen.firstSeen,
+        last_seen: seen.lastSeen,
+        ...scoreOfNumber(seen, this.now(), this.scoring, reported),
+        source_ip_count: seen.sourceIpCount,
+        sip_methods: seen.sipMethods,
+        matched_forms: seen.forms,
+        ...(facts ? { e164: facts.e164, country: facts.country, number_type: facts.number_type } : {}),
+        message: `Attackers have tried to call this number ${seen.seenCount} time${seen.seenCount === 1 ? '' : 's'}.`,
+      };
+      this.foundNumbers.set(seen, { reported, found });
+    }
+    return found;
+  }
+
+  /**
+   * The score with the peers' say added (docs/scoring.md, "Peers"), and both parts: `local` is
+   * this server's own evidence, before accepted reports, which hold the whole down.
+   */
+  private peered(local: Score, sightings: readonly PeerSighting[], reported: ReportedEvidence | undefined): { score: number; reasons: string[]; local_score: number; peers: PeerEvidenceAnswer } {
+    const mixed = withPeers(local, sightings);
+    const held = heldDown(mixed, reported);
+    return {
+      score: held.score,
+      reasons: held.reasons,
+      local_score: heldDown(local, reported).score,
+      peers: {
+        score: mixed.peerScore,
+        sightings: sightings.map((s) => ({
+          peer: s.peer,
+          confidence: s.confidence,
+          trust: s.trust,
+          points: Math.round(peerPoints(s)),
+          valid_from: s.validFrom,
+          ...(s.validUntil ? { valid_until: s.validUntil } : {}),
+        })),
+      },
+    };
   }
 
   /** A number range's aggregate as `scopes` see it, by the same memory and filter as a number's. */
@@ -223,11 +286,39 @@ export class LookupService {
           ? await this.cache.read('ip', ip, scopes, () => this.repo.ipAddress(scopes, ip, TOP_USER_AGENTS))
           : undefined;
     const listed = (this.allowlists.kept(account.account_id) ?? (await this.allowlists.load(account.account_id))).address(ip);
-    if (!seen) {
+    const sightings = this.peers?.of('ip', ip);
+    if (!seen && !sightings) {
       const missing = { ip_address: ip, found: false as const, message: 'No probes from this address have been seen.' };
       return listed ? { ...missing, allowlisted: true, allowlist_entry: matchOf(listed) } : missing;
     }
     const reported = reportedOf(this.reports.current() ?? (await this.reports.load()), 'ip', ip);
+    if (!seen || sightings) {
+      const part = seen
+        ? { ...this.foundAddress(seen, reported), ...this.peered(scoreOfAddress(seen, this.now(), this.scoring), sightings!, reported) }
+        : {
+            found: true as const,
+            ...peerSpan(sightings!),
+            ...this.peered(NO_LOCAL_EVIDENCE, sightings!, reported),
+            called_number_count: 0,
+            user_agents: [],
+            tags: [],
+            transports: {},
+            message: `Not seen by this service's honeypots; ${sightings!.length === 1 ? '1 peer reports' : `${sightings!.length} peers report`} it.`,
+          };
+      if (listed) return { ip_address: ip, ...part, allowlisted: true, allowlist_entry: matchOf(listed) };
+      const answer: IpAddressAnswer = { ip_address: ip, ...part };
+      this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
+      return answer;
+    }
+    const found = this.foundAddress(seen, reported);
+    if (listed) return { ip_address: ip, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
+    const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
+    this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
+    return answer;
+  }
+
+  /** A seen address's found part, worked out once per kept aggregate and accepted reports. */
+  private foundAddress(seen: IpAggregate, reported: ReportedEvidence | undefined): Omit<Extract<IpAddressAnswer, { found: true }>, 'ip_address'> {
     const worked = this.foundAddresses.get(seen);
     let found = worked && worked.reported === reported ? worked.found : undefined;
     if (!found) {
@@ -245,11 +336,19 @@ export class LookupService {
       };
       this.foundAddresses.set(seen, { reported, found });
     }
-    if (listed) return { ip_address: ip, ...found, allowlisted: true, allowlist_entry: matchOf(listed) };
-    const answer: IpAddressAnswer = { ip_address: ip, ...found, [SHARED_PART]: found };
-    this.observer?.matched(account, { subject: `ip:${ip}`, lookup: 'ip_address', answer });
-    return answer;
+    return found;
   }
+}
+
+/** A value only peers know: its span of sightings is theirs (their earliest `valid_from`, latest `modified`), and no event names it. */
+function peerSpan(sightings: readonly PeerSighting[]): { seen_count: 0; first_seen: string; last_seen: string } {
+  let first = sightings[0]!.validFrom;
+  let last = sightings[0]!.modified;
+  for (const s of sightings) {
+    if (s.validFrom < first) first = s.validFrom;
+    if (s.modified > last) last = s.modified;
+  }
+  return { seen_count: 0, first_seen: first, last_seen: last };
 }
 
 /**

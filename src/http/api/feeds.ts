@@ -57,13 +57,14 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
     {
       [valueName]: valueSchema,
       score: Type.Integer({ minimum: 0, maximum: 100 }),
-      seen_count: Type.Integer({ minimum: 1 }),
+      seen_count: Type.Integer({ minimum: 0, description: 'Events that name it; 0 for a value only peers know (`peers`)' }),
       first_seen: Type.String(),
       last_seen: Type.String(),
       ...(tagged ? tags : {}),
       valid_until: Type.Optional(
         Type.String({ description: 'The first hour at which the score falls below min_score: drop the entry then (a firewall element’s timeout). Absent with min_score=0', example: '2026-12-22T07:00:00.000Z' }),
       ),
+      peers: Type.Optional(Type.Array(Type.String(), { description: 'The peers whose say is in the score, where the operator lets it be passed on (docs/federation.md); absent otherwise' })),
     },
     { $id: `${name}FeedEntry` },
   );
@@ -95,6 +96,7 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
       valid_until: Type.Optional(Type.String({ description: 'The first hour at which the score falls below min_score; absent with min_score=0' })),
       ...(tagged ? { labels: Type.Optional(Type.Array(Type.String(), { description: 'The tags, when the address has any' })) } : {}),
+      x_tollwatch_peers: Type.Optional(Type.Array(Type.String(), { description: 'The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone' })),
     },
     { $id: `${name}StixIndicator` },
   );

@@ -367,7 +367,8 @@ async function addToRanges(trx: Transaction<Schema>, writes: IngestWrites, items
       if (added[i]) ranges.get(`${scope}${SEP}${range}`)![column] += 1;
     });
   }
-  await writes.addToRanges(trx, sortedValues(ranges));
+  // The instant the publisher of the ranges' TAXII collection reads the shared ones' changes by.
+  await writes.addToRanges(trx, sortedValues(ranges), new Date().toISOString());
 }
 
 /** The keys of deltas, once each across scopes. */

@@ -43,7 +43,9 @@ export async function rebuildAggregates(db: Kysely<Schema>, caps: DialectCapabil
         from events e join accounts a on a.account_id = e.account_id)`;
       await insertAggregates(trx, caps, scoped, scoped);
       await insertRanges(trx, scoped);
-      await restorePublished(trx, new Date().toISOString());
+      const now = new Date().toISOString();
+      await logSharedRanges(trx, now);
+      await restorePublished(trx, now);
       await addNumberHashes(trx);
     }),
   );
@@ -199,7 +201,20 @@ async function recomputeRanges(trx: Transaction<Schema>, caps: DialectCapabiliti
     join events e on e.account_id = a.account_id and e.number_key = c.k
     where e.id <= ${through}`.execute(trx);
   await insertRanges(trx, sql.table('kept_range_events'));
+  await logSharedRanges(trx, new Date().toISOString(), sql<string>`(select k from retired_ranges)`);
   for (const table of ['range_digits', 'range_candidates', 'kept_range_events', 'retired_ranges']) await sql`drop table ${sql.table(table)}`.execute(trx);
+}
+
+/**
+ * Logs the shared ranges as changed now (migration 024), every one or those `only` selects, as
+ * the fold logs the ranges it adds to: the publisher of the `number-ranges` TAXII collection reads
+ * them. A range a removal emptied has no row left: the publisher's hourly sweep revokes its object.
+ */
+async function logSharedRanges(trx: Kysely<Schema>, now: string, only?: RawBuilder<string>): Promise<void> {
+  const where = only ? sql`and range_prefix in ${only}` : sql``;
+  await sql`insert into shared_changes (aggregates, changed, key)
+      select 'range_aggregates', cast(${now} as text), range_prefix from range_aggregates where scope = ${SHARED_SCOPE} ${where}
+      on conflict do nothing`.execute(trx);
 }
 
 /** Each aggregate table, with the column its key is in. */

@@ -83,8 +83,11 @@ export interface IngestWrites {
    * `shared_changes` (migration 024: what the TAXII publisher reads).
    */
   writeAggregates(trx: Transaction<Schema>, table: AggregateTable, rows: AggregateRow[]): Promise<void>;
-  /** Adds to the number ranges' rows, making those not kept; the fold names each (scope, range) once per call. */
-  addToRanges(trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void>;
+  /**
+   * Adds to the number ranges' rows, making those not kept; the fold names each (scope, range)
+   * once per call. Each shared range's change is logged in `shared_changes` as of `changed`.
+   */
+  addToRanges(trx: Transaction<Schema>, rows: RangeAddition[], changed: string): Promise<void>;
 }
 
 type Db = Kysely<Schema>;
@@ -269,10 +272,15 @@ export class ArrayIngestWrites implements IngestWrites {
       on conflict do nothing`.execute(trx);
   }
 
-  async addToRanges(trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void> {
+  async addToRanges(trx: Transaction<Schema>, rows: RangeAddition[], changed: string): Promise<void> {
     if (rows.length === 0) return;
     const merge = Object.entries(RANGE_MERGE).map(([column, value]) => sql`${sql.ref(column)} = ${value}`);
+    const shared = rows.filter((row) => row.scope === SHARED_SCOPE).map((row) => row.range_prefix);
     await sql`${insertArrays('range_aggregates', RANGE_COLUMNS, rows)} on conflict (scope, range_prefix) do update set ${sql.join(merge)}`.execute(trx);
+    if (shared.length === 0) return;
+    await sql`insert into shared_changes (aggregates, changed, key)
+      select 'range_aggregates', cast(${changed} as text), k from unnest(cast(${shared} as text[])) as t(k)
+      on conflict do nothing`.execute(trx);
   }
 }
 
@@ -359,9 +367,13 @@ export class SqliteRowIngestWrites implements IngestWrites {
     }
   }
 
-  async addToRanges(_trx: Transaction<Schema>, rows: RangeAddition[]): Promise<void> {
+  async addToRanges(_trx: Transaction<Schema>, rows: RangeAddition[], changed: string): Promise<void> {
     const { statement, columns } = this.rowStatement('range_aggregates', RANGE_COLUMNS, statements.addToRanges);
-    for (const row of rows) statement.run(columns.map((c) => row[c as keyof RangeAddition]));
+    const log = this.rowStatement('shared_changes', ['aggregates', 'changed', 'key'], statements.logSharedChanges, true).statement;
+    for (const row of rows) {
+      statement.run(columns.map((c) => row[c as keyof RangeAddition]));
+      if (row.scope === SHARED_SCOPE) log.run('range_aggregates', changed, row.range_prefix);
+    }
   }
 
   /**

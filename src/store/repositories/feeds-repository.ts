@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
+import type { FeedKind, FeedsRepository, KeptAggregate } from '../../domain/intelligence/feed-service.ts';
 import type { IpAggregate, LookupsRepository, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
 import { AGGREGATES_FOLD } from '../fold/aggregate-fold.ts';
 import { ipAggregateOf, numberAggregateOf, type LookupRow, type RangeRow } from './lookups-repository.ts';
@@ -77,6 +77,22 @@ export class SqlFeedsRepository implements FeedsRepository {
     );
   }
 
+  async keptAmong(kind: FeedKind, scopes: string[], since: string, keys: string[]): Promise<Set<string>> {
+    const shape = kind === 'phone-numbers' ? NUMBERS : ADDRESSES;
+    const found = new Set<string>();
+    for (let at = 0; at < keys.length; at += 500) {
+      const rows = await (this.db as Kysely<any>)
+        .selectFrom(shape.table)
+        .select(`${shape.key} as key`)
+        .where('scope', 'in', scopes)
+        .where(shape.key, 'in', keys.slice(at, at + 500))
+        .where('last_seen', '>=', since)
+        .execute();
+      for (const row of rows) found.add(String(row.key));
+    }
+    return found;
+  }
+
   async *recentRanges(scopes: string[], since: string): AsyncIterable<{ prefix: string; aggregate: RangeAggregate }> {
     // Each scope's rows by recency through migration 027's `(scope, last_seen, range_prefix)` index.
     const rows = byRecency(scopes.map((scope) => this.rangeRowsOf(scope, since)[Symbol.asyncIterator]()));
@@ -104,7 +120,7 @@ export class SqlFeedsRepository implements FeedsRepository {
     for (;;) {
       let query = this.db
         .selectFrom('range_aggregates')
-        .select(['scope', 'range_prefix as key', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'])
+        .select([...RANGE_KEPT_COLUMNS])
         .where('scope', '=', scope)
         .where('last_seen', '>=', since);
       if (after) {
@@ -197,12 +213,15 @@ export class SqlFeedsRepository implements FeedsRepository {
 }
 
 /** A range's kept row, keyed by its prefix. */
-interface RangeKeptRow extends RangeRow {
+export interface RangeKeptRow extends RangeRow {
   key: string;
 }
 
+/** The columns of a RangeKeptRow, for a select from `range_aggregates`. */
+export const RANGE_KEPT_COLUMNS = ['scope', 'range_prefix as key', 'seen_count', 'first_seen', 'last_seen', 'number_count', 'source_ip_count', 'node_count', 'invite_count'] as const;
+
 /** One scope's range row as an aggregate (its counts exact: they are that scope's alone). */
-function rangeOfRow(row: RangeKeptRow): RangeAggregate {
+export function rangeOfRow(row: RangeKeptRow): RangeAggregate {
   return {
     seenCount: Number(row.seen_count),
     firstSeen: row.first_seen,

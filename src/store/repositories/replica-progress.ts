@@ -47,9 +47,11 @@ export class PostgresReplicaProgress implements ReplicaProgress {
       while (this.waiters.length > 0 && !this.closed) {
         let replayed: bigint | undefined;
         try {
-          const { rows } = await sql<{ lsn: string | null }>`select pg_last_wal_replay_lsn()::text as lsn`.execute(this.replica);
-          // NULL on a server that is not replaying (a primary named as its own replica): nothing lags.
-          replayed = rows[0]?.lsn ? lsnOf(rows[0].lsn) : 2n ** 64n;
+          const { rows } = await sql<{ recovering: boolean; lsn: string | null }>`select pg_is_in_recovery() as recovering, pg_last_wal_replay_lsn()::text as lsn`.execute(this.replica);
+          // A server that is not replaying reads what is written to it, so nothing lags: a primary
+          // named as its own replica (position NULL), or a replica promoted in a failover, whose
+          // position stays where its recovery ended, behind every one the primary names from then on.
+          replayed = rows[0]?.recovering && rows[0].lsn ? lsnOf(rows[0].lsn) : 2n ** 64n;
         } catch {
           // The replica is away: its readers fail on their own; waiters keep waiting for it.
         }

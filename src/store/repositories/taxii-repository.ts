@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { sql, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { KeptAggregate } from '../../domain/intelligence/feed-service.ts';
-import type { IpAggregate, NumberAggregate } from '../../domain/lookups/lookup-aggregates.ts';
+import type { IpAggregate, NumberAggregate, RangeAggregate } from '../../domain/lookups/lookup-aggregates.ts';
 import type { IndicatorKind, StixIndicator } from '../../domain/intelligence/stix-indicators.ts';
 import type { TaxiiReads, VersionPage, VersionQuery } from '../../domain/intelligence/taxii-collections.ts';
 import { changesReadFrom, type CandidatePage, type PublicationState, type StateChange, type TaxiiPublicationStore } from '../../domain/intelligence/taxii-publication.ts';
@@ -10,7 +10,7 @@ import { SHARED_SCOPE } from '../../domain/visibility.ts';
 import { holdAdvisoryLock } from '../advisory-locks.ts';
 import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from '../fold/aggregate-fold.ts';
 import type { DialectCapabilities } from '../dialect.ts';
-import { ADDRESSES, FEED_TOP_USER_AGENTS, keptColumns, NUMBERS, type KeptRow, type KeptShape } from './feeds-repository.ts';
+import { ADDRESSES, FEED_TOP_USER_AGENTS, keptColumns, NUMBERS, RANGE_KEPT_COLUMNS, rangeOfRow, type KeptRow, type KeptShape, type RangeKeptRow } from './feeds-repository.ts';
 import { chunks } from '../fold/ingest-writes.ts';
 import { ipAggregateOf, numberAggregateOf } from './lookups-repository.ts';
 import type { Schema } from '../schema.ts';
@@ -26,7 +26,11 @@ const PRUNE_BATCH = 5000;
  */
 export const LOG_PRUNE_BATCH = 20_000;
 
-const SHAPES: Record<IndicatorKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
+/** The collections of numbers and addresses: their rows have a shape, and versions of their own (migration 018). */
+type KeyedKind = Exclude<IndicatorKind, 'number-ranges'>;
+const SHAPES: Record<KeyedKind, KeptShape> = { 'phone-numbers': NUMBERS, 'ip-addresses': ADDRESSES };
+/** The aggregate table whose shared rows' changes (`shared_changes.aggregates`) a collection reads. */
+const LOGGED: Record<IndicatorKind, string> = { 'phone-numbers': NUMBERS.table, 'ip-addresses': ADDRESSES.table, 'number-ranges': 'range_aggregates' };
 
 /**
  * The TAXII collections in the SQL store (migration 019): the publisher's reads of the shared
@@ -80,7 +84,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
 
   async latestChange(kind: IndicatorKind): Promise<string | undefined> {
     // The log's newest entry of the table: the end of its primary key.
-    const row = await this.db.selectFrom('shared_changes').select((eb) => eb.fn.max('changed').as('latest')).where('aggregates', '=', SHAPES[kind].table).executeTakeFirst();
+    const row = await this.db.selectFrom('shared_changes').select((eb) => eb.fn.max('changed').as('latest')).where('aggregates', '=', LOGGED[kind]).executeTakeFirst();
     return row?.latest ?? undefined;
   }
 
@@ -94,22 +98,31 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
    * page: PostgreSQL without statistics on the log hashed both tables and sorted the lot.
    */
   async changedAfter(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
-    const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
     const entries = await this.db
       .selectFrom('shared_changes')
       .select(['changed', 'key'])
-      .where('aggregates', '=', shape.table)
+      .where('aggregates', '=', LOGGED[kind])
       .where(after ? sql<SqlBool>`(changed, key) > (${after[0]}, ${after[1]})` : sql<SqlBool>`changed > ${since}`)
       .orderBy('changed')
       .orderBy('key')
       .limit(limit)
       .execute();
-    const current = new Map((await this.sharedRows(shape, [...new Set(entries.map((e) => e.key))])).map((row) => [row.key, row]));
-    const live = entries.map((e) => current.get(e.key)).filter((row, i): row is KeptRow => row?.changed_at === entries[i]!.changed);
+    const keys = [...new Set(entries.map((e) => e.key))];
+    let found: Array<Omit<Candidate, 'object'>>;
+    if (kind === 'number-ranges') {
+      // A range row keeps no instant of its last change: each range of the page comes once, and
+      // one changed again since comes again later, which publishes nothing when nothing differs.
+      const current = new Map((await this.sharedRanges(keys)).map((row) => [row.key, row]));
+      found = keys.flatMap((key) => (current.has(key) ? [{ value: key, kept: rangeKeptOf(current.get(key)!) }] : []));
+    } else {
+      const current = new Map((await this.sharedRows(SHAPES[kind], keys)).map((row) => [row.key, row]));
+      const live = entries.map((e) => current.get(e.key)).filter((row, i): row is KeptRow => row?.changed_at === entries[i]!.changed);
+      found = live.map((row) => ({ value: row.key, kept: keptOf(kind, row) }));
+    }
     const last = entries.at(-1);
     return {
-      candidates: await this.withObjects(kind, live.map((row) => ({ value: row.key, kept: keptOf(kind, row) }))),
+      candidates: await this.withObjects(kind, found),
       next: entries.length < limit || !last ? undefined : joinPage(last.changed, last.key),
       ...(last ? { changedThrough: last.changed } : {}),
     };
@@ -120,6 +133,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
    * page after the last row of the one before.
    */
   async seenSince(kind: IndicatorKind, since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    if (kind === 'number-ranges') return this.rangesSeenSince(since, page, limit);
     const shape = SHAPES[kind];
     const after = page === undefined ? undefined : splitPage(page);
     // The table's own columns, qualified: an ORDER BY of an output column's name would sort the
@@ -140,9 +154,10 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     let query = this.db.selectFrom('taxii_objects').selectAll().where('collection', '=', kind).where('revoked', '=', 0);
     if (page !== undefined) query = query.where('value', '>', page);
     const objects = await query.orderBy('value').limit(limit).execute();
-    const shape = SHAPES[kind];
-    const rows = await this.sharedRows(shape, objects.map((o) => o.value));
-    const kept = new Map(rows.map((row) => [row.key, keptOf(kind, row)]));
+    const values = objects.map((o) => o.value);
+    const kept = new Map<string, Candidate['kept']>(
+      kind === 'number-ranges' ? (await this.sharedRanges(values)).map((row) => [row.key, rangeKeptOf(row)]) : (await this.sharedRows(SHAPES[kind], values)).map((row) => [row.key, keptOf(kind, row)]),
+    );
     return {
       candidates: objects.map((o) => ({ value: o.value, kept: kept.get(o.value), object: objectOf(o) })),
       next: objects.length < limit ? undefined : objects.at(-1)!.value,
@@ -181,7 +196,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
       // most LOG_PRUNE_BATCH of them. They are at its head, so this deletes a range of its pages,
       // not entries spread through it.
       if (state.changedThrough !== undefined) {
-        const { table } = SHAPES[kind];
+        const table = LOGGED[kind];
         const readPast = changesReadFrom(state.changedThrough);
         // The last entry of the batch, so that the delete is one range of the primary key.
         const last = await trx
@@ -199,7 +214,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
         await forget.execute();
       }
       if (versions.length === 0) return true;
-      // Both collections hand out date_added from one sequence: one transaction at a time.
+      // The collections hand out date_added from one sequence: one transaction at a time.
       await holdAdvisoryLock(trx, this.caps, 'taxiiVersions');
       const newest = await trx.selectFrom('taxii_versions').select((eb) => eb.fn.max('added_ms').as('newest')).executeTakeFirst();
       // Later than every version before, and than now: unique, whole milliseconds, in commit order.
@@ -306,12 +321,48 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
    * planned, on a table never analysed, as a read of every shared row filtered by the list
    * (test/store/taxii-reads.test.ts): a lateral subquery with a LIMIT is a lookup per key.
    */
-  private async sharedRows(shape: KeptShape, keys: string[]): Promise<KeptRow[]> {
+  private sharedRows(shape: KeptShape, keys: string[]): Promise<KeptRow[]> {
+    return this.byKeys<KeptRow>(this.keptRows(shape), `${shape.table}.${shape.key}`, keys);
+  }
+
+  /** The shared data set's rows of these ranges, each found by its primary key, as sharedRows. */
+  private sharedRanges(prefixes: string[]): Promise<RangeKeptRow[]> {
+    return this.byKeys<RangeKeptRow>(this.rangeRows(), 'range_aggregates.range_prefix', prefixes);
+  }
+
+  private async byKeys<R>(rows: SelectQueryBuilder<any, any, any>, column: string, keys: string[]): Promise<R[]> {
     if (keys.length === 0) return [];
-    if (!this.caps.lateralJoins) return (await this.keptRows(shape).where(shape.key, 'in', keys).execute()) as KeptRow[];
-    const row = this.keptRows(shape).where(sql<SqlBool>`${sql.ref(`${shape.table}.${shape.key}`)} = k.value`).limit(1);
-    const { rows } = await sql<KeptRow>`select r.* from unnest(cast(${keys} as text[])) as k(value) cross join lateral (${row}) as r`.execute(this.db);
-    return rows;
+    if (!this.caps.lateralJoins) {
+      const found: R[] = [];
+      for (const part of chunks(keys, 500)) found.push(...((await rows.where(column, 'in', part).execute()) as R[]));
+      return found;
+    }
+    const row = rows.where(sql<SqlBool>`${sql.ref(column)} = k.value`).limit(1);
+    const { rows: found } = await sql<R>`select r.* from unnest(cast(${keys} as text[])) as k(value) cross join lateral (${row}) as r`.execute(this.db);
+    return found;
+  }
+
+  /**
+   * Shared ranges last seen from `since` on, in (last_seen, prefix) order, through migration 027's
+   * `(scope, last_seen, range_prefix)` index, a page after the last row of the one before.
+   */
+  private async rangesSeenSince(since: string, page: string | undefined, limit: number): Promise<CandidatePage> {
+    const after = page === undefined ? undefined : splitPage(page);
+    const [at, key] = [sql.ref('range_aggregates.last_seen'), sql.ref('range_aggregates.range_prefix')];
+    const query = after ? this.rangeRows().where(sql<SqlBool>`(${at}, ${key}) > (${after[0]}, ${after[1]})`) : this.rangeRows().where(sql<SqlBool>`${at} >= ${since}`);
+    const rows = (await query.orderBy(at).orderBy(key).limit(limit).execute()) as RangeKeptRow[];
+    const last = rows.at(-1);
+    return {
+      candidates: await this.withObjects('number-ranges', rows.map((row) => ({ value: row.key, kept: rangeKeptOf(row) }))),
+      next: rows.length < limit || !last ? undefined : joinPage(last.last_seen, last.key),
+    };
+  }
+
+  private rangeRows() {
+    return (this.db as Kysely<any>)
+      .selectFrom('range_aggregates')
+      .select([...RANGE_KEPT_COLUMNS])
+      .where(sharedScope());
   }
 
   /** The shared data set's rows of a table, with what a feed entry is made of. */
@@ -352,7 +403,15 @@ function sharedScope() {
   return sql<SqlBool>`scope = ${sql.lit(SHARED_SCOPE)}`;
 }
 
-function keptOf(kind: IndicatorKind, row: KeptRow): KeptAggregate<NumberAggregate | IpAggregate> {
+/**
+ * A range row as the publisher scores it. Range rows keep no publication times: a range is
+ * published as of its first sighting and changed as of its last, as in the STIX feed.
+ */
+function rangeKeptOf(row: RangeKeptRow): KeptAggregate<RangeAggregate> {
+  return { key: row.key, aggregate: rangeOfRow(row), publishedAt: row.first_seen, changedAt: row.last_seen };
+}
+
+function keptOf(kind: KeyedKind, row: KeptRow): KeptAggregate<NumberAggregate | IpAggregate> {
   const aggregate = kind === 'phone-numbers' ? numberAggregateOf([row], Number(row.distinct_count)) : ipAggregateOf([row], Number(row.distinct_count), FEED_TOP_USER_AGENTS);
   return { key: row.key, aggregate, publishedAt: row.published_at, changedAt: row.changed_at };
 }
