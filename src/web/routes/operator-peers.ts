@@ -39,7 +39,7 @@ export async function operatorPeersRoutes(app: FastifyInstance, { services }: { 
 <h2>Peers (${peers.length})</h2>${
         peers.length === 0
           ? html`<p>No peers.</p>`
-          : html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">API root and collections</th><th scope="col">Trust</th><th scope="col">Poll</th><th scope="col">Last success (UTC)</th><th scope="col">Read / accepted / skipped / refused</th><th scope="col">Last error</th><th scope="col">Actions</th></tr></thead><tbody>${rows}</tbody></table></div>`
+          : html`<div class="scroll" tabindex="0" role="region" aria-label="Peers"><table><thead><tr><th scope="col">Name</th><th scope="col">API root and collections</th><th scope="col">Trust</th><th scope="col">Poll</th><th scope="col">Last success (UTC)</th><th scope="col">Read / accepted / skipped / refused</th><th scope="col">Last error</th><th scope="col">Actions</th></tr></thead><tbody>${rows}</tbody></table></div>`
       }
 <h2>Add a peer</h2>
 <form method="post" action="/operator/peers" class="filters" aria-label="Add a peer">${csrfField(request)}
