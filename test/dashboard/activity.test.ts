@@ -220,6 +220,16 @@ describe('Events, Nodes, Overview and Lookup: own events only (docs/dashboard.md
     expect(theirs.text).not.toContain('onerror');
   });
 
+  it('shows a lookups-only account with no events what it can do and its lookups, not eight empty charts', async () => {
+    const lookups = await h.account({ plan: 'tester' });
+    const { browser } = await signedIn(h, lookups.account.account_id);
+    const overview = (await browser.get('/overview')).text;
+    expect(overview).toContain('this plan looks up numbers and addresses but does not submit events');
+    expect(overview).not.toContain('No events in this period');
+    expect(overview).not.toContain('Nothing in this period');
+    expect(overview).toContain('Lookups (phone numbers and addresses), this window: 0 of 5');
+  });
+
   it('looks up as the API answers this account, and counts against the plan', async () => {
     const lookup = (page: typeof pageA, q: string) => page.get(`/lookup?${new URLSearchParams({ q }).toString()}`);
     const seen = await lookup(pageA, NUMBER_OF_A);

@@ -21,9 +21,13 @@ export async function overviewRoutes(app: FastifyInstance, { services }: { servi
     const usage = plan ? await usageOf(services, account, plan) : [];
     const periods = OVERVIEW_PERIODS.map((d) => html`<a href="/overview?days=${d}"${d === days ? html` aria-current="true"` : ''}>${d === 1 ? 'last 24 hours' : `last ${d} days`}</a>`);
     const empty = o.overTime.every((b) => b.count === 0);
+    // An account that submits no events and has none: the event charts would be so many empty
+    // cards, so it sees what it can do and its lookups' use alone.
+    const lookupsOnly = empty && !(plan?.maySubmit ?? false);
+    const usageCharts = usage.map((u) => usageBar(`${u.label}, this window`, u.used, u.window.limit));
     const content = html`<p class="periods">Period: ${periods.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}</p>
 ${empty ? firstSteps(plan?.maySubmit ?? false, days) : ''}
-<div class="charts">
+${lookupsOnly ? html`<div class="charts">${usageCharts}</div>` : html`<div class="charts">
 ${timeChart(o.bucket === 'hour' ? 'Events per hour' : 'Events per day', o.overTime, o.bucket, { first: !startsBucket(o.since, o.bucket), last: true })}
 ${weekHeatmap('Events by weekday and hour', o.weekHours)}
 ${barChart('Top called numbers', o.calledNumbers, numberPath)}
@@ -32,8 +36,8 @@ ${barChart('SIP methods', o.methods)}
 ${barChart('Transports', o.transports)}
 ${barChart('User agents', o.userAgents)}
 ${barChart('Countries of called numbers', o.countries)}
-${usage.map((u) => usageBar(`${u.label}, this window`, u.used, u.window.limit))}
-</div>`;
+${usageCharts}
+</div>`}`;
     return sendPage(request, reply, 'Overview', content);
   });
 }
