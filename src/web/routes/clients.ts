@@ -69,7 +69,7 @@ async function listPage(services: RouteServices, request: FastifyRequest, reply:
   const max = plan?.maxClients ?? null;
   const full = max !== null && clients.length >= max;
   const rows = clients.map(
-    (c) => html`<tr><td data-label="Name">${c.name}</td><td data-label="Client id" class="wide"><code>${c.client_id}</code></td><td data-label="Permissions" class="wide">${c.permissions.join(' ')}</td><td data-label="Created (UTC)"><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td data-label="Last token (UTC)" class="wide">${lastUse(c.last_used_at, c.last_token_address)}</td><td data-label="Last API call (UTC)" class="wide">${lastUse(c.last_call_at, c.last_call_address)}</td>
+    (c) => html`<tr><td data-label="Name">${c.name}</td><td data-label="Client id" class="wide"><code>${c.client_id}</code></td><td data-label="Permissions" class="wide">${c.permissions.map((p, i) => html`${i > 0 ? ' ' : ''}<code class="token">${p}</code>`)}</td><td data-label="Created (UTC)"><time datetime="${c.created_at}">${toMinute(c.created_at)}</time></td><td data-label="Last token (UTC)" class="wide">${lastUse(c.last_used_at, c.last_token_address)}</td><td data-label="Last API call (UTC)" class="wide">${lastUse(c.last_call_at, c.last_call_address)}</td>
 ${owner ? html`<td class="actions wide" data-label="Actions"><a href="/settings/clients/${c.client_id}/reset-secret">Reset secret…</a> <a href="/settings/clients/${c.client_id}/delete">Delete…</a></td>` : ''}</tr>`,
   );
   const table = clients.length === 0

@@ -6,7 +6,7 @@ import { ServiceError } from '../../domain/errors.ts';
 import { isAbsentValue } from '../../domain/events/event-fields.ts';
 import type { StoredEvent } from '../../domain/events/events.ts';
 import { canonicalIpAddress } from '../../domain/ip-address.ts';
-import type { IpAddressAnswer, PhoneNumberAnswer } from '../../domain/lookups/lookup-answers.ts';
+import type { IpAddressAnswer, PeerEvidenceAnswer, PhoneNumberAnswer } from '../../domain/lookups/lookup-answers.ts';
 import type { Services } from '../../services.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
@@ -51,7 +51,7 @@ export async function subjectPages(app: FastifyInstance, { services }: { service
     const events = await ownEvents(services, account, { called_number: answer.phone_number });
     const pairs = counted(events.map((e) => e.source_ip));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day, this account’s own', perDay(events), 'day')}
+${perDayChart(events)}
 ${barChart('Source addresses that dialled it', pairs.slice(0, PAIRS_SHOWN), addressPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.phone_number }).toString()}`)}`;
     return sendPage(request, reply, `Number ${answer.phone_number}`, content);
@@ -71,7 +71,7 @@ ${eventsTable(events, `/events?${new URLSearchParams({ called_number: answer.pho
     // Each number counted once in its one form, its key, however each probe wrote it (`0046…`, `+46…`).
     const pairs = counted(events.map((e) => e.called_number).filter((n) => !isAbsentValue(n)).map((n) => normalisePhoneNumber(n)?.key ?? n));
     const content = html`${answerOf(answer)}
-${timeChart('Its events per day, this account’s own', perDay(events), 'day')}
+${perDayChart(events)}
 ${barChart('Numbers it dialled', pairs.slice(0, PAIRS_SHOWN), numberPath)}
 ${eventsTable(events, `/events?${new URLSearchParams({ source_ip: address }).toString()}`)}`;
     return sendPage(request, reply, `Address ${address}`, content);
@@ -85,10 +85,29 @@ async function ownEvents(services: RouteServices, account: Account, filter: Reco
 /** The lookup's answer as a person reads it; the facts are over everything the account may see. */
 function answerOf(answer: PhoneNumberAnswer | IpAddressAnswer): Html {
   if (!answer.found) return html`<p class="unseen" role="status"><strong>Not seen</strong>: ${answer.message}</p>`;
-  return html`<p class="seen" role="status"><strong>SEEN</strong>: ${answer.message}</p>
+  // A value only peers know was not seen here: it says so, rather than SEEN.
+  return html`<p class="seen" role="status"><strong>${answer.seen_count === 0 ? 'REPORTED BY PEERS' : 'SEEN'}</strong>: ${answer.message}</p>
 <h2>Score <meter min="0" max="100" low="30" high="70" optimum="0" value="${answer.score}">${answer.score}</meter> ${answer.score} of 100</h2>
 <ul class="reasons">${answer.reasons.map((r) => html`<li>${r}</li>`)}</ul>
+${answer.peers ? peersOf(answer.local_score ?? 0, answer.peers) : ''}
 <dl class="fields"><dt>Seen</dt><dd>${countText(answer.seen_count)} times</dd><dt>First seen (UTC)</dt><dd>${toSecond(answer.first_seen)}</dd><dt>Last seen (UTC)</dt><dd>${toSecond(answer.last_seen)}</dd>${'tags' in answer && answer.tags.length > 0 ? html`<dt>Tools its User-Agents name</dt><dd>${toolNames(answer.tags)}</dd>` : ''}</dl>`;
+}
+
+/** What the federation's peers said (docs/federation.md): this server's own score beside theirs, and each peer's say. */
+function peersOf(local: number, peers: PeerEvidenceAnswer): Html {
+  return html`<h3>What peers say</h3>
+<p>This server’s own evidence scores ${local} of 100; its peers’ say ${peers.score}. The score above counts both.</p>
+<ul class="reasons">${peers.sightings.map((s) => html`<li>${s.peer}: confidence ${s.confidence}, trusted ${Math.round(s.trust * 100)}%, ${s.points} points${s.valid_until ? html`, until ${toSecond(s.valid_until)} UTC` : ''}</li>`)}</ul>`;
+}
+
+/**
+ * The per-day chart of the events read: its first day is partial when the read stopped at
+ * EVENTS_READ (older events of that day were not read), and its last when it is today.
+ */
+function perDayChart(events: StoredEvent[]): Html {
+  const rows = perDay(events);
+  const today = new Date().toISOString().slice(0, 10);
+  return timeChart('Its events per day, this account’s own', rows, 'day', { first: events.length === EVENTS_READ && rows.length > 0, last: rows.at(-1)?.value === today });
 }
 
 /** Events per day, oldest first, every day from the first to the last present (a gap shows as one). */
