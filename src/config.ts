@@ -6,6 +6,7 @@ import { DEFAULT_DNS_ALLOW, settleDnsSettings, type DnsSettings } from './dns/dn
 import { parseKeySecret } from './domain/accounts/key-sealing.ts';
 import { DEFAULT_HALF_LIFE_DAYS, type ScoringSettings } from './domain/intelligence/scores.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS } from './oauth/token-lifetime.ts';
+import { settleOidcSettings, type OidcSettings } from './sso/oidc-settings.ts';
 
 /** The environment the service reads; defaults as in docs/api.md §10. */
 const ConfigSchema = Type.Object({
@@ -37,6 +38,11 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_AUDIT_RETENTION_DAYS: Type.Integer({ default: 90, minimum: 1 }),
   TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: Type.Integer({ default: 100_000, minimum: 1 }),
   TOLLWATCH_SIGNUP: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
+  TOLLWATCH_OIDC_ISSUER: Type.Optional(Type.String({ description: 'docs/operations.md, "Single sign-on"' })),
+  TOLLWATCH_OIDC_CLIENT_ID: Type.Optional(Type.String()),
+  TOLLWATCH_OIDC_CLIENT_SECRET: Type.Optional(Type.String()),
+  TOLLWATCH_OIDC_NAME: Type.Optional(Type.String()),
+  TOLLWATCH_OIDC_EMAIL_DOMAINS: Type.Optional(Type.String()),
   TOLLWATCH_SESSION_IDLE: Type.Integer({ default: 1800, minimum: 1, description: 'seconds' }),
   TOLLWATCH_SESSION_MAX: Type.Integer({ default: 43_200, minimum: 1, description: 'seconds' }),
   TOLLWATCH_NODE_SILENT_AFTER: Type.Integer({ default: 3600, minimum: 1, description: 'seconds' }),
@@ -124,6 +130,8 @@ export interface Config {
   auditRetention: AuditRetentionPolicy;
   /** The dashboard (docs/dashboard.md): self sign-up, session lifetimes, when a node counts as silent. */
   dashboard: DashboardConfig;
+  /** Single sign-on to the dashboard through an OpenID provider; off when unset. */
+  oidc: OidcSettings | undefined;
   /** How lookup scores weigh evidence by its age (docs/scoring.md). */
   scoring: ScoringSettings;
   /** The TAXII collections (docs/taxii.md): their threshold, how long old versions stay, how often the publisher looks. */
@@ -207,6 +215,7 @@ function settleConfig(raw: RawConfig): Config {
       nodeSilentAfterSeconds: raw.TOLLWATCH_NODE_SILENT_AFTER,
       secureCookies: publicUrl.startsWith('https:'),
     },
+    oidc: settleOidcSettings(raw, publicUrl),
     scoring: { halfLifeDays: raw.TOLLWATCH_SCORE_HALF_LIFE_DAYS },
     taxii: { minScore: raw.TOLLWATCH_TAXII_MIN_SCORE, retentionDays: raw.TOLLWATCH_TAXII_RETENTION_DAYS, publishIntervalMs: raw.TOLLWATCH_TAXII_PUBLISH_INTERVAL * 1000 },
     alerts: {

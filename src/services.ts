@@ -8,6 +8,7 @@ import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
 import { assembleLookups, type LookupsAssembly } from './assembly/lookups.ts';
 import { assembleTaxii, type TaxiiAssembly } from './assembly/taxii.ts';
 import { assembleReports, type ReportsAssembly } from './assembly/reports.ts';
+import { assembleSso, type SsoAssembly } from './assembly/sso.ts';
 import type { Config } from './config.ts';
 import type { AuditTrail } from './domain/accounts/audit.ts';
 import type { PlanCatalog } from './domain/accounts/plans.ts';
@@ -24,7 +25,7 @@ export { backupRefusal } from './store/maintenance/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly, SsoAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -79,6 +80,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
   const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports);
   const federation = assembleFederation(base, options.federation);
+  const sso = assembleSso(base, auth);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
@@ -105,6 +107,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     ...taxii,
     ...reports,
     ...federation,
+    ...sso,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();

@@ -34,6 +34,7 @@ const TABLE: Record<string, Row> = {
   'src/coordination/': { ours: ['src/domain/', 'src/limits/plan-limiter.ts'], packages: ['ioredis', 'rate-limiter-flexible', 'pino'] },
   'src/oauth/': { ours: ['src/domain/'], packages: ['jose'] },
   'src/delivery/': { ours: ['src/domain/'], packages: ['nodemailer', 'standardwebhooks', 'pino'] },
+  'src/sso/': { ours: ['src/domain/'], packages: ['openid-client'] },
   'src/metrics/': { ours: [], packages: ['prom-client'] },
   'src/dns/': { ours: ['src/domain/', 'src/metrics/metrics.ts'], packages: ['dns-packet', 'pino'] },
   'src/http/': {
@@ -47,7 +48,7 @@ const TABLE: Record<string, Row> = {
     packages: ['fastify', '@fastify/cookie', '@fastify/formbody'],
   },
   'src/assembly/': {
-    ours: ['src/domain/', 'src/store/', 'src/limits/', 'src/coordination/', 'src/oauth/', 'src/delivery/', 'src/metrics/metrics.ts', 'src/aggregates/', 'src/import/', 'src/config.ts'],
+    ours: ['src/domain/', 'src/store/', 'src/limits/', 'src/coordination/', 'src/oauth/', 'src/delivery/', 'src/sso/', 'src/metrics/metrics.ts', 'src/aggregates/', 'src/import/', 'src/config.ts'],
     packages: ['pino'],
   },
   'src/cli/': { ours: ['src/domain/', 'src/config.ts', 'src/import/event-import.ts', 'sdk/src/'], lazily: ['src/services.ts', 'src/app.ts'], packages: ['commander'] },
@@ -58,7 +59,7 @@ const TABLE: Record<string, Row> = {
     ours: ['src/app.ts', 'src/config.ts', 'src/services.ts', 'src/logger.ts', 'src/dns/', 'src/metrics/', 'src/store/database.ts'],
     packages: ['close-with-grace', 'pino', 'rate-limiter-flexible'],
   },
-  'src/config.ts': { ours: ['src/domain/', 'src/dns/dns-settings.ts', 'src/oauth/token-lifetime.ts'], packages: ['env-schema', 'typebox'] },
+  'src/config.ts': { ours: ['src/domain/', 'src/dns/dns-settings.ts', 'src/oauth/token-lifetime.ts', 'src/sso/oidc-settings.ts'], packages: ['env-schema', 'typebox'] },
   'src/logger.ts': { ours: ['src/domain/'], packages: ['pino'] },
   'src/node-flags.ts': { ours: [], packages: [] },
   'cli/src/': { ours: ['sdk/src/', ...shared()], packages: [] },

@@ -42,6 +42,8 @@ export interface Schema {
   peers: PeersTable;
   peer_positions: PeerPositionsTable;
   peer_indicators: PeerIndicatorsTable;
+  oidc_identities: OidcIdentitiesTable;
+  oidc_attempts: OidcAttemptsTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -529,4 +531,23 @@ export interface PeerIndicatorsTable {
   tlp: string | null;
   /** Grows with every write across all peers: servers read the rows written since their last read. */
   seq: number | string;
+}
+
+/** Which person at which OpenID provider is which user (migration 033). */
+export interface OidcIdentitiesTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
+}
+
+/** Single sign-on attempts on their way through the provider, taken once (migration 033). */
+export interface OidcAttemptsTable {
+  /** SHA-256 (hex) of the attempt's `state`. */
+  state_hash: string;
+  nonce: string;
+  code_verifier: string;
+  next_path: string;
+  created_at: string;
+  expires_at: string;
 }

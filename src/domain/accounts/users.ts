@@ -260,20 +260,21 @@ export class UsersService {
     const email = validEmail(input.email);
     checkPasswordRules(input.password);
     if (await this.repo.findUserByEmail(email)) throw emailTaken();
+    return this.openAccount(input.accountName, email, await hashPassword(input.password));
+  }
+
+  /**
+   * A new account on the tester plan with `email` its owner: self sign-up with a password, or
+   * through single sign-on (`passwordHash` null, `via` 'oidc'), where the provider vouched for the address.
+   */
+  async openAccount(accountName: string, email: string, passwordHash: string | null, via?: string): Promise<User> {
+    if (await this.repo.findUserByEmail(email)) throw emailTaken();
     // The account's creator is the user about to exist, so the trail names them from the first row.
     const userId = randomUUID();
-    const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: 'tester' }, `user:${userId}`);
-    const user: User = {
-      user_id: userId,
-      account_id: account.account_id,
-      email,
-      role: 'owner',
-      password_hash: await hashPassword(input.password),
-      disabled: false,
-      created_at: this.now().toISOString(),
-    };
+    const account: Account = await this.accounts.createAccount({ name: accountName, plan: 'tester' }, `user:${userId}`);
+    const user: User = { user_id: userId, account_id: account.account_id, email, role: 'owner', password_hash: passwordHash, disabled: false, created_at: this.now().toISOString() };
     await this.repo.insertUser(user);
-    await this.record('user.signed_up', `user:${user.user_id}`, user);
+    await this.record('user.signed_up', `user:${user.user_id}`, user, via ? { via } : {});
     return user;
   }
 
@@ -405,9 +406,9 @@ export class UsersService {
     return user;
   }
 
-  /** Records a user's own action (sign-in, sign-out everywhere) in the audit trail. */
-  recordOwnAction(action: 'user.signed_in' | 'user.signed_out_everywhere', user: User, ip: string | null): Promise<void> {
-    return this.audit.record({ action, actor: `user:${user.user_id}`, accountId: user.account_id, ip, detail: { user_id: user.user_id } });
+  /** Records a user's own action (sign-in, sign-out everywhere) in the audit trail, with `detail` (a sign-in's `method`). */
+  recordOwnAction(action: 'user.signed_in' | 'user.signed_out_everywhere', user: User, ip: string | null, detail: Record<string, unknown> = {}): Promise<void> {
+    return this.audit.record({ action, actor: `user:${user.user_id}`, accountId: user.account_id, ip, detail: { user_id: user.user_id, ...detail } });
   }
 
   private async issueLink(user: User, purpose: InvitationPurpose, ttlMs = INVITATION_TTL_MS, token = newLinkToken(), expires = new Date(this.now().getTime() + ttlMs).toISOString()): Promise<IssuedLink> {

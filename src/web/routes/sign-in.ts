@@ -9,12 +9,14 @@ import { csrfField, sendPage } from '../layout.ts';
 import { shownNotice } from '../shown-once.ts';
 import { durationText } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
-import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
+import { SESSION_COOKIE } from '../web-session.ts';
+import { startSession } from '../session-start.ts';
 import { formText } from '../form.ts';
 import { sameSitePath } from '../same-site-path.ts';
+import { oidcButton } from './oidc-sign-in.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
 
 /**
  * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
@@ -35,7 +37,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     if (request.web.user) return reply.redirect('/', 303);
     const query = request.query as Record<string, string | undefined>;
     const notice = SIGNED_OUT_NOTICES[query.done ?? ''];
-    return signInPage(request, reply, 200, query.next, notice, undefined, query.email);
+    return signInPage(request, reply, 200, query.next, notice, undefined, query.email, services.oidcSignIn?.displayName);
   });
 
   app.post('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
@@ -59,15 +61,10 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
       await services.signInLocks.slowDown(attempt);
-      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email);
+      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email, services.oidcSignIn?.displayName);
     }
     await services.signInLocks.succeeded(request.ip, email);
-    // A new id at every sign-in: an id planted in this browser before (session fixation) never becomes a signed-in one.
-    const previous = request.cookies[SESSION_COOKIE];
-    if (previous) await services.sessions.end(previous);
-    const sessionId = await services.sessions.start(user.user_id);
-    await services.users.recordOwnAction('user.signed_in', user, request.ip);
-    reply.setCookie(SESSION_COOKIE, sessionId, cookieOptions(services, dashboard.sessionMaxSeconds));
+    await startSession(services, request, reply, user, 'password');
     return reply.redirect(sameSitePath(next), 303);
   });
 
@@ -168,7 +165,7 @@ function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number
   );
 }
 
-function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '') {
+function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '', provider?: string) {
   return sendPage(
     request,
     reply,
@@ -180,7 +177,7 @@ ${csrfField(request)}<input type="hidden" name="next" value="${next}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${email ? html` autofocus` : ''}>
 <button type="submit">Sign in</button>
 </form>
-<p><a href="/forgot-password">Forgot your password?</a></p>`,
+<p><a href="/forgot-password">Forgot your password?</a></p>${provider ? oidcButton(provider, next) : ''}`,
     status,
   );
 }
