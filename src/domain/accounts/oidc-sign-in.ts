@@ -154,11 +154,14 @@ export class OidcSignIn {
    */
   async complete(callbackUrl: URL, browserState: string | undefined): Promise<OidcSignedIn & { nextPath: string }> {
     const state = callbackUrl.searchParams.get('state') ?? '';
-    if (state === '' || browserState === undefined || state !== browserState) {
+    const stored = state === '' ? undefined : await this.options.repo.takeAttempt(hashSecret(state));
+    const fromThisBrowser = browserState !== undefined && browserState === state;
+    // A browser still holding an attempt of its own but arriving with another state had its
+    // callback changed; one holding none (a reload of a used callback) simply came back twice.
+    if (!fromThisBrowser && (stored || browserState !== undefined)) {
       throw new OidcRefusal('state_mismatch', 'This sign-in did not start in this browser, or its address was changed. Start again from the sign-in page.');
     }
-    const stored = await this.options.repo.takeAttempt(hashSecret(state));
-    if (!stored) throw new OidcRefusal('attempt_unknown', 'This sign-in link was already used or is unknown. Start again from the sign-in page.');
+    if (!stored) throw new OidcRefusal('attempt_unknown', 'This sign-in was already used or is unknown. Start again from the sign-in page.');
     if (stored.expires_at <= this.now().toISOString()) throw new OidcRefusal('attempt_expired', 'This sign-in took too long and has expired. Start again from the sign-in page.');
     const identity = await this.options.provider.finish(callbackUrl, { state, nonce: stored.nonce, codeVerifier: stored.code_verifier });
     return { ...(await this.userFor(identity)), nextPath: stored.next_path };
