@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import Provider from 'oidc-provider';
 import { freePort } from './server-process.ts';
 
@@ -26,6 +26,14 @@ export interface TestOidcProvider {
    * sends it back to (with `code`, `state` and `iss`). `abort` declines instead (`access_denied`).
    */
   signIn(authorizationUrl: string, sub: string, options?: { abort?: boolean }): Promise<string>;
+  /**
+   * While on, the provider keeps the browser instead of sending it back: its redirect to a
+   * callback becomes a page saying "held", and the callback URL is kept for `heldReturn()`, so
+   * a test can change it, load it twice, or stop the provider before loading it.
+   */
+  holdReturns(on: boolean): void;
+  /** The callback URL held back since holding began. */
+  heldReturn(): string | undefined;
   /** Stops answering (connections refused) and starts again on the same port. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -81,9 +89,15 @@ export async function startOidcProvider(redirectUris: string[], people: Provider
     },
   });
   let server: Server | undefined;
+  let holding = false;
+  let held: string | undefined;
+  const handler = provider.callback();
   const listen = () =>
     new Promise<void>((resolve, reject) => {
-      server = createServer(provider.callback());
+      server = createServer((req, res) => {
+        if (holding) holdReturn(res, redirectUris, (url) => (held = url));
+        return handler(req, res);
+      });
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => resolve());
     });
@@ -96,6 +110,11 @@ export async function startOidcProvider(redirectUris: string[], people: Provider
     accounts,
     env: (extra = {}) => ({ TOLLWATCH_OIDC_ISSUER: issuer, TOLLWATCH_OIDC_CLIENT_ID: TEST_CLIENT_ID, TOLLWATCH_OIDC_CLIENT_SECRET: TEST_CLIENT_SECRET, TOLLWATCH_OIDC_NAME: 'Acme SSO', ...extra }),
     signIn: (authorizationUrl, sub, options = {}) => browseProvider(issuer, authorizationUrl, sub, options.abort ?? false),
+    holdReturns(on) {
+      holding = on;
+      if (on) held = undefined;
+    },
+    heldReturn: () => held,
     async stop() {
       const closing = server;
       server = undefined;
@@ -109,6 +128,24 @@ export async function startOidcProvider(redirectUris: string[], people: Provider
       if (!server) await listen();
     },
   };
+}
+
+/** Turns this answer, if it sends the browser back to a callback, into a page that keeps it here. */
+function holdReturn(res: ServerResponse, redirectUris: string[], keep: (url: string) => void) {
+  const end = res.end.bind(res);
+  res.end = ((...args: Parameters<ServerResponse['end']>) => {
+    const location = res.getHeader('location');
+    if (typeof location === 'string' && redirectUris.some((uri) => location.startsWith(`${uri}?`))) {
+      keep(location);
+      const page = '<!doctype html><html lang="en"><title>Held</title><h1>Held by the test provider</h1></html>';
+      res.statusCode = 200;
+      res.removeHeader('location');
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.setHeader('content-length', Buffer.byteLength(page));
+      return end(page);
+    }
+    return end(...args);
+  }) as ServerResponse['end'];
 }
 
 /** The provider's pages as a browser goes through them: its cookies kept, its redirects followed until one leaves the provider. */
