@@ -98,18 +98,18 @@ const UNREACHABLE = new Set(['OAUTH_TIMEOUT', 'OAUTH_ABORT', 'OAUTH_RESPONSE_IS_
 /** What a failure of the flow means for the person at the browser. */
 function refusalOf(err: unknown): OidcRefusal {
   if (err instanceof client.AuthorizationResponseError) {
-    return new OidcRefusal('provider_error', `Your provider did not sign you in (${err.error}${err.error_description ? `: ${err.error_description}` : ''}).`);
+    return new OidcRefusal('provider_error', `Your provider did not sign you in (${err.error}${err.error_description ? `: ${err.error_description}` : ''}).`, undefined, err);
   }
   if (err instanceof client.ResponseBodyError) {
-    if (err.status >= 500) return providerDown();
-    return new OidcRefusal('code_refused', 'Your provider refused this sign-in’s code: it was used already or has expired. Start again from the sign-in page.');
+    if (err.status >= 500) return providerDown(err);
+    return new OidcRefusal('code_refused', 'Your provider refused this sign-in’s code: it was used already or has expired. Start again from the sign-in page.', undefined, err);
   }
   // fetch's own failure (refused, reset, no such host).
-  if (err instanceof TypeError) return providerDown();
-  if (err instanceof client.ClientError && err.code !== undefined && UNREACHABLE.has(err.code)) return providerDown();
-  return new OidcRefusal('token_invalid', 'Your provider’s answer failed verification, so it cannot sign you in.');
+  if (err instanceof TypeError) return providerDown(err);
+  if (err instanceof client.ClientError && err.code !== undefined && UNREACHABLE.has(err.code)) return providerDown(err);
+  return new OidcRefusal('token_invalid', 'Your provider’s answer failed verification, so it cannot sign you in.', undefined, err);
 }
 
-function providerDown(): OidcRefusal {
-  return new OidcRefusal('provider_down', 'Your sign-in provider cannot be reached just now. Try again in a few minutes, or sign in with your password.');
+function providerDown(cause: unknown): OidcRefusal {
+  return new OidcRefusal('provider_down', 'Your sign-in provider cannot be reached just now. Try again in a few minutes, or sign in with your password.', undefined, cause);
 }

@@ -246,6 +246,18 @@ describe('single sign-on through a real provider', () => {
     expect((await later.get(await throughProvider(later, 'alice-1'))).status).toBe(303);
   });
 
+  it('answers 502 when the provider\'s discovery document names another issuer than the one configured', async () => {
+    const port = await freePort();
+    // The same provider, reached by another name: its document says 127.0.0.1, the setting localhost.
+    const misnamed = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}`, ...provider.env({ TOLLWATCH_OIDC_ISSUER: provider.issuer.replace('127.0.0.1', 'localhost') }) });
+    try {
+      refusedPage(await new WebClient(misnamed.url).get('/sign-in/oidc'), 502, 'failed verification');
+      await failures(misnamed, 'token_invalid');
+    } finally {
+      await misnamed.close();
+    }
+  });
+
   it('starts while the provider is away, answers 502 at sign-in, and discovers it once it is back', async () => {
     await provider.stop();
     let late: Harness | undefined;

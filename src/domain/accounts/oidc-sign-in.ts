@@ -43,8 +43,9 @@ export class OidcRefusal extends Error {
   /** The address the provider vouched for, when the refusal concerns it. */
   readonly email: string | undefined;
 
-  constructor(reason: OidcRefusalReason, message: string, email?: string) {
-    super(message);
+  /** `cause`: the failure behind it (the provider's error), for the log, never the page. */
+  constructor(reason: OidcRefusalReason, message: string, email?: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = 'OidcRefusal';
     this.reason = reason;
     this.email = email;

@@ -88,6 +88,10 @@ async function refused(services: RouteServices, request: FastifyRequest, reply: 
     .record({ actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed', detail })
     .catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
   const status = STATUS[refusal.reason];
-  if (status === 502) reply.header('retry-after', 60);
+  if (status === 502) {
+    // The operator's to look into: a provider away, or one whose answers do not verify (a wrong issuer, keys).
+    request.log.warn({ err: refusal.cause, reason: refusal.reason }, 'single sign-on: the provider failed');
+    reply.header('retry-after', 60);
+  }
   return sendPage(request, reply, 'Single sign-on failed', html`<p role="alert" class="error">${refusal.message}</p><p><a href="/sign-in">Back to sign-in</a></p>`, status);
 }
