@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { StoredAttempt } from '../domain/accounts/oidc-sign-in.ts';
 
 /**
  * Row types of every table. Booleans are 0/1 integers and instants ISO-8601 text so that one
@@ -541,13 +542,5 @@ export interface OidcIdentitiesTable {
   created_at: string;
 }
 
-/** Single sign-on attempts on their way through the provider, taken once (migration 033). */
-export interface OidcAttemptsTable {
-  /** SHA-256 (hex) of the attempt's `state`. */
-  state_hash: string;
-  nonce: string;
-  code_verifier: string;
-  next_path: string;
-  created_at: string;
-  expires_at: string;
-}
+/** Single sign-on attempts on their way through the provider, taken once (migration 033); `state` only as its SHA-256. */
+export type OidcAttemptsTable = StoredAttempt;

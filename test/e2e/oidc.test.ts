@@ -72,6 +72,17 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
     await page.waitForURL((url) => url.href.startsWith(h.url) || url.pathname.startsWith('/auth/'));
   }
 
+  /** Signs in at the provider as `sub`, held there: the callback URL the provider would have sent the browser to. */
+  async function heldReturn(page: Page, sub: string): Promise<string> {
+    provider.holdReturns(true);
+    try {
+      await throughProvider(page, sub);
+    } finally {
+      provider.holdReturns(false);
+    }
+    return provider.heldReturn()!;
+  }
+
   async function axeViolations(page: Page): Promise<string[]> {
     return page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(AXE_TAGS)} }, resultTypes: ['violations'] })
       .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' '))))`);
@@ -102,14 +113,7 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
 
   it('refuses a callback whose state was changed, and the same callback loaded twice', async () => {
     const page = await signInPage();
-    provider.holdReturns(true);
-    try {
-      await throughProvider(page, 'ada');
-    } finally {
-      provider.holdReturns(false);
-    }
-    const callback = provider.heldReturn()!;
-    const tampered = new URL(callback);
+    const tampered = new URL(await heldReturn(page, 'ada'));
     tampered.searchParams.set('state', 'x'.repeat(43));
     expect((await page.goto(tampered.href))?.status()).toBe(400);
     await refusal(page, 'did not start in this browser');
@@ -118,13 +122,7 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
 
     // A genuine callback signs in once; loaded again, it is refused.
     const replay = await signInPage();
-    provider.holdReturns(true);
-    try {
-      await throughProvider(replay, 'ada');
-    } finally {
-      provider.holdReturns(false);
-    }
-    const genuine = provider.heldReturn()!;
+    const genuine = await heldReturn(replay, 'ada');
     await replay.goto(genuine);
     await replay.waitForURL(`${h.url}/overview`);
     expect((await replay.goto(genuine))?.status()).toBe(400);
@@ -150,15 +148,10 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
 
   it('shows a page, not an error, when the provider is down at the code exchange', async () => {
     const page = await signInPage();
-    provider.holdReturns(true);
-    try {
-      await throughProvider(page, 'ada');
-    } finally {
-      provider.holdReturns(false);
-    }
+    const callback = await heldReturn(page, 'ada');
     await provider.stop();
     try {
-      expect((await page.goto(provider.heldReturn()!))?.status()).toBe(502);
+      expect((await page.goto(callback))?.status()).toBe(502);
       await refusal(page, 'cannot be reached');
     } finally {
       await provider.start();
