@@ -77,7 +77,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const alerts = assembleAlerts(base, auth, options.alerts);
   const reports = await assembleReports(base, options.acceptedReportsTtlMs);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
-  const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports);
+  const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports, lookups.peerEvidence);
   const federation = assembleFederation(base, options.federation);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
