@@ -395,7 +395,13 @@ export class TaxiiPublisher {
         const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
         await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({}));
       }
-      if (peerWork) await this.passOverPeers(kind, state.peers, now, publishPages);
+      if (peerWork || this.peerWork(kind, state.peers, now)) {
+        // Another instance published from a later read of the peers' rows or settings than this
+        // one holds: read them again, so that nothing older is published over what it did.
+        const peers = this.options.peers!;
+        if (state.peers && (state.peers.seq > peers.through || state.peers.signature !== peers.peersSignature)) await peers.refresh();
+        if (this.peerWork(kind, state.peers, now)) await this.passOverPeers(kind, state.peers, now, publishPages);
+      }
       if (sweptHour !== hourIso || reportsMoved || listChanged) {
         // Decay moves scores at the turn of each hour with no event at all, and the operator's
         // decisions on reports and its allowlist move them too: every live object is scored
