@@ -75,7 +75,7 @@ export class DnsZones {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly reports: ReportedValues;
-  private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; sightings: readonly PeerSighting[] | undefined; listed: ListedName | undefined }>();
+  private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; sightings: readonly PeerSighting[] | undefined; listed: ListedName }>();
   private readonly allowlists: AllowlistReader;
   private readonly peers: SharedReads['peers'];
 

@@ -366,9 +366,9 @@ export function rangeEntryOf(prefix: string, aggregate: RangeAggregate, scoredAt
  * adds it (docs/scoring.md, "Peers"); an accepted report holds the whole down. Its STIX version
  * moves with the peers' latest, and it holds while either part alone would.
  */
-export function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sightings: readonly PeerSighting[], scoredAt: Date, scoring: ScoringSettings, detail: EntryDetail | undefined, reports: AcceptedSet): FeedEntry {
+export function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sightings: readonly PeerSighting[], scoredAt: Date, scoring: ScoringSettings, detail: EntryDetail | undefined, reports: AcceptedSet | undefined): FeedEntry {
   const entry = feedEntryOf(kept, scoredAt, scoring, detail);
-  const held = reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
+  const held = reports !== undefined && reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
   const mixed = withPeers({ score: entry.score, reasons: [] }, sightings);
   entry.score = held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score;
   entry.peers = sightings.map((s) => s.peer);

@@ -331,10 +331,6 @@ export class TaxiiPublisher {
     const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 
     const pacing = this.options.pacing ?? PACING;
-    /**
-     * Publishes page after page from `from`, each in its transaction with the state `along` gives
-     * for where the pass then stands, the last one with `done`'s.
-     */
     const publishPages: PagesPublisher = async (read, done, along = (got) => (got.changedThrough ? { changedThrough: got.changedThrough } : {}), from = undefined) => {
       let page = from;
       do {

@@ -3,7 +3,7 @@ import { feedEntryOf, peerEntryOf, rangeEntryOf, withPassedOn, type EntryDetail,
 import type { PeerSighting } from '../federation/peer-evidence.ts';
 import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
-import { NO_REPORTS, reportedOf, type AcceptedSet } from './value-reports.ts';
+import { reportedOf, type AcceptedSet } from './value-reports.ts';
 import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
 
 /**
@@ -59,13 +59,14 @@ export interface PublicationSettings {
  */
 export function nextVersion(
   kind: IndicatorKind,
-  { value, kept, object, peers }: Candidate,
+  candidate: Candidate,
   settings: PublicationSettings,
   scoredAt: Date,
   now: Date,
   previous: StixIndicator | undefined,
 ): NewVersion | undefined {
-  const entry = entryOf(kind, { value, kept, object, ...(peers ? { peers } : {}) }, scoredAt, settings, { minScore: settings.minScore, versioned: true });
+  const { value, object, peers } = candidate;
+  const entry = entryOf(kind, candidate, scoredAt, settings, { minScore: settings.minScore, versioned: true });
   const live = object && !object.revoked;
   if (!entry?.stix || !scores(entry.score, settings)) {
     if (!live || !previous) return undefined;
@@ -105,10 +106,10 @@ export function inCollection(kind: IndicatorKind, candidate: Candidate, settings
  */
 function entryOf(kind: IndicatorKind, { value, kept, peers }: Candidate, scoredAt: Date, settings: PublicationSettings, detail?: EntryDetail): FeedEntry | undefined {
   if (kept && isRange(kept)) return rangeEntryOf(kept.key, kept.aggregate, scoredAt, settings.scoring, detail);
-  const accepted = settings.accepted ?? NO_REPORTS.current()!;
+  const { accepted } = settings;
   const local = kept as KeptAggregate<NumberAggregate | IpAggregate> | undefined;
   if (peers && local) return withPassedOn(local, peers, scoredAt, settings.scoring, detail, accepted);
-  if (peers) return peerEntryOf(value, peers, detail, reportedOf(accepted, kind === 'phone-numbers' ? 'number' : 'ip', value) !== undefined);
+  if (peers) return peerEntryOf(value, peers, detail, accepted !== undefined && reportedOf(accepted, kind === 'phone-numbers' ? 'number' : 'ip', value) !== undefined);
   return local && feedEntryOf(local, scoredAt, settings.scoring, detail, settings.accepted);
 }
 
