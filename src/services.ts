@@ -78,7 +78,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const alerts = assembleAlerts(base, auth, options.alerts);
   const reports = await assembleReports(base, options.acceptedReportsTtlMs);
   const lookups = await assembleLookups(base, aggregates, alerts.lookupAlerts, reports.acceptedReports);
-  const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports);
+  const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports, lookups.peerEvidence);
   const federation = assembleFederation(base, options.federation);
   const sso = assembleSso(base, auth);
   // Read at each scrape: the store by the readiness check's query, Redis by what its

@@ -57,7 +57,7 @@ export async function assembleLookups(base: Foundation, aggregates: AggregatePip
     lookups: new LookupService(lookupsRepo, { ownWrites: aggregateFolder, observer, scoring: config.scoring, cache: lookupCache, knownKeys, reports, allowlists, peers: peerEvidence, ...(primary ? { primary } : {}) }),
     rangeLookups: new RangeLookupService(lookupsRepo, aggregateFolder, config.scoring, undefined, reports),
     // No account and no barrier: a DNS question has no caller, so it reads the shared data set only.
-    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, allowlists, ...(reports ? { reports } : {}) }),
+    dnsZones: new DnsZones(config.dns.zones, { repo: lookupsRepo, cache: lookupCache, knownKeys, scoring: config.scoring, allowlists, peers: peerEvidence, ...(reports ? { reports } : {}) }),
     feeds: new FeedService(new SqlFeedsRepository(reads.db, lookupsRepo), aggregateFolder, config.scoring, undefined, await base.serverSecrets.read('feed-tag'), reports, allowlists, peerEvidence),
   };
 }

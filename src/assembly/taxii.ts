@@ -1,5 +1,5 @@
 import { TaxiiCollections } from '../domain/intelligence/taxii-collections.ts';
-import { TaxiiPublisher } from '../domain/intelligence/taxii-publication.ts';
+import { TaxiiPublisher, type PublishedPeers } from '../domain/intelligence/taxii-publication.ts';
 import { TaxiiStoreOnWriter } from '../store/writer/taxii-on-writer.ts';
 import { SqlTaxiiRepository } from '../store/repositories/taxii-repository.ts';
 import type { AllowlistReader } from '../domain/allowlists/allowlists.ts';
@@ -17,8 +17,11 @@ export interface TaxiiAssembly {
   taxiiPublisher: TaxiiPublisher;
 }
 
-/** `allowlists` holds the operator's allowlist, whose values no collection publishes; `reports` the operator's accepted false-positive reports. */
-export function assembleTaxii(base: Foundation, allowlists: AllowlistReader, now?: () => Date, reports?: ReportedValues): TaxiiAssembly {
+/**
+ * `allowlists` holds the operator's allowlist, whose values no collection publishes; `reports` the
+ * operator's accepted false-positive reports; `peers` what peers said, passed on where the operator lets it be.
+ */
+export function assembleTaxii(base: Foundation, allowlists: AllowlistReader, now?: () => Date, reports?: ReportedValues, peers?: PublishedPeers): TaxiiAssembly {
   const { database, reads, config, writer } = base;
   const published = new SqlTaxiiRepository(database.db, database.caps);
   return {
@@ -32,6 +35,7 @@ export function assembleTaxii(base: Foundation, allowlists: AllowlistReader, now
       scoring: config.scoring,
       allowlists,
       ...(reports ? { reports } : {}),
+      ...(peers ? { peers } : {}),
       ...(now ? { now } : {}),
     }),
   };

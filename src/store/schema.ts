@@ -449,6 +449,10 @@ export interface TaxiiPublicationTable {
   first_pass_next: string | null;
   first_pass_through: string | null;
   first_pass_hour: string | null;
+  /** Where it stands in what peers said (migration 034): `peer_indicators.seq` read through, the peers' settings applied, ends applied through. */
+  peers_seq: string | null;
+  peers_signature: string | null;
+  peers_checked: string | null;
 }
 
 /**

@@ -35,6 +35,8 @@ function storeOf(pages: number, heldAt?: number, onRead: () => void = () => {}) 
       return { candidates: [], next: undefined };
     },
     latestBodies: async () => new Map(),
+    peerValuesAfter: async () => [],
+    candidatesOf: async () => [],
     publish: async (kind, _holder, _versions, change) => {
       const { firstPass, ...rest } = change;
       const state: PublicationState = { ...(states.get(kind) ?? { foldSeen: undefined, changedThrough: undefined, sweptHour: undefined }) };

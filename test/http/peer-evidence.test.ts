@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { peerRows, type PeerSay } from '../support/peer-rows.ts';
 
 type Json = Record<string, any>;
 
@@ -24,39 +24,9 @@ describe('lookups with peer evidence', () => {
   afterAll(() => h?.close());
 
   const db = () => h.services.database.db;
-  const peer = async (name: string, trust: number, { enabled = 1, republish = 0 } = {}) => {
-    const peer_id = randomUUID();
-    await db()
-      .insertInto('peers')
-      .values({ peer_id, name, api_root: `https://${name}.example/taxii2/root/`, collections: '[]', auth: 'none', username: null, credential: null, trust, poll_seconds: 300, republish, enabled, created_at: new Date().toISOString() })
-      .execute();
-    return peer_id;
-  };
+  const peer = (name: string, trust: number, settings?: { enabled?: number; republish?: number }) => peerRows(h).peer(name, trust, settings);
   /** A peer indicator's latest version, as the poller writes it: a new seq each write. */
-  const say = async (peer_id: string, kind: 'number' | 'ip', value: string, confidence: number, more: { object_id?: string; valid_until?: string | null; revoked?: number; valid_from?: string; tlp?: string } = {}) => {
-    const object_id = more.object_id ?? `indicator--${randomUUID()}`;
-    const top = await db().selectFrom('peer_indicators').select((eb) => eb.fn.max('seq').as('seq')).executeTakeFirst();
-    const row = {
-      peer_id,
-      object_id,
-      kind,
-      value,
-      confidence,
-      valid_from: more.valid_from ?? '2026-11-20T10:00:00.000Z',
-      modified: new Date().toISOString(),
-      valid_until: more.valid_until === undefined ? new Date(Date.now() + 86_400_000).toISOString() : more.valid_until,
-      revoked: more.revoked ?? 0,
-      tlp: more.tlp ?? null,
-      seq: Number(top?.seq ?? 0) + 1,
-    };
-    await db()
-      .insertInto('peer_indicators')
-      .values(row)
-      .onConflict((oc) => oc.columns(['peer_id', 'object_id']).doUpdateSet(row))
-      .execute();
-    await h.services.peerEvidence.refresh();
-    return object_id;
-  };
+  const say = (peer_id: string, kind: 'number' | 'ip', value: string, confidence: number, more?: PeerSay) => peerRows(h).say(peer_id, kind, value, confidence, more);
   const number = async (value: string, who = reader) => {
     const res = await who.api(`/api/phone-numbers/${encodeURIComponent(value)}`);
     return { status: res.status, body: (await res.json()) as Json };

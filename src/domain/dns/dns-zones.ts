@@ -5,7 +5,8 @@ import { TOP_USER_AGENTS } from '../lookups/lookup-service.ts';
 import { DEFAULT_SCORING, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
 import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from '../intelligence/value-reports.ts';
 import { SHARED_SCOPE } from '../visibility.ts';
-import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
+import { addressListing, listingCode, listingNaptr, listingText, numberListing, withPeersListing, type Listing } from './zone-listing.ts';
+import type { PeerSighting, PeerValueKind } from '../federation/peer-evidence.ts';
 import { placeOf, type ZoneKind, type ZoneOrigins } from './zone-names.ts';
 
 /**
@@ -60,6 +61,8 @@ export interface SharedReads {
   reports?: ReportedValues;
   /** The operator's allowlist (docs/api.md §16): a name it holds is in neither zone. */
   allowlists?: AllowlistReader;
+  /** What peers said that may be passed on (docs/federation.md): listed as the feeds list it. */
+  peers?: { passableOf(kind: PeerValueKind, value: string): readonly PeerSighting[] | undefined };
 }
 
 const SHARED: readonly string[] = [SHARED_SCOPE];
@@ -72,8 +75,9 @@ export class DnsZones {
   private readonly scoring: ScoringSettings;
   private readonly now: () => Date;
   private readonly reports: ReportedValues;
-  private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; listed: ListedName }>();
+  private readonly listings = new WeakMap<object, { reported: ReportedEvidence | undefined; sightings: readonly PeerSighting[] | undefined; listed: ListedName }>();
   private readonly allowlists: AllowlistReader;
+  private readonly peers: SharedReads['peers'];
 
   constructor(settings: ZoneSettings, reads: SharedReads) {
     this.settings = settings;
@@ -84,6 +88,7 @@ export class DnsZones {
     this.now = reads.now ?? (() => new Date());
     this.reports = reads.reports ?? NO_REPORTS;
     this.allowlists = reads.allowlists ?? NO_ALLOWLISTS;
+    this.peers = reads.peers;
   }
 
   /**
@@ -139,11 +144,12 @@ export class DnsZones {
   private listingWith(zone: ZoneKind, key: string, accepted: AcceptedSet): ListedName | undefined | Promise<ListedName | undefined> {
     const kind: LookupKind = zone === 'numbers' ? 'number' : 'ip';
     const reported = reportedOf(accepted, kind, key);
+    const sightings = this.peers?.passableOf(kind, key);
     const kept = this.cache.fresh(kind, key, SHARED);
-    if (kept) return this.listed(kept.value, reported);
-    if (!this.knownKeys.mayExist(kind, key)) return undefined;
+    if (kept) return this.listed(kept.value, reported, sightings);
+    if (!this.knownKeys.mayExist(kind, key)) return sightings && this.listed(undefined, reported, sightings);
     const read = kind === 'number' ? this.cache.read('number', key, SHARED, () => this.repo.phoneNumber([...SHARED], key)) : this.cache.read('ip', key, SHARED, () => this.repo.ipAddress([...SHARED], key, TOP_USER_AGENTS));
-    return read.then((seen) => this.listed(seen, reported));
+    return read.then((seen) => this.listed(seen, reported, sightings));
   }
 
   /**
@@ -151,17 +157,21 @@ export class DnsZones {
    * keeps (as the lookups keep their answers: as of the read, for as long as the memory keeps
    * it); undefined under the threshold.
    */
-  private listed(seen: NumberAggregate | IpAggregate | undefined, reported: ReportedEvidence | undefined): ListedName | undefined {
-    if (!seen) return undefined;
-    const worked = this.listings.get(seen);
-    let listed = worked && worked.reported === reported ? worked.listed : undefined;
+  private listed(seen: NumberAggregate | IpAggregate | undefined, reported: ReportedEvidence | undefined, sightings?: readonly PeerSighting[]): ListedName | undefined {
+    // Kept by the aggregate, or for a value only peers know by their sightings: both the same
+    // objects for as long as they hold.
+    const by = seen ?? sightings;
+    if (!by) return undefined;
+    const worked = this.listings.get(by);
+    let listed = worked && worked.reported === reported && worked.sightings === sightings ? worked.listed : undefined;
     if (!listed) {
       // Scored as the feeds score (at the start of the hour), so a name is listed exactly when
       // it is in a trusted account's feed at the zone's threshold, and in the zone files.
       const at = scoringHour(this.now());
-      const listing = 'userAgents' in seen ? addressListing(seen, at, this.scoring, reported) : numberListing(seen, at, this.scoring, reported);
+      const local = seen && ('userAgents' in seen ? addressListing(seen, at, this.scoring, reported) : numberListing(seen, at, this.scoring, reported));
+      const listing = sightings ? withPeersListing(local, sightings, reported) : local!;
       listed = { listing, code: listingCode(listing, at), text: listingText(listing) };
-      this.listings.set(seen, { reported, listed });
+      this.listings.set(by, { reported, sightings, listed });
     }
     return listed.listing.score >= this.settings.minScore ? listed : undefined;
   }
@@ -218,7 +228,7 @@ export function zoneDescription(zone: ZoneKind, settings: ZoneSettings): string[
   const what = zone === 'numbers' ? 'called numbers (ENUM layout, RFC 6116: E.164 digits reversed)' : 'source addresses (RFC 5782 layout: IPv4 octets or IPv6 nibbles reversed)';
   const mark = zone === 'numbers' ? 'an INVITE was seen (a call was tried, not only scanned)' : 'its User-Agent names a known SIP scanning tool';
   return [
-    `Tollwatch zone of ${what}, from the shared data set of the honeypot fleet only.`,
+    `Tollwatch zone of ${what}, from the shared data set of the honeypot fleet, and peers' reports the operator passes on (their TXT says so).`,
     `A name is listed when its score (0-100) is at least ${settings.minScore}; one not listed is NXDOMAIN.`,
     'A listed name answers A 127.0.B.C: B is the score rounded down to a multiple of 10;',
     `C is 2, plus 4 when ${mark}, plus 8 x freshness (0: last seen within 1 day, 1: 7 days, 2: 30 days, 3: longer).`,

@@ -1,9 +1,9 @@
 import { zoneDescription, type ZoneSettings } from './dns-zones.ts';
-import type { KeptAggregate } from '../intelligence/feed-service.ts';
+import type { KeptAggregate, SharedPeers } from '../intelligence/feed-service.ts';
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from '../intelligence/scores.ts';
 import { reportedOf, type AcceptedSet } from '../intelligence/value-reports.ts';
-import { addressListing, listingCode, listingNaptr, listingText, numberListing, type Listing } from './zone-listing.ts';
+import { addressListing, listingCode, listingNaptr, listingText, numberListing, withPeersListing, type Listing } from './zone-listing.ts';
 import { addressName, numberName, type ZoneFileFormat, type ZoneKind } from './zone-names.ts';
 
 /**
@@ -18,6 +18,8 @@ export interface ZoneFileSource {
   /** The instant scores are computed at. */
   scoredAt: Date;
   kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>;
+  /** What peers said that may be passed on, the operator's allowlist applied (docs/federation.md). */
+  peers?: SharedPeers;
 }
 
 export interface ZoneFileOptions {
@@ -53,25 +55,39 @@ export async function* zoneFileLines(source: ZoneFileSource, options: ZoneFileOp
   const ipv6: string[] = [];
   if (format === 'rbldnsd') yield `$DATASET ${zone === 'numbers' ? 'dnset' : 'ip4set'}:tollwatch @`;
   if (zone === 'addresses') yield* lines(options, { key: '127.0.0.2', name: `2.0.0.127.${origin}`, code: '127.0.0.2', text: 'RFC 5782 test entry', listing: TEST });
+  // Values peers reported that the shared data set keeps too: listed once, with both.
+  const withLocal = new Set<string>();
+  const list = function* (key: string, listing: Listing): Iterable<string> {
+    if (listing.score < settings.minScore) return;
+    const name = zone === 'numbers' ? numberName(key, origin) : addressName(key, origin);
+    // A number key no ENUM name stands for (a national form, an extension) is in no zone.
+    if (!name) return;
+    listed.count += 1;
+    const entry = { key, name, code: listingCode(listing, source.scoredAt), text: listingText(listing), listing };
+    if (format === 'rbldnsd' && key.includes(':')) ipv6.push(...lines(options, entry));
+    else yield* lines(options, entry);
+  };
   for await (const kept of source.kept) {
-    const reported = options.accepted && reportedOf(options.accepted, zone === 'numbers' ? 'number' : 'ip', kept.key);
-    const listing =
+    const reported = reportedOfKey(options, kept.key);
+    const local =
       zone === 'numbers'
         ? numberListing(kept.aggregate as NumberAggregate, source.scoredAt, options.scoring, reported)
         : addressListing(kept.aggregate as IpAggregate, source.scoredAt, options.scoring, reported);
-    if (listing.score < settings.minScore) continue;
-    const name = zone === 'numbers' ? numberName(kept.key, origin) : addressName(kept.key, origin);
-    // A number key no ENUM name stands for (a national form, an extension) is in no zone.
-    if (!name) continue;
-    listed.count += 1;
-    const entry = { key: kept.key, name, code: listingCode(listing, source.scoredAt), text: listingText(listing), listing };
-    if (format === 'rbldnsd' && kept.key.includes(':')) ipv6.push(...lines(options, entry));
-    else yield* lines(options, entry);
+    const sightings = source.peers?.of(kept.key);
+    if (sightings) withLocal.add(kept.key);
+    yield* list(kept.key, sightings ? withPeersListing(local, sightings, reported) : local);
+  }
+  for (const { value, sightings } of source.peers ? await source.peers.values() : []) {
+    if (!withLocal.has(value)) yield* list(value, withPeersListing(undefined, sightings, reportedOfKey(options, value)));
   }
   if (ipv6.length > 0) {
     yield '$DATASET ip6trie:tollwatch @';
     yield* ipv6;
   }
+}
+
+function reportedOfKey(options: ZoneFileOptions, key: string) {
+  return options.accepted && reportedOf(options.accepted, options.zone === 'numbers' ? 'number' : 'ip', key);
 }
 
 const TEST: Listing = { score: 100, reasons: [], marked: false, lastSeen: '1970-01-01T00:00:00Z' };

@@ -1,6 +1,7 @@
 import type { IpAggregate, NumberAggregate } from '../lookups/lookup-aggregates.ts';
 import { tagsOfUserAgents } from '../intelligence/scanner-tags.ts';
-import { scoreOfAddress, scoreOfNumber, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
+import { NO_LOCAL_EVIDENCE, REPORTED_CEILING, scoreOfAddress, scoreOfNumber, withPeers, type ReportedEvidence, type ScoringSettings } from '../intelligence/scores.ts';
+import type { PeerSighting } from '../federation/peer-evidence.ts';
 
 /**
  * What a listed name says (docs/dns.md, "What a listed name answers"): the `A` code a PBX or a
@@ -16,6 +17,11 @@ export interface Listing {
   /** A number: an INVITE was seen (a call was tried, not only scanned). An address: its User-Agents name a scanning tool. */
   marked: boolean;
   lastSeen: string;
+  /**
+   * What peers said is in the score (docs/federation.md, "Scores and publication"): `only` when
+   * this server's honeypots never saw the value, `with` when it is added to their evidence.
+   */
+  peers?: 'only' | 'with';
 }
 
 /** The A code's freshness bands: last seen within a day, a week, 30 days, or longer ago. */
@@ -39,6 +45,20 @@ export function addressListing(seen: IpAggregate, at: Date, scoring: ScoringSett
 }
 
 /**
+ * A listing with what peers said that may be passed on, as the feeds add it: to the local listing
+ * when there is one, else as a value only peers know, scored by their part alone and last seen at
+ * their latest say. An accepted report holds the whole down.
+ */
+export function withPeersListing(local: Listing | undefined, sightings: readonly PeerSighting[], reported: ReportedEvidence | undefined): Listing {
+  const mixed = withPeers(local ? { score: local.score, reasons: local.reasons } : NO_LOCAL_EVIDENCE, sightings);
+  const score = reported ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score;
+  if (local) return { ...local, score, reasons: mixed.reasons, peers: 'with' };
+  // The text's head says the listing is the peers' alone: "not seen by this service's honeypots" goes.
+  const lastSeen = sightings.map((s) => s.modified).reduce((a, b) => (b > a ? b : a));
+  return { score, reasons: mixed.reasons.slice(NO_LOCAL_EVIDENCE.reasons.length), marked: false, lastSeen, peers: 'only' };
+}
+
+/**
  * The `A` answer, `127.0.B.C` (RFC 5782 keeps answers in 127.0.0.0/8): B is the score's band,
  * the score rounded down to a multiple of 10; C is 2 (listed), plus 4 when marked, plus 8 times
  * the freshness band (0 seen within a day, 1 a week, 2 30 days, 3 longer). A dial plan that
@@ -57,7 +77,7 @@ export function listingCode(listing: Listing, at: Date): string {
  * holds, so that a PBX showing it (Asterisk's `TXTCIDNAME`) shows one readable line.
  */
 export function listingText(listing: Listing): string {
-  let text = `Tollwatch score ${listing.score}`;
+  let text = `Tollwatch score ${listing.score}${listing.peers === 'only' ? ', reported by peers only' : listing.peers === 'with' ? ", with peers' reports" : ''}`;
   for (const [i, reason] of listing.reasons.entries()) {
     const next = `${text}${i === 0 ? ': ' : '; '}${reason}`;
     if (Buffer.byteLength(next) > TXT_STRING_BYTES) break;

@@ -197,6 +197,27 @@ export class PeerEvidence {
     return values;
   }
 
+  /** The `seq` of the latest row read: every row written up to it is held. */
+  get through(): number {
+    return this.seq;
+  }
+
+  /** The peers' names, trust and settings as last read: it changes whenever one of them does. */
+  get peersSignature(): string {
+    return this.peersText;
+  }
+
+  /** Values of a kind with a held indicator whose `valid_until` falls after `from` and at or before `to` (ms). */
+  endingBetween(kind: PeerValueKind, from: number, to: number): string[] {
+    const values = new Set<string>();
+    for (const { row } of this.byObject.values()) {
+      if (row.kind !== kind || row.valid_until === null) continue;
+      const ends = Date.parse(row.valid_until);
+      if (ends > from && ends <= to) values.add(row.value);
+    }
+    return [...values];
+  }
+
   /** Reads the peers and every row written since the last read; concurrent calls share one read. */
   refresh(): Promise<void> {
     this.refreshing ??= this.catchUp().finally(() => {

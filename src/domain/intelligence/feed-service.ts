@@ -77,6 +77,12 @@ export interface PassedOnPeers {
   passableValues(kind: PeerValueKind): PassableValue[];
 }
 
+/** What the zone files pass on of the peers' say (docs/dns.md): by value, and every value less the operator's allowlist. */
+export interface SharedPeers {
+  of(value: string): readonly PeerSighting[] | undefined;
+  values(): Promise<PassableValue[]>;
+}
+
 /** What a format needs of each entry beyond its score: `valid_until` (JSON), and the STIX version too. */
 export interface EntryDetail {
   /** The feed's `min_score`, which `valid_until` is the end of. */
@@ -243,14 +249,31 @@ export class FeedService {
    * recently seen first, uncapped: what the DNS zone files list (docs/dns.md). A zone has no
    * caller, so it reads no scope but the shared one, as a trusted account's feed does.
    */
-  sharedKept(kind: FeedKind, minScore: number): { scoredAt: Date; kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> } {
+  sharedKept(kind: FeedKind, minScore: number): { scoredAt: Date; kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>>; peers?: SharedPeers } {
     const scoredAt = scoringHour(this.now());
     const since = oldestThatCanReach(minScore, scoredAt, this.scoring);
     const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> =
       kind === 'phone-numbers' ? this.repo.recentNumbers([SHARED_SCOPE], since) : this.repo.recentAddresses([SHARED_SCOPE], since);
     // Published to everyone: less what the operator allowlisted (docs/dns.md).
     const operator = this.listOf(OPERATOR_LIST);
-    return { scoredAt, kept: (async function* () { yield* withoutListed(kept, kind, [await operator]); })() };
+    const peerKind: PeerValueKind = kind === 'phone-numbers' ? 'number' : 'ip';
+    const peers = this.peers;
+    const passedOn = peers?.passableValues(peerKind) ?? [];
+    return {
+      scoredAt,
+      kept: (async function* () { yield* withoutListed(kept, kind, [await operator]); })(),
+      ...(peers && passedOn.length > 0
+        ? {
+            peers: {
+              of: (value: string) => peers.passableOf(peerKind, value),
+              values: async () => {
+                const list = await operator;
+                return list.size === 0 ? passedOn : passedOn.filter(({ value }) => !(kind === 'phone-numbers' ? list.number(value) : list.address(value)));
+              },
+            },
+          }
+        : {}),
+    };
   }
 
   private listOf(owner: string): Promise<AllowlistMatcher> {
@@ -343,9 +366,9 @@ export function rangeEntryOf(prefix: string, aggregate: RangeAggregate, scoredAt
  * adds it (docs/scoring.md, "Peers"); an accepted report holds the whole down. Its STIX version
  * moves with the peers' latest, and it holds while either part alone would.
  */
-function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sightings: readonly PeerSighting[], scoredAt: Date, scoring: ScoringSettings, detail: EntryDetail | undefined, reports: AcceptedSet): FeedEntry {
+export function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sightings: readonly PeerSighting[], scoredAt: Date, scoring: ScoringSettings, detail: EntryDetail | undefined, reports: AcceptedSet | undefined): FeedEntry {
   const entry = feedEntryOf(kept, scoredAt, scoring, detail);
-  const held = reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
+  const held = reports !== undefined && reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
   const mixed = withPeers({ score: entry.score, reasons: [] }, sightings);
   entry.score = held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score;
   entry.peers = sightings.map((s) => s.peer);
@@ -360,7 +383,7 @@ function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>, sighti
 }
 
 /** A value only peers know, as a feed lists it: the peers' part as its score, their span as its sightings. */
-function peerEntryOf(value: string, sightings: readonly PeerSighting[], detail: EntryDetail | undefined, held: boolean): FeedEntry {
+export function peerEntryOf(value: string, sightings: readonly PeerSighting[], detail: EntryDetail | undefined, held: boolean): FeedEntry {
   const mixed = withPeers(NO_LOCAL_EVIDENCE, sightings);
   const first_seen = sightings.map((s) => s.validFrom).reduce((a, b) => (b < a ? b : a));
   const last_seen = latestOf(sightings.map((s) => s.modified));

@@ -24,7 +24,18 @@ export interface IndicatorFacts {
   created: string;
   modified: string;
   validUntil?: string;
+  /** The peers whose say is in the score, each with the confidence it published (TAXII only, docs/taxii.md). */
+  peers?: PeerConfidence[];
 }
+
+/** One peer's say as an indicator passes it on: the peer's name and its `confidence`. */
+export interface PeerConfidence {
+  peer: string;
+  confidence: number;
+}
+
+/** The label of an indicator whose score holds what peers said (docs/taxii.md). */
+export const PEER_REPORTED_LABEL = 'peer-reported';
 
 export interface StixIndicator {
   type: 'indicator';
@@ -40,6 +51,8 @@ export interface StixIndicator {
   valid_until?: string;
   confidence: number;
   labels?: string[];
+  /** What peers said that is in the confidence (docs/federation.md); absent when it is this server's own evidence alone. */
+  x_tollwatch_peers?: PeerConfidence[];
   revoked?: true;
 }
 
@@ -72,9 +85,17 @@ export function indicatorOf(kind: IndicatorKind, facts: IndicatorFacts, id = ind
     valid_from: stixTime(facts.first_seen),
     ...(facts.validUntil ? { valid_until: stixTime(facts.validUntil) } : {}),
     confidence: facts.score,
-    // STIX labels are open vocabulary: the tools an address's User-Agents name.
-    ...(facts.tags && facts.tags.length > 0 ? { labels: facts.tags } : {}),
+    // STIX labels are open vocabulary: the tools an address's User-Agents name, and whether
+    // peers' reports are in the score.
+    ...(labelsOf(facts).length > 0 ? { labels: labelsOf(facts) } : {}),
+    ...(facts.peers && facts.peers.length > 0 ? { x_tollwatch_peers: facts.peers } : {}),
   };
+}
+
+function labelsOf(facts: IndicatorFacts): string[] {
+  const labels = [...(facts.tags ?? [])];
+  if (facts.peers && facts.peers.length > 0) labels.push(PEER_REPORTED_LABEL);
+  return labels;
 }
 
 /**

@@ -4,6 +4,7 @@ import { oldestThatCanReach } from './feed-service.ts';
 import type { IndicatorKind, StixIndicator } from './stix-indicators.ts';
 import { inCollection, nextVersion, type Candidate, type NewVersion, type PublicationSettings } from './taxii-versions.ts';
 import { NO_REPORTS, type AcceptedSet, type ReportedValues } from './value-reports.ts';
+import type { PassableValue, PeerSighting, PeerValueKind } from '../federation/peer-evidence.ts';
 
 /**
  * The TAXII collections' publisher (docs/taxii.md, "Versions"), the job that applies the rules of
@@ -29,6 +30,35 @@ export interface PublicationState {
   sweptHour: string | undefined;
   /** A first pass stopped part-way: where it resumes (migration 023). */
   firstPass?: FirstPassPosition;
+  /** Where it stands in what peers said (migration 034); undefined before its first pass over it. */
+  peers?: PeerPosition;
+}
+
+/**
+ * How far the numbers' or addresses' collection has taken in what peers said (docs/federation.md,
+ * "Scores and publication"): the rows written through `seq`, the peers' settings as `signature`
+ * gives them, and the ends (`valid_until`) of their indicators through `checked`.
+ */
+export interface PeerPosition {
+  seq: number;
+  signature: string;
+  checked: string;
+}
+
+/**
+ * What the publisher reads of the peers' say, as every serving process keeps it in memory
+ * (src/domain/federation/peer-evidence.ts).
+ */
+export interface PublishedPeers {
+  refresh(): Promise<void>;
+  /** The `seq` of the latest row held. */
+  readonly through: number;
+  /** The peers' names, trust and settings as held. */
+  readonly peersSignature: string;
+  passableOf(kind: PeerValueKind, value: string, now?: number): readonly PeerSighting[] | undefined;
+  passableValues(kind: PeerValueKind, now?: number): PassableValue[];
+  /** Values with an indicator held whose `valid_until` falls in (from, to], in ms. */
+  endingBetween(kind: PeerValueKind, from: number, to: number): string[];
 }
 
 /**
@@ -92,6 +122,10 @@ export interface TaxiiPublicationStore {
    * the state.
    */
   publish(kind: IndicatorKind, holder: string, versions: NewVersion[], state: StateChange, leaseUntil: string): Promise<boolean>;
+  /** Values of a kind named by peers' rows written after `after` through `through`, in `seq` order, at most `limit` rows. */
+  peerValuesAfter(kind: PeerValueKind, after: number, through: number, limit: number): Promise<Array<{ value: string; seq: number }>>;
+  /** These numbers or addresses, each with what the shared data set keeps of it, if anything, and its object, if any. */
+  candidatesOf(kind: IndicatorKind, values: string[]): Promise<Candidate[]>;
   /** Drops versions superseded, and revocations made, before `cutoff` (ISO): the retention. */
   prune(kind: IndicatorKind, cutoff: string): Promise<number>;
 }
@@ -134,6 +168,8 @@ export interface PublisherOptions extends Omit<PublicationSettings, 'accepted'> 
   pacing?: Pacing;
   /** The operator's allowlist (docs/api.md §16): a value on it is in no collection. */
   allowlists?: AllowlistReader;
+  /** What peers said, passed on where the operator lets it be (docs/federation.md); nothing when absent. */
+  peers?: PublishedPeers;
 }
 
 export interface Pacing {
@@ -155,6 +191,9 @@ export interface PublicationReport {
 }
 
 export const TAXII_KINDS: IndicatorKind[] = ['ip-addresses', 'phone-numbers', 'number-ranges'];
+
+/** The collections that pass on what peers said, and the kind of peer indicator each takes. */
+const PEER_KINDS: Partial<Record<IndicatorKind, PeerValueKind>> = { 'phone-numbers': 'number', 'ip-addresses': 'ip' };
 
 export class TaxiiPublisher {
   private readonly store: TaxiiPublicationStore;
@@ -239,6 +278,8 @@ export class TaxiiPublisher {
 
   private async passOverAll(): Promise<PublicationReport> {
     const total: PublicationReport = { versions: 0, revoked: 0, ran: false };
+    // Every row the peers' polls wrote so far, on any instance, is taken in at this turn.
+    await this.options.peers?.refresh();
     for (const kind of TAXII_KINDS) {
       if (this.closing) break;
       const report = await this.pass(kind);
@@ -269,12 +310,13 @@ export class TaxiiPublisher {
     const listChanged = before ? before.fingerprint !== list.fingerprint : list.size > 0;
     const listShrank = before !== undefined && [...before.ids].some((id) => !list.ids.has(id));
     const swept = seen?.sweptHour === hourIso && !reportsMoved;
-    if (seen?.changedThrough !== undefined && swept && !listChanged && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
+    const peerWork = this.peerWork(kind, seen?.peers, now);
+    if (seen?.changedThrough !== undefined && swept && !listChanged && !peerWork && (seen.foldSeen === signature || this.quiet.get(kind) === signature)) return report;
     // The fold moved, but maybe only in accounts' own scopes, which no collection serves: with no
     // shared row changed, nothing is written (on SQLite a write here waits for intake's writer,
     // holding this thread meanwhile). The position is kept in memory only; another process
     // finds the same nothing.
-    if (seen?.changedThrough !== undefined && swept && !listChanged) {
+    if (seen?.changedThrough !== undefined && swept && !listChanged && !peerWork) {
       const since = changesReadFrom(seen.changedThrough);
       const peek = await this.store.changedAfter(kind, since, undefined, PEEK);
       if (peek.candidates.length === 0 && peek.next === undefined) {
@@ -289,16 +331,7 @@ export class TaxiiPublisher {
     const unchanged = state.changedThrough !== undefined && state.foldSeen === signature;
 
     const pacing = this.options.pacing ?? PACING;
-    /**
-     * Publishes page after page from `from`, each in its transaction with the state `along` gives
-     * for where the pass then stands, the last one with `done`'s.
-     */
-    const publishPages = async (
-      read: (page: string | undefined) => Promise<CandidatePage>,
-      done: (last: CandidatePage) => StateChange,
-      along: (got: CandidatePage & { next: string }) => StateChange = (got) => (got.changedThrough ? { changedThrough: got.changedThrough } : {}),
-      from: string | undefined = undefined,
-    ) => {
+    const publishPages: PagesPublisher = async (read, done, along = (got) => (got.changedThrough ? { changedThrough: got.changedThrough } : {}), from = undefined) => {
       let page = from;
       do {
         const began = pacing.clock();
@@ -358,6 +391,13 @@ export class TaxiiPublisher {
         const since = oldestThatCanReach(this.options.minScore, hour, this.options.scoring);
         await publishPages((page) => this.store.seenSince(kind, since, page, PAGE), () => ({}));
       }
+      if (peerWork || this.peerWork(kind, state.peers, now)) {
+        // Another instance published from a later read of the peers' rows or settings than this
+        // one holds: read them again, so that nothing older is published over what it did.
+        const peers = this.options.peers!;
+        if (state.peers && (state.peers.seq > peers.through || state.peers.signature !== peers.peersSignature)) await peers.refresh();
+        if (this.peerWork(kind, state.peers, now)) await this.passOverPeers(kind, state.peers, now, publishPages);
+      }
       if (sweptHour !== hourIso || reportsMoved || listChanged) {
         // Decay moves scores at the turn of each hour with no event at all, and the operator's
         // decisions on reports and its allowlist move them too: every live object is scored
@@ -374,10 +414,70 @@ export class TaxiiPublisher {
     return report;
   }
 
+  /**
+   * Whether what peers said moved for a collection since `position`: rows written, the peers'
+   * settings changed, or an indicator's `valid_until` passed.
+   */
+  private peerWork(kind: IndicatorKind, position: PeerPosition | undefined, now: Date): boolean {
+    const peers = this.options.peers;
+    const peerKind = PEER_KINDS[kind];
+    if (!peers || !peerKind) return false;
+    if (!position) return true;
+    return position.seq < peers.through || position.signature !== peers.peersSignature || peers.endingBetween(peerKind, Date.parse(position.checked), now.getTime()).length > 0;
+  }
+
+  /**
+   * Publishes the values whose peers' say moved since `position`: those the rows written since
+   * name (a new say, a revocation, a TLP marking changed, a peer removed), those whose indicator
+   * ended since, and, when the peers' settings changed (republish, trust, enabled), every live
+   * object and every value now passable. The position moves with the last page, so a pass cut
+   * short is done again whole by the next, which publishes only what differs.
+   */
+  private async passOverPeers(kind: IndicatorKind, position: PeerPosition | undefined, now: Date, publishPages: PagesPublisher): Promise<void> {
+    const peers = this.options.peers!;
+    const peerKind = PEER_KINDS[kind]!;
+    const through = peers.through;
+    const signature = peers.peersSignature;
+    const values = new Set<string>();
+    const settingsMoved = position !== undefined && position.signature !== signature;
+    if (!position || settingsMoved) for (const { value } of peers.passableValues(peerKind, now.getTime())) values.add(value);
+    if (position) {
+      for (let after = position.seq; after < through; ) {
+        const rows = await this.store.peerValuesAfter(peerKind, after, through, PAGE);
+        for (const row of rows) values.add(row.value);
+        after = rows.length < PAGE ? through : rows.at(-1)!.seq;
+      }
+      for (const value of peers.endingBetween(peerKind, Date.parse(position.checked), now.getTime())) values.add(value);
+    }
+    const moved: StateChange = { peers: { seq: through, signature, checked: now.toISOString() } };
+    const sorted = [...values].sort();
+    // The settings' change is stored only after the sweep of every live object below.
+    const valuesDone = settingsMoved ? { peers: { ...moved.peers!, signature: position.signature } } : moved;
+    await publishPages(
+      async (page) => {
+        const from = page === undefined ? 0 : Number(page);
+        const next = from + PAGE < sorted.length ? String(from + PAGE) : undefined;
+        return { candidates: await this.store.candidatesOf(kind, sorted.slice(from, from + PAGE)), next };
+      },
+      () => valuesDone,
+      () => ({}),
+    );
+    if (settingsMoved) await publishPages((page) => this.store.liveObjects(kind, page, PAGE), () => moved);
+  }
+
   private async versionsOf(kind: IndicatorKind, candidates: Candidate[], scoredAt: Date, now: Date, list: AllowlistMatcher): Promise<NewVersion[]> {
     const settings: PublicationSettings = { minScore: this.options.minScore, scoring: this.options.scoring, ...(this.accepted ? { accepted: this.accepted } : {}) };
-    // An allowlisted value is as one the shared data set does not hold: its live object is
-    // revoked, and it gets no new one while it stays on the list.
+    // What peers said, where it may be passed on, is added to each number's and address's score.
+    const peerKind = PEER_KINDS[kind];
+    const peers = this.options.peers;
+    if (peers && peerKind) {
+      candidates = candidates.map((c) => {
+        const sightings = peers.passableOf(peerKind, c.value, now.getTime());
+        return sightings ? { ...c, peers: sightings } : c;
+      });
+    }
+    // An allowlisted value is as one the shared data set does not hold, and no peer reported: its
+    // live object is revoked, and it gets no new one while it stays on the list.
     if (list.size > 0) {
       const listed = {
         'ip-addresses': (value: string) => list.address(value),
@@ -385,10 +485,10 @@ export class TaxiiPublisher {
         // A block is kept out when an entry covers it or lies inside it, as in the feed (allowlists.ts).
         'number-ranges': (value: string) => list.numberRange(value),
       }[kind];
-      candidates = candidates.map((c) => (c.kept && listed(c.value) ? { ...c, kept: undefined } : c));
+      candidates = candidates.map((c) => ((c.kept || c.peers) && listed(c.value) ? { ...c, kept: undefined, peers: undefined } : c));
     }
     // Bodies are read only for objects about to be revoked: those whose value no longer scores.
-    const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(c, settings, scoredAt));
+    const revoking = candidates.filter((c) => c.object && !c.object.revoked && !inCollection(kind, c, settings, scoredAt));
     const bodies = revoking.length > 0 ? await this.store.latestBodies(kind, revoking.map((c) => c.object!.objectId)) : new Map<string, StixIndicator>();
     const versions: NewVersion[] = [];
     for (const candidate of candidates) {
@@ -402,6 +502,17 @@ export class TaxiiPublisher {
     return new Date(this.now().getTime() + LEASE_MS).toISOString();
   }
 }
+
+/**
+ * Publishes page after page of what `read` gives, from `from`, each in its transaction with the
+ * state `along` gives for where the pass then stands, the last one with `done`'s.
+ */
+type PagesPublisher = (
+  read: (page: string | undefined) => Promise<CandidatePage>,
+  done: (last: CandidatePage) => StateChange,
+  along?: (got: CandidatePage & { next: string }) => StateChange,
+  from?: string,
+) => Promise<void>;
 
 class LeaseLost extends Error {}
 class PassStopped extends Error {}

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { feedEntryOf, rangeEntryOf, type EntryDetail, type FeedEntry, type KeptAggregate } from './feed-service.ts';
+import { feedEntryOf, peerEntryOf, rangeEntryOf, withPassedOn, type EntryDetail, type FeedEntry, type KeptAggregate } from './feed-service.ts';
+import type { PeerSighting } from '../federation/peer-evidence.ts';
 import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
-import type { AcceptedSet } from './value-reports.ts';
+import { reportedOf, type AcceptedSet } from './value-reports.ts';
 import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
 
 /**
@@ -36,6 +37,11 @@ export interface Candidate {
   /** A range's aggregate in the `number-ranges` collection, a number's or an address's in the others. */
   kept: KeptAggregate<NumberAggregate | IpAggregate | RangeAggregate> | undefined;
   object: PublishedObject | undefined;
+  /**
+   * What peers said of a number or an address that may be passed on (docs/federation.md,
+   * "Scores and publication"), if anything: added to its score as the feeds add it, and named.
+   */
+  peers?: readonly PeerSighting[];
 }
 
 export interface PublicationSettings {
@@ -53,13 +59,14 @@ export interface PublicationSettings {
  */
 export function nextVersion(
   kind: IndicatorKind,
-  { value, kept, object }: Candidate,
+  candidate: Candidate,
   settings: PublicationSettings,
   scoredAt: Date,
   now: Date,
   previous: StixIndicator | undefined,
 ): NewVersion | undefined {
-  const entry = kept && entryOf(kept, scoredAt, settings, { minScore: settings.minScore, versioned: true });
+  const { value, object, peers } = candidate;
+  const entry = entryOf(kind, candidate, scoredAt, settings, { minScore: settings.minScore, versioned: true });
   const live = object && !object.revoked;
   if (!entry?.stix || !scores(entry.score, settings)) {
     if (!live || !previous) return undefined;
@@ -68,15 +75,16 @@ export function nextVersion(
     return { object: { ...object, modified, revoked: true, fingerprint: fingerprintOf(body) }, body };
   }
   const { score, first_seen, tags, stix, valid_until: validUntil } = entry;
+  const passedOn = peers && peers.map((s) => ({ peer: s.peer, confidence: s.confidence }));
   if (!object || object.revoked) {
     // Generation 0 is the STIX feed's own object (its id and created); a later one starts now.
     const generation = object ? object.generation + 1 : 0;
     const created = generation === 0 ? stixTime(stix.created) : stixTime(now.toISOString());
     const modified = laterOf(stixTime(stix.modified), created);
-    const body = indicatorOf(kind, { value, score, first_seen, tags, created, modified, validUntil }, indicatorId(kind, value, generation));
+    const body = indicatorOf(kind, { value, score, first_seen, tags, created, modified, validUntil, ...(passedOn ? { peers: passedOn } : {}) }, indicatorId(kind, value, generation));
     return { object: { value, generation, objectId: body.id, created, modified, revoked: false, fingerprint: fingerprintOf(body) }, body };
   }
-  const body = indicatorOf(kind, { value, score, first_seen, tags, created: object.created, modified: stix.modified, validUntil }, object.objectId);
+  const body = indicatorOf(kind, { value, score, first_seen, tags, created: object.created, modified: stix.modified, validUntil, ...(passedOn ? { peers: passedOn } : {}) }, object.objectId);
   const fingerprint = fingerprintOf(body);
   if (fingerprint === object.fingerprint) return undefined;
   // STIX 2.1 §3.6: every new version has a later `modified` than the one before.
@@ -84,18 +92,25 @@ export function nextVersion(
   return { object: { ...object, modified: body.modified, fingerprint }, body };
 }
 
-/** Whether a value is in the collection: present in the shared data set and scoring at least the threshold. */
-export function inCollection({ kept }: Candidate, settings: PublicationSettings, scoredAt: Date): boolean {
-  return kept !== undefined && scores(entryOf(kept, scoredAt, settings).score, settings);
+/** Whether a value is in the collection: present in the shared data set or passed on from peers, and scoring at least the threshold. */
+export function inCollection(kind: IndicatorKind, candidate: Candidate, settings: PublicationSettings, scoredAt: Date): boolean {
+  const entry = entryOf(kind, candidate, scoredAt, settings);
+  return entry !== undefined && scores(entry.score, settings);
 }
 
 /**
- * A kept value scored as its feed scores it: a range as the phone-number feed's range entries
- * (`ranges=include`), which no accepted report holds down (reports name numbers and addresses).
+ * A value scored as its feed scores it: a range as the phone-number feed's range entries
+ * (`ranges=include`), which no accepted report holds down (reports name numbers and addresses);
+ * a number or an address with what peers said that may be passed on, as the feeds add it.
+ * Undefined when neither the shared data set nor a peer has it.
  */
-function entryOf(kept: NonNullable<Candidate['kept']>, scoredAt: Date, settings: PublicationSettings, detail?: EntryDetail): FeedEntry {
-  if (isRange(kept)) return rangeEntryOf(kept.key, kept.aggregate, scoredAt, settings.scoring, detail);
-  return feedEntryOf(kept as KeptAggregate<NumberAggregate | IpAggregate>, scoredAt, settings.scoring, detail, settings.accepted);
+function entryOf(kind: IndicatorKind, { value, kept, peers }: Candidate, scoredAt: Date, settings: PublicationSettings, detail?: EntryDetail): FeedEntry | undefined {
+  if (kept && isRange(kept)) return rangeEntryOf(kept.key, kept.aggregate, scoredAt, settings.scoring, detail);
+  const { accepted } = settings;
+  const local = kept as KeptAggregate<NumberAggregate | IpAggregate> | undefined;
+  if (peers && local) return withPassedOn(local, peers, scoredAt, settings.scoring, detail, accepted);
+  if (peers) return peerEntryOf(value, peers, detail, accepted !== undefined && reportedOf(accepted, kind === 'phone-numbers' ? 'number' : 'ip', value) !== undefined);
+  return local && feedEntryOf(local, scoredAt, settings.scoring, detail, settings.accepted);
 }
 
 function isRange(kept: NonNullable<Candidate['kept']>): kept is KeptAggregate<RangeAggregate> {

@@ -6,6 +6,7 @@ import type { IndicatorKind, StixIndicator } from '../../domain/intelligence/sti
 import type { TaxiiReads, VersionPage, VersionQuery } from '../../domain/intelligence/taxii-collections.ts';
 import { changesReadFrom, type CandidatePage, type PublicationState, type StateChange, type TaxiiPublicationStore } from '../../domain/intelligence/taxii-publication.ts';
 import type { Candidate, NewVersion, PublishedObject } from '../../domain/intelligence/taxii-versions.ts';
+import type { PeerValueKind } from '../../domain/federation/peer-evidence.ts';
 import { SHARED_SCOPE } from '../../domain/visibility.ts';
 import { holdAdvisoryLock } from '../advisory-locks.ts';
 import { AGGREGATES_FOLD, AGGREGATES_REBUILDS } from '../fold/aggregate-fold.ts';
@@ -48,7 +49,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
   async stateOf(kind: IndicatorKind): Promise<PublicationState | undefined> {
     const row = await this.db
       .selectFrom('taxii_publication')
-      .select(['fold_seen', 'changed_through', 'swept_hour', 'first_pass_next', 'first_pass_through', 'first_pass_hour'])
+      .select(['fold_seen', 'changed_through', 'swept_hour', 'first_pass_next', 'first_pass_through', 'first_pass_hour', 'peers_seq', 'peers_signature', 'peers_checked'])
       .where('collection', '=', kind)
       .executeTakeFirst();
     if (!row) return undefined;
@@ -58,6 +59,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
       changedThrough: row.changed_through ?? undefined,
       sweptHour: row.swept_hour ?? undefined,
       ...(next !== null && through !== null && hour !== null ? { firstPass: { next, through, hour } } : {}),
+      ...(row.peers_seq !== null && row.peers_signature !== null && row.peers_checked !== null ? { peers: { seq: Number(row.peers_seq), signature: row.peers_signature, checked: row.peers_checked } } : {}),
     };
   }
 
@@ -164,6 +166,17 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
     };
   }
 
+  async peerValuesAfter(kind: PeerValueKind, after: number, through: number, limit: number): Promise<Array<{ value: string; seq: number }>> {
+    const rows = await this.db.selectFrom('peer_indicators').select(['value', 'seq']).where('seq', '>', after).where('seq', '<=', through).where('kind', '=', kind).orderBy('seq').limit(limit).execute();
+    return rows.map((row) => ({ value: row.value, seq: Number(row.seq) }));
+  }
+
+  async candidatesOf(kind: IndicatorKind, values: string[]): Promise<Candidate[]> {
+    if (kind === 'number-ranges') throw new Error('candidatesOf reads numbers and addresses only');
+    const kept = new Map((await this.sharedRows(SHAPES[kind], values)).map((row) => [row.key, keptOf(kind, row)]));
+    return this.withObjects(kind, values.map((value) => ({ value, kept: kept.get(value) })));
+  }
+
   async latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>> {
     const bodies = new Map<string, StixIndicator>();
     for (const ids of chunks(objectIds, 500)) {
@@ -187,6 +200,7 @@ export class SqlTaxiiRepository implements TaxiiPublicationStore, TaxiiReads {
           ...(state.firstPass !== undefined
             ? { first_pass_next: state.firstPass?.next ?? null, first_pass_through: state.firstPass?.through ?? null, first_pass_hour: state.firstPass?.hour ?? null }
             : {}),
+          ...(state.peers !== undefined ? { peers_seq: String(state.peers.seq), peers_signature: state.peers.signature, peers_checked: state.peers.checked } : {}),
         })
         .where('collection', '=', kind)
         .where('holder', '=', holder)

@@ -1,6 +1,7 @@
 import type { IndicatorKind, StixIndicator } from '../../domain/intelligence/stix-indicators.ts';
 import type { CandidatePage, PublicationState, StateChange, TaxiiPublicationStore } from '../../domain/intelligence/taxii-publication.ts';
-import type { NewVersion } from '../../domain/intelligence/taxii-versions.ts';
+import type { Candidate, NewVersion } from '../../domain/intelligence/taxii-versions.ts';
+import type { PeerValueKind } from '../../domain/federation/peer-evidence.ts';
 import { pruneInBatches, type SqlTaxiiRepository } from '../repositories/taxii-repository.ts';
 import type { WriterThread } from './writer-thread.ts';
 
@@ -43,6 +44,14 @@ export class TaxiiStoreOnWriter implements TaxiiPublicationStore {
 
   liveObjects(kind: IndicatorKind, page: string | undefined, limit: number): Promise<CandidatePage> {
     return this.reads.liveObjects(kind, page, limit);
+  }
+
+  peerValuesAfter(kind: PeerValueKind, after: number, through: number, limit: number): Promise<Array<{ value: string; seq: number }>> {
+    return this.reads.peerValuesAfter(kind, after, through, limit);
+  }
+
+  candidatesOf(kind: IndicatorKind, values: string[]): Promise<Candidate[]> {
+    return this.reads.candidatesOf(kind, values);
   }
 
   latestBodies(kind: IndicatorKind, objectIds: string[]): Promise<Map<string, StixIndicator>> {
