@@ -20,6 +20,7 @@ import { operatorRoutes } from './routes/operator.ts';
 import { operatorPeersRoutes } from './routes/operator-peers.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
+import { twoFactorRoutes } from './routes/two-factor.ts';
 import { WebRefusal } from './web-refusal.ts';
 import { SESSION_COOKIE, webGate } from './web-session.ts';
 
@@ -78,6 +79,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   );
 
   await app.register(signInRoutes, { services });
+  await app.register(twoFactorRoutes, { services });
   await app.register(overviewRoutes, { services });
   await app.register(eventRoutes, { services });
   await app.register(nodeRoutes, { services });

@@ -9,12 +9,12 @@ import { csrfField, sendPage } from '../layout.ts';
 import { shownNotice } from '../shown-once.ts';
 import { durationText } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
-import { cookieOptions, SESSION_COOKIE } from '../web-session.ts';
+import { SESSION_COOKIE } from '../web-session.ts';
+import { completeSignIn } from '../sign-in-completion.ts';
 import { formText } from '../form.ts';
-import { sameSitePath } from '../same-site-path.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users' | 'twoFactor' | 'pendingSignIns'>;
 
 /**
  * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
@@ -62,13 +62,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email);
     }
     await services.signInLocks.succeeded(request.ip, email);
-    // A new id at every sign-in: an id planted in this browser before (session fixation) never becomes a signed-in one.
-    const previous = request.cookies[SESSION_COOKIE];
-    if (previous) await services.sessions.end(previous);
-    const sessionId = await services.sessions.start(user.user_id);
-    await services.users.recordOwnAction('user.signed_in', user, request.ip);
-    reply.setCookie(SESSION_COOKIE, sessionId, cookieOptions(services, dashboard.sessionMaxSeconds));
-    return reply.redirect(sameSitePath(next), 303);
+    return completeSignIn(services, request, reply, user, next);
   });
 
   app.post('/sign-out', { config: { web: 'public' } }, async (request, reply) => {
@@ -141,14 +135,14 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
  * The audit rows of a refused sign-in: one `auth.throttled` row for each lock this attempt was
  * the first to meet, and nothing for the refused attempts after it.
  */
-function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeconds: number): AuditEntry[] {
+export function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeconds: number, after = 'user.sign_in_failed'): AuditEntry[] {
   return started.map((key) => ({
     actor: 'anonymous',
     ip,
     clientId: null,
     accountId: null,
     action: 'auth.throttled' as const,
-    detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after: 'user.sign_in_failed', retry_after: retryAfterSeconds },
+    detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after, retry_after: retryAfterSeconds },
   }));
 }
 
