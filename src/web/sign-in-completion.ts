@@ -3,14 +3,11 @@ import { PENDING_SIGN_IN_SECONDS } from '../domain/accounts/pending-sign-ins.ts'
 import type { User } from '../domain/accounts/users.ts';
 import type { Services } from '../services.ts';
 import { sameSitePath } from './same-site-path.ts';
+import { ENROLMENT_PATH, SECOND_STEP_PATH } from './two-factor-paths.ts';
 import { cookieOptions, SESSION_COOKIE } from './web-session.ts';
 
 /** The cookie of a sign-in awaiting its second step: HttpOnly, SameSite=Strict, sent only to /sign-in paths. */
 export const PENDING_COOKIE = 'tw_pending';
-/** Where the second step is asked for. */
-export const SECOND_STEP_PATH = '/sign-in/second-step';
-/** Where a user whose account requires two-factor sign-in, and who has none, is kept until enrolled. */
-export const ENROLMENT_PATH = '/settings/two-factor';
 
 /** What completing a sign-in uses of the services. */
 export type CompletionServices = Pick<Services, 'config' | 'sessions' | 'users' | 'twoFactor' | 'pendingSignIns'>;

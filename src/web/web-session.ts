@@ -3,7 +3,7 @@ import type { Account } from '../domain/accounts/accounts.ts';
 import type { User } from '../domain/accounts/users.ts';
 import type { Services } from '../services.ts';
 import { csrfTokenFor, csrfTokenMatches, newFormSecret } from './csrf.ts';
-import { ENROLMENT_PATH } from './sign-in-completion.ts';
+import { ENROLMENT_PATH } from './two-factor-paths.ts';
 import { WebRefusal } from './web-refusal.ts';
 import type { WebAccess } from './web-request.ts';
 
