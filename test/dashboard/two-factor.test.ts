@@ -200,7 +200,12 @@ describe('two-factor sign-in (docs/dashboard.md, "Two-factor sign-in")', () => {
     // The settings page's code forms share the bound.
     expect((await browser.post('/settings/two-factor/disable', { code: nextCode(secret) })).status).toBe(429);
     expect(await h.services.twoFactor.enrolled((await h.services.users.list(accountId)).find((u) => u.email === email)!.user_id)).toBe(true);
-    expect((await audited('auth.throttled')).some((r) => (r.detail as { email?: string }).email === email)).toBe(true);
+    expect((await audited('auth.throttled')).filter((r) => (r.detail as { email?: string }).email === email)).toHaveLength(1);
+    // Whoever guessed had the password: the user is told, once.
+    const mail = await eventually('the lock mail', async () => catcher.mails.filter((m) => m.to.includes(email)), (m) => m.length > 0);
+    expect(mail[0]!.raw).toContain('Subject: Tollwatch: too many wrong two-factor codes');
+    expect(mail[0]!.raw.replace(/=\r\n/g, '')).toContain('even the right one');
+    expect(catcher.mails.filter((m) => m.to.includes(email))).toHaveLength(1);
   });
 
   it('turns off, and makes new recovery codes, only for a current code', async () => {

@@ -1,8 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { Secret, TOTP } from 'otpauth';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AXE_SOURCE, axeViolations, chromiumPresent, launchChromium, NARROW, WIDE } from '../support/chromium.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
 /**
@@ -11,18 +10,7 @@ import { startHarness, type Harness } from '../support/harness.ts';
  * out and in again with a code; axe (every WCAG 2.2 AA rule) on the enrolment page and the second
  * step, light and dark, wide and narrow. Skipped without Chromium as test/e2e/dashboard.test.ts is.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const message = `browser test SKIPPED: ${CHROMIUM} is absent (apt-get install chromium)`;
-  if (process.env.TOLLWATCH_REQUIRE_BROWSER === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_BROWSER=1 makes that a failure`);
-  console.warn(`\n*** ${message}. ***\n`);
-}
-
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+const present = chromiumPresent();
 
 describe.skipIf(!present)('two-factor sign-in in a browser', () => {
   let h: Harness;
@@ -38,7 +26,7 @@ describe.skipIf(!present)('two-factor sign-in in a browser', () => {
 
   beforeAll(async () => {
     h = await startHarness({}, { twoFactorClock: () => new Date(clock) });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -53,8 +41,7 @@ describe.skipIf(!present)('two-factor sign-in in a browser', () => {
       for (const [width, viewport] of [['wide', WIDE], ['narrow', NARROW]] as const) {
         await page.setViewportSize(viewport);
         const where = `${colorScheme} ${width} ${name}`;
-        const violations = await page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(AXE_TAGS)} }, resultTypes: ['violations'] })
-          .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' ') + ': ' + (n.failureSummary || ''))))`);
+        const violations = await axeViolations(page);
         faults.push(...violations.map((v) => `${where}: ${v}`));
         const overflow = await page.evaluate<number>(`document.documentElement.scrollWidth`);
         if (overflow > viewport.width) faults.push(`${where}: the page is ${overflow}px wide`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Mailer } from '../alerts/integrations.ts';
 import { ServiceError } from '../errors.ts';
+import { readableTime } from '../readable-time.ts';
 import { NO_AUDIT, type AuditAction, type AuditTrail } from './audit.ts';
 import { hashSecret } from './secrets.ts';
 import { looksLikeTotpCode, newTotpSecret, stepOfCode, totpUri } from './totp.ts';
@@ -173,6 +174,29 @@ export class TwoFactor {
       ].join('\n'),
     });
     return { removed, mailed: true };
+  }
+
+  /**
+   * Tells a user that wrong two-factor codes for them met the bound, and until when codes are
+   * refused: whoever gave them had the password (or a session). Answers whether a mail went out.
+   */
+  async warnOfCodeGuessing(user: User, ip: string, retryAfterSeconds: number): Promise<boolean> {
+    const mailer = this.options.mailer;
+    if (!mailer?.configured) return false;
+    // The wall clock, not the codes' clock: the mail names a time its reader can wait for.
+    const until = readableTime(new Date(Date.now() + retryAfterSeconds * 1000));
+    await mailer.send({
+      to: user.email,
+      subject: 'Tollwatch: too many wrong two-factor codes',
+      text: [
+        `Too many wrong two-factor codes were given for ${user.email} on Tollwatch, most recently from ${ip}.`,
+        `Codes for ${user.email} are refused until ${until}, even the right one.`,
+        '',
+        'If that was not you, someone knows your password: ask your operator for a password reset link at once,',
+        'and choose a password you use nowhere else.',
+      ].join('\n'),
+    });
+    return true;
   }
 
   /** An owner requires (or stops requiring) two-factor sign-in of every user of their account. */

@@ -126,6 +126,9 @@ async function spendGuess(services: RouteServices, request: FastifyRequest, user
     for (const entry of lockAudit(request.ip, user.email, attempt.lockStarted, attempt.retryAfterSeconds, after)) {
       services.audit.record({ ...entry, accountId: user.account_id }).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
     }
+    if (attempt.lockStarted.includes('email')) {
+      services.twoFactor.warnOfCodeGuessing(user, request.ip, attempt.retryAfterSeconds).catch((err: unknown) => request.log.warn({ err }, 'two-factor lock mail failed'));
+    }
     throw new WebRefusal(429, `Too many wrong codes. Try again in ${durationText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
   }
   return attempt;
