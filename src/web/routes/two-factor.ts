@@ -41,7 +41,7 @@ export async function twoFactorRoutes(app: FastifyInstance, { services }: { serv
     const pending = await pendingOf(services, request);
     const user = pending && (await services.users.getUser(pending.user_id).catch(() => undefined));
     if (!pending || !user || user.disabled) throw expiredSignIn(reply);
-    const attempt = await spendGuess(services, request, user, 'user.second_step_failed');
+    const attempt = await spendGuess(services, request, user, 'user.sign_in_failed');
     const result = await services.twoFactor.secondStep(user, formText(request, 'code'));
     if (!result.accepted) {
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: user.account_id, action: 'user.sign_in_failed' as const, detail: { email: user.email, step: 'second' } };
