@@ -26,7 +26,7 @@ interface Row {
 
 /** A row for every place of the code: a file's row is the longest key that starts its path. */
 const TABLE: Record<string, Row> = {
-  'src/domain/': { ours: [], packages: ['ipaddr.js', 'libphonenumber-js/max', 'typebox'], builtins: ['node:crypto'] },
+  'src/domain/': { ours: [], packages: ['ipaddr.js', 'libphonenumber-js/max', 'otpauth', 'typebox'], builtins: ['node:crypto'] },
   'src/store/': { ours: ['src/domain/'], packages: ['kysely', 'kysely/migration', 'pg', 'better-sqlite3', 'pino'] },
   'src/aggregates/': { ours: ['src/domain/'], typesOf: ['src/store/fold/aggregate-fold.ts'], packages: ['bloomfilter', 'pino'] },
   'src/import/': { ours: ['src/domain/'], packages: ['better-sqlite3'] },
@@ -45,7 +45,7 @@ const TABLE: Record<string, Row> = {
   'src/web/': {
     ours: ['src/domain/', 'src/http/problem.ts', 'src/http/security-headers.ts', 'src/http/fault-class.ts'],
     typesOf: ['src/services.ts', 'src/limits/'],
-    packages: ['fastify', '@fastify/cookie', '@fastify/formbody'],
+    packages: ['fastify', '@fastify/cookie', '@fastify/formbody', 'qrcode'],
   },
   'src/assembly/': {
     ours: ['src/domain/', 'src/store/', 'src/limits/', 'src/coordination/', 'src/oauth/', 'src/delivery/', 'src/sso/', 'src/metrics/metrics.ts', 'src/aggregates/', 'src/import/', 'src/config.ts'],

@@ -1,7 +1,9 @@
 import cluster from 'node:cluster';
 import { AccountsService } from '../domain/accounts/accounts.ts';
 import { CLIENT_USE_FLUSH_MS, ClientActivity } from '../domain/accounts/client-activity.ts';
+import { PendingSignIns } from '../domain/accounts/pending-sign-ins.ts';
 import { Sessions } from '../domain/accounts/sessions.ts';
+import { TwoFactor } from '../domain/accounts/two-factor.ts';
 import { UsersService } from '../domain/accounts/users.ts';
 import { allowanceMail, AllowanceWatch } from '../limits/allowance-watch.ts';
 import { DEFAULT_THROTTLE, FailureThrottle, type ThrottleSettings } from '../limits/failure-throttle.ts';
@@ -18,6 +20,7 @@ import { SqlClientActivityRepository } from '../store/repositories/client-activi
 import { SqlSigningKeys } from '../store/repositories/signing-keys-repository.ts';
 import { ClientActivityOnWriter } from '../store/writer/writes-on-writer.ts';
 import { SqlUsersRepository } from '../store/repositories/users-repository.ts';
+import { SqlTwoFactorRepository } from '../store/repositories/two-factor-repository.ts';
 import type { Foundation } from './foundation.ts';
 
 /**
@@ -49,6 +52,12 @@ export interface AuthAssembly {
   users: UsersService;
   /** Dashboard sessions, kept in the store. */
   sessions: Sessions;
+  /** Two-factor sign-in: enrolments, codes, recovery codes, accounts' requirement (docs/dashboard.md). */
+  twoFactor: TwoFactor;
+  /** Sign-ins whose password was right, awaiting their second step. */
+  pendingSignIns: PendingSignIns;
+  /** Bounds wrong second-step codes as signInLocks bounds passwords: per user and per address. */
+  secondStepLocks: SignInLocks;
 }
 
 export interface AuthOptions {
@@ -64,6 +73,8 @@ export interface AuthOptions {
   tokenTtlSeconds?: number;
   /** How long clients' uses gather before they are written (CLIENT_USE_FLUSH_MS); tests that flush themselves lengthen it. */
   clientUseFlushMs?: number;
+  /** The clock two-factor codes' time steps are read from; tests set it to compute codes without racing a step's end. */
+  twoFactorClock?: () => Date;
 }
 
 /** Counters shared with whoever shares the work: Redis's, the cluster primary's, or this process's. */
@@ -109,6 +120,19 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
   const usersRepo = new SqlUsersRepository(database.db);
   const sessions = new Sessions(usersRepo, { idleSeconds: config.dashboard.sessionIdleSeconds, absoluteSeconds: config.dashboard.sessionMaxSeconds }, undefined, base.sealer);
   const users = new UsersService({ repo: usersRepo, accounts, audit, endSessions: (userId) => sessions.endAll(userId), publicUrl: config.publicUrl, mailer: base.mailer });
+  const twoFactorRepo = new SqlTwoFactorRepository(database.db, base.sealer);
+  const pendingSignIns = new PendingSignIns(twoFactorRepo);
+  const twoFactor = new TwoFactor({
+    repo: twoFactorRepo,
+    audit,
+    endSessions: (userId) => sessions.endAll(userId),
+    endPendingSignIns: (userId) => pendingSignIns.endAll(userId),
+    mailer: base.mailer,
+    // No port: a colon in the issuer would split the label apps read.
+    issuer: `Tollwatch (${new URL(config.publicUrl).hostname})`,
+    now: options.twoFactorClock,
+  });
+  const signInLockSettings = { ...DEFAULT_SIGN_IN_LOCKS, perAddress: { ...DEFAULT_SIGN_IN_LOCKS.perAddress, short: config.authThrottle.perAddress }, ...options.signInLocks };
   return {
     accounts,
     clientActivity,
@@ -119,13 +143,12 @@ export async function assembleAuth(base: Foundation, options: AuthOptions): Prom
     limiter,
     spendAllowance: accountAllowance(limiter, plans),
     authFailures: new FailureThrottle(limiters, { ...DEFAULT_THROTTLE, ...config.authThrottle, ...options.throttle }),
-    signInLocks: new SignInLocks(limiters, {
-      ...DEFAULT_SIGN_IN_LOCKS,
-      perAddress: { ...DEFAULT_SIGN_IN_LOCKS.perAddress, short: config.authThrottle.perAddress },
-      ...options.signInLocks,
-    }),
+    signInLocks: new SignInLocks(limiters, signInLockSettings),
+    secondStepLocks: new SignInLocks(limiters, signInLockSettings, 'tollwatch:second-step'),
     resetRequests: new ResetRequests(limiters),
     users,
     sessions,
+    twoFactor,
+    pendingSignIns,
   };
 }

@@ -4,7 +4,7 @@ import type { IssuedLink, UserRole } from '../domain/accounts/users.ts';
 import type { Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
 
-/** `tollwatch users invite|list|disable|enable|reset-password` (docs/cli.md, "Dashboard users"). */
+/** `tollwatch users invite|list|disable|enable|reset-password|reset-two-factor` (docs/cli.md, "Dashboard users"). */
 export function usersCommands(program: Command, run: Run): void {
   const users = program.command('users').description('manage dashboard users: invitations, password resets, disabling');
   users
@@ -52,6 +52,19 @@ export function usersCommands(program: Command, run: Run): void {
     .command('reset-password <user_id>')
     .description('print a new one-time link to set a password; earlier links stop working')
     .action(run(async (s, id: string) => linkOutput(await s.users.resetPassword(id))));
+  users
+    .command('reset-two-factor <user_id>')
+    .description("remove a user's two-factor sign-in (phone and recovery codes lost); their sessions end, and they are mailed where mail is configured")
+    .action(
+      run(async (s, id: string) => {
+        const user = await s.users.getUser(id);
+        const { removed, mailed } = await s.twoFactor.reset(user);
+        return {
+          json: { user_id: user.user_id, email: user.email, removed, mailed },
+          text: terminalText`${user.user_id}  ${user.email}  ${removed ? 'two-factor sign-in removed' : 'had no two-factor sign-in'}; signed out everywhere${mailed ? '; mailed' : ''}`,
+        };
+      }),
+    );
 }
 
 function linkOutput(issued: IssuedLink) {

@@ -64,12 +64,13 @@ export class SignInLocks {
   private readonly counters: Counter[];
   private readonly settings: SignInLockSettings;
 
-  constructor(factory: LimiterFactory, settings: SignInLockSettings = DEFAULT_SIGN_IN_LOCKS) {
+  /** `keyPrefix` names the counters: the second step of a sign-in keeps its own (web/routes/two-factor.ts). */
+  constructor(factory: LimiterFactory, settings: SignInLockSettings = DEFAULT_SIGN_IN_LOCKS, keyPrefix = 'tollwatch:signin') {
     this.settings = settings;
     const counter = (key: LockKey, window: 'short' | 'long'): Counter => {
       const bounds = key === 'email' ? settings.perEmail : settings.perAddress;
       const duration = window === 'short' ? settings.shortWindowSeconds : settings.longWindowSeconds;
-      return { key, limit: bounds[window], limiter: factory({ keyPrefix: `tollwatch:signin:${key}:${window}`, points: bounds[window], duration }) };
+      return { key, limit: bounds[window], limiter: factory({ keyPrefix: `${keyPrefix}:${key}:${window}`, points: bounds[window], duration }) };
     };
     this.counters = [counter('address', 'short'), counter('email', 'short'), counter('address', 'long'), counter('email', 'long')];
   }

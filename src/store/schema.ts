@@ -45,6 +45,10 @@ export interface Schema {
   peer_indicators: PeerIndicatorsTable;
   oidc_identities: OidcIdentitiesTable;
   oidc_attempts: OidcAttemptsTable;
+  user_two_factor: UserTwoFactorTable;
+  user_recovery_codes: UserRecoveryCodesTable;
+  pending_sign_ins: PendingSignInsTable;
+  account_two_factor_requirements: AccountTwoFactorRequirementsTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -548,3 +552,39 @@ export interface OidcIdentitiesTable {
 
 /** Single sign-on attempts on their way through the provider, taken once (migration 033); `state` only as its SHA-256. */
 export type OidcAttemptsTable = StoredAttempt;
+/** A user's TOTP enrolment (migration 031): the secret sealed, never in the clear. */
+export interface UserTwoFactorTable {
+  user_id: string;
+  /** `sealed:v1:…` (src/domain/accounts/key-sealing.ts), for `user_two_factor/<user_id>`. */
+  secret: string;
+  /** NULL while the first code is awaited. */
+  enrolled_at: string | null;
+  /** The RFC 6238 time step of the last code accepted. */
+  last_step: ColumnType<number | string | null, number | null, number | null>;
+  created_at: string;
+}
+
+/** Single-use recovery codes: only each code's SHA-256 hash. */
+export interface UserRecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  created_at: string;
+  used_at: string | null;
+}
+
+/** Sign-ins whose password was right and whose second step is awaited; only the token's hash. */
+export interface PendingSignInsTable {
+  token_hash: string;
+  method: string;
+  user_id: string;
+  next: string;
+  created_at: string;
+  expires_at: string;
+}
+
+/** Accounts whose owners require two-factor sign-in of every user. */
+export interface AccountTwoFactorRequirementsTable {
+  account_id: string;
+  required_at: string;
+  required_by: string;
+}

@@ -29,6 +29,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Dashboard routes: who may open them; every dashboard route names one. */
     web?: WebAccess;
+    /** Open to a user whose account requires two-factor sign-in before they have set it up: the enrolment pages. */
+    twoFactorSetup?: boolean;
   }
 
   interface FastifyRequest {

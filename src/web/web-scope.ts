@@ -21,6 +21,7 @@ import { operatorPeersRoutes } from './routes/operator-peers.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { oidcSignInRoutes } from './routes/oidc-sign-in.ts';
+import { twoFactorRoutes } from './routes/two-factor.ts';
 import { WebRefusal } from './web-refusal.ts';
 import { SESSION_COOKIE, webGate } from './web-session.ts';
 
@@ -80,6 +81,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
 
   await app.register(signInRoutes, { services });
   await app.register(oidcSignInRoutes, { services });
+  await app.register(twoFactorRoutes, { services });
   await app.register(overviewRoutes, { services });
   await app.register(eventRoutes, { services });
   await app.register(nodeRoutes, { services });

@@ -3,6 +3,7 @@ import type { Account } from '../domain/accounts/accounts.ts';
 import type { User } from '../domain/accounts/users.ts';
 import type { Services } from '../services.ts';
 import { csrfTokenFor, csrfTokenMatches, newFormSecret } from './csrf.ts';
+import { ENROLMENT_PATH } from './two-factor-paths.ts';
 import { WebRefusal } from './web-refusal.ts';
 import type { WebAccess } from './web-request.ts';
 
@@ -56,6 +57,11 @@ export function webGate(services: Services) {
     if (!signedIn) {
       if (request.method === 'GET') return reply.redirect(`/sign-in?next=${encodeURIComponent(request.url)}`, 303);
       throw new WebRefusal(401, 'Sign in first.');
+    }
+    // An account that requires two-factor sign-in keeps its users without it on the enrolment pages.
+    if (!request.routeOptions.config.twoFactorSetup && (await services.twoFactor.enrolmentDue(signedIn))) {
+      if (request.method === 'GET') return reply.redirect(ENROLMENT_PATH, 303);
+      throw new WebRefusal(403, 'Your account requires two-factor sign-in: set it up first.');
     }
     if (!allowed(access, signedIn)) throw new WebRefusal(403, 'Your role does not allow this.');
   };

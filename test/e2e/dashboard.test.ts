@@ -1,7 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditAction, AuditRecord } from '../../src/domain/accounts/audit.ts';
@@ -9,6 +8,7 @@ import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { startAlertReceiver, type AlertReceiver } from '../support/alert-receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
+import { AXE_SOURCE, axeViolations, chromiumPresent, launchChromium, NARROW, WIDE } from '../support/chromium.ts';
 
 /**
  * End to end in a real browser (docs/testing.md, `npm run test:e2e`): Debian's Chromium,
@@ -18,22 +18,11 @@ import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
  * test-artifacts/screenshots/walk/; the states only a journey reaches (a secret shown once, a
  * disabled integration) wide and narrow in test-artifacts/screenshots/ (both ignored by git).
  */
-const CHROMIUM = '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const message = `browser test SKIPPED: ${CHROMIUM} is absent (apt-get install chromium)`;
-  if (process.env.TOLLWATCH_REQUIRE_BROWSER === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_BROWSER=1 makes that a failure`);
-  console.warn(`\n*** ${message}. ***\n`);
-}
+const present = chromiumPresent();
 
 const SCREENSHOTS = join(import.meta.dirname, '../../test-artifacts/screenshots');
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
 const NODE = '44444444-4444-4444-8444-444444444444';
 const NUMBER = '+46812118599';
-/** axe-core, injected into each page the walk checks, and the rules it runs: every one WCAG 2.2 AA asks. */
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 /** Every page of the axe walk, in each scheme and at each width. */
 const WALK_SCREENSHOTS = join(SCREENSHOTS, 'walk');
 
@@ -53,7 +42,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
     mail = await startMailCatcher();
     // The webhook the owner makes points at the local receiver: the operator's setting allows it.
     h = await startHarness({ TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on', TOLLWATCH_SMTP_URL: mail.url, TOLLWATCH_MAIL_FROM: 'dashboard@tollwatch.test' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -650,8 +639,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
           for (const [width, viewport] of [['wide', WIDE], ['narrow', NARROW]] as const) {
             await page.setViewportSize(viewport);
             const where = `${scheme} ${width} ${path}`;
-            const violations = await page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(AXE_TAGS)} }, resultTypes: ['violations'] })
-              .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' ') + ': ' + (n.failureSummary || ''))))`);
+            const violations = await axeViolations(page);
             faults.push(...violations.map((v) => `${where}: ${v}`));
             // Charts drawn at their own size: no label taller than 12px text makes it, none cut at the chart's edge.
             const labels = await page.evaluate<Array<{ text: string; height: number; inside: boolean }>>(`[...document.querySelectorAll('.chart svg text')].map((t) => {

@@ -31,6 +31,13 @@ export type AuditAction =
   | 'user.signed_in'
   | 'user.sign_in_failed'
   | 'user.signed_out_everywhere'
+  /** Two-factor sign-in (docs/dashboard.md): enrolled, turned off, a recovery code spent, new codes made, reset by the operator, required by an owner. */
+  | 'user.two_factor_enabled'
+  | 'user.two_factor_disabled'
+  | 'user.recovery_code_used'
+  | 'user.recovery_codes_regenerated'
+  | 'user.two_factor_reset'
+  | 'account.two_factor_required'
   /** An account's alert integrations (docs/api.md §12): made, changed, deleted, an email address confirmed. */
   | 'integration.created'
   | 'integration.updated'

@@ -12,10 +12,11 @@ import { formText } from '../form.ts';
 import { csrfField, sendPage } from '../layout.ts';
 import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
+import { twoFactorSection } from './two-factor.ts';
 import { countText, rateText } from '../../domain/readable-numbers.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'users'>;
+type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'twoFactor' | 'users'>;
 
 /** One allowance of a plan with what the account spent of it in the current window. */
 export interface AllowanceUsage {
@@ -119,6 +120,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
 ${invitedNotice(held)}${refused?.refusal ? html`<p class="error" role="alert">${refused.refusal}.</p>` : ''}
 <div class="scroll" tabindex="0" role="region" aria-label="Users"><table class="cards"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
 ${owner ? inviteForm(request, refused) : html`<p>The account’s owners invite and remove its users.</p>`}
+${await twoFactorSection(services, request, held)}
 <h2>Connecting to the API</h2>
 ${apiSettings(config.publicUrl, config.audiences)}
 <h2>Configuring a SentryPeer node</h2>

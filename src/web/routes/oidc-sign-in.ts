@@ -4,11 +4,11 @@ import type { Services } from '../../services.ts';
 import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { sameSitePath } from '../same-site-path.ts';
-import { startSession } from '../session-start.ts';
+import { completeSignIn } from '../sign-in-completion.ts';
 import { cookieOptions } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'sessions' | 'users'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'sessions' | 'users' | 'twoFactor' | 'pendingSignIns'>;
 
 /**
  * The cookie binding an attempt to the browser that began it: its `state`, sent back only to
@@ -71,8 +71,7 @@ export async function oidcSignInRoutes(app: FastifyInstance, { services }: { ser
       if (err instanceof OidcRefusal) return refused(services, request, reply, err);
       throw err;
     }
-    await startSession(services, request, reply, signedIn.user, 'oidc');
-    return reply.redirect(sameSitePath(signedIn.nextPath), 303);
+    return completeSignIn(services, request, reply, signedIn.user, signedIn.nextPath, 'oidc');
   });
 }
 

@@ -10,13 +10,12 @@ import { shownNotice } from '../shown-once.ts';
 import { durationText } from '../time-text.ts';
 import { WebRefusal } from '../web-refusal.ts';
 import { SESSION_COOKIE } from '../web-session.ts';
-import { startSession } from '../session-start.ts';
+import { completeSignIn } from '../sign-in-completion.ts';
 import { formText } from '../form.ts';
-import { sameSitePath } from '../same-site-path.ts';
 import { oidcButton } from './oidc-sign-in.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users' | 'twoFactor' | 'pendingSignIns'>;
 
 /**
  * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
@@ -64,8 +63,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email, services.oidcSignIn?.displayName);
     }
     await services.signInLocks.succeeded(request.ip, email);
-    await startSession(services, request, reply, user, 'password');
-    return reply.redirect(sameSitePath(next), 303);
+    return completeSignIn(services, request, reply, user, next, 'password');
   });
 
   app.post('/sign-out', { config: { web: 'public' } }, async (request, reply) => {
@@ -138,14 +136,14 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
  * The audit rows of a refused sign-in: one `auth.throttled` row for each lock this attempt was
  * the first to meet, and nothing for the refused attempts after it.
  */
-function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeconds: number): AuditEntry[] {
+export function lockAudit(ip: string, email: string, started: LockKey[], retryAfterSeconds: number, after = 'user.sign_in_failed'): AuditEntry[] {
   return started.map((key) => ({
     actor: 'anonymous',
     ip,
     clientId: null,
     accountId: null,
     action: 'auth.throttled' as const,
-    detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after: 'user.sign_in_failed', retry_after: retryAfterSeconds },
+    detail: { key, ...(key === 'email' ? { email: email.slice(0, 320) } : {}), after, retry_after: retryAfterSeconds },
   }));
 }
 
