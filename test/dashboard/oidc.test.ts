@@ -1,3 +1,4 @@
+import { Secret, TOTP } from 'otpauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { eventually } from '../support/eventually.ts';
@@ -143,6 +144,28 @@ describe('single sign-on through a real provider', () => {
     const again = new WebClient(h.url);
     expect((await again.get(await throughProvider(again, 'alice-1'))).status).toBe(303);
     expect((await again.get('/overview')).text).toContain('alice@example.com');
+  });
+
+  it('asks a user with two-factor sign-in for a code after the provider, as after a password', async () => {
+    const issued = await h.services.users.invite({ accountId: ownerAccountId, email: 'tess@example.com', role: 'member' });
+    const user = await h.services.users.getUser(issued.user.user_id);
+    const { secret } = await h.services.twoFactor.start(user);
+    const [recovery] = await h.services.twoFactor.confirm(user, TOTP.generate({ secret: Secret.fromBase32(secret) }));
+    provider.accounts.set('tess-6', { sub: 'tess-6', email: 'tess@example.com', emailVerified: true });
+
+    const browser = new WebClient(h.url);
+    const back = await browser.get(await throughProvider(browser, 'tess-6', { next: '/nodes' }));
+    expect(back.status).toBe(303);
+    expect(back.location).toBe('/sign-in/second-step');
+    expect(browser.lastSetCookies.some((line) => /^tw_session=/.test(line))).toBe(false);
+    expect((await browser.get('/overview')).status).toBe(303);
+
+    await browser.get('/sign-in/second-step');
+    const done = await browser.post('/sign-in/second-step', { code: recovery! });
+    expect(done.status).toBe(303);
+    expect((await browser.get('/overview')).text).toContain('tess@example.com');
+    const audit = await h.services.audit.list({ accountId: ownerAccountId, limit: 50 });
+    expect(audit.find((r) => r.action === 'user.signed_in' && r.actor === `user:${user.user_id}`)?.detail).toMatchObject({ method: 'oidc' });
   });
 
   it('refuses a callback whose state was changed, and one loaded twice', async () => {
