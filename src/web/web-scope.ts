@@ -20,6 +20,9 @@ import { operatorRoutes } from './routes/operator.ts';
 import { operatorPeersRoutes } from './routes/operator-peers.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
+import { signUpRoutes } from './routes/sign-up.ts';
+import { contributorRoutes } from './routes/contributors.ts';
+import { operatorContributorRoutes } from './routes/operator-contributors.ts';
 import { WebRefusal } from './web-refusal.ts';
 import { SESSION_COOKIE, webGate } from './web-session.ts';
 
@@ -89,6 +92,9 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(accountRoutes, { services });
   await app.register(operatorRoutes, { services });
   await app.register(operatorPeersRoutes, { services });
+  await app.register(signUpRoutes, { services });
+  await app.register(contributorRoutes, { services });
+  await app.register(operatorContributorRoutes, { services });
 }
 
 /** Every refusal and failure of a dashboard request, as a page; nothing internal reaches it. */

@@ -255,25 +255,25 @@ export class UsersService {
     return user;
   }
 
-  /** Self sign-up (TOLLWATCH_SIGNUP=on): a new account on the tester plan, its first user its owner. */
-  async signUp(input: { accountName: string; email: string; password: string }): Promise<User> {
+  /** Whether an address is already a user's (or an operator's): sign-up mails its owner instead. */
+  async emailTaken(email: string): Promise<boolean> {
+    return (await this.repo.findUserByEmail(email.trim().toLowerCase())) !== undefined;
+  }
+
+  /**
+   * A confirmed sign-up (domain/accounts/sign-ups.ts): a new account on `plan`, its first user
+   * its owner, with the password hashed when the person asked. `validation_failed` if the
+   * address became a user's since.
+   */
+  async createSignedUpOwner(input: { accountName: string; plan: string; email: string; passwordHash: string }, ip: string | null): Promise<User> {
     const email = validEmail(input.email);
-    checkPasswordRules(input.password);
     if (await this.repo.findUserByEmail(email)) throw emailTaken();
     // The account's creator is the user about to exist, so the trail names them from the first row.
     const userId = randomUUID();
-    const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: 'tester' }, `user:${userId}`);
-    const user: User = {
-      user_id: userId,
-      account_id: account.account_id,
-      email,
-      role: 'owner',
-      password_hash: await hashPassword(input.password),
-      disabled: false,
-      created_at: this.now().toISOString(),
-    };
+    const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: input.plan }, `user:${userId}`);
+    const user: User = { user_id: userId, account_id: account.account_id, email, role: 'owner', password_hash: input.passwordHash, disabled: false, created_at: this.now().toISOString() };
     await this.repo.insertUser(user);
-    await this.record('user.signed_up', `user:${user.user_id}`, user);
+    await this.record('user.signed_up', `user:${user.user_id}`, user, { plan: input.plan, ip });
     return user;
   }
 

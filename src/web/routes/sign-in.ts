@@ -17,7 +17,7 @@ import { sameSitePath } from '../same-site-path.ts';
 type RouteServices = Pick<Services, 'audit' | 'config' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users'>;
 
 /**
- * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
+ * Signing in and out and invitation links (docs/dashboard.md, "Sessions"); sign-up is sign-up.ts. Password
  * guesses are bounded per email and per address over time (limits/sign-in-locks.ts), slowed from
  * an address's sixth failure, and refused with 429 past the bound, right password or not.
  */
@@ -123,18 +123,6 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     services.users.sendPasswordReset(email, request.ip).catch((err: unknown) => request.log.warn({ err }, 'password reset mail failed'));
     return reply.redirect('/forgot-password?sent=1', 303);
   });
-
-  if (!dashboard.signup) return;
-  app.get('/sign-up', { config: { web: 'public' } }, async (request, reply) => signUpPage(request, reply, 200));
-  app.post('/sign-up', { config: { web: 'public' } }, async (request, reply) => {
-    try {
-      await services.users.signUp({ accountName: formText(request, 'account_name'), email: formText(request, 'email'), password: formText(request, 'password') });
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'validation_failed') return signUpPage(request, reply, 422, err.message);
-      throw err;
-    }
-    return reply.redirect('/sign-in', 303);
-  });
 }
 
 /**
@@ -197,24 +185,6 @@ ${csrfField(request)}<input type="hidden" name="email" value="${email}" autocomp
 <label for="password">New password</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
 <label for="confirm">The same again</label><input id="confirm" name="confirm" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
 <button type="submit">Set password</button>
-</form>`,
-    status,
-  );
-}
-
-function signUpPage(request: FastifyRequest, reply: FastifyReply, status: number, error?: string) {
-  return sendPage(
-    request,
-    reply,
-    'Create an account',
-    html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<p>A new account starts on the tester plan; the operator can move it to another.</p>
-<form method="post" action="/sign-up" class="stack">
-${csrfField(request)}
-<label for="account_name">Account name</label><input id="account_name" name="account_name" required maxlength="200">
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
-<button type="submit">Create account</button>
 </form>`,
     status,
   );
