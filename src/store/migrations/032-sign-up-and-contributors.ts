@@ -47,8 +47,9 @@ export function migration(): Migration {
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
       // The board counts an account's events and distinct numbers over 30 days: with the number
-      // in the index, both come from the index alone, one range per account.
-      await db.schema.createIndex('events_by_account_time_number').on('events').columns(['account_id', 'event_time', 'number_key']).execute();
+      // in the index, both come from the index alone, one range per account. `if not exists`: a
+      // store opened between migrations may have had it built by the events' index upkeep.
+      await db.schema.createIndex('events_by_account_time_number').ifNotExists().on('events').columns(['account_id', 'event_time', 'number_key']).execute();
     },
   };
 }
