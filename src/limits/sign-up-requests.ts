@@ -1,44 +1,27 @@
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { connectionNetwork } from '../domain/address-ranges.ts';
 import { canonicalIpAddress } from '../domain/ip-address.ts';
-import { spend } from './failure-throttle.ts';
+import { MailRequests, type MailRequestSettings } from './mail-requests.ts';
 import type { LimiterFactory } from './plan-limiter.ts';
 
 /**
  * How often open sign-up may mail: each sign-up sends mail to an address on the word of whoever
  * asks, so it is bounded per address asked for (3 an hour: enough for a person who lost a mail,
  * too few to flood an inbox) and per network asking (10 an hour from one IPv4 /24 or IPv6 /64,
- * since a person who owns one address of such a network can usually use them all).
+ * since whoever holds one address of such a network can usually use them all).
  */
-export interface SignUpRequestSettings {
-  perEmail: number;
-  perNetwork: number;
-  windowSeconds: number;
-}
-
-export const DEFAULT_SIGN_UP_REQUESTS: SignUpRequestSettings = { perEmail: 3, perNetwork: 10, windowSeconds: 3600 };
+export const DEFAULT_SIGN_UP_REQUESTS: MailRequestSettings = { perEmail: 3, perSource: 10, windowSeconds: 3600 };
 
 /** Counts sign-up requests, shared between instances like the sign-in locks. */
 export class SignUpRequests {
-  private readonly email: RateLimiterAbstract;
-  private readonly network: RateLimiterAbstract;
-  private readonly settings: SignUpRequestSettings;
+  private readonly requests: MailRequests;
 
-  constructor(factory: LimiterFactory, settings: SignUpRequestSettings = DEFAULT_SIGN_UP_REQUESTS) {
-    this.settings = settings;
-    this.email = factory({ keyPrefix: 'tollwatch:signup:email', points: settings.perEmail, duration: settings.windowSeconds });
-    this.network = factory({ keyPrefix: 'tollwatch:signup:network', points: settings.perNetwork, duration: settings.windowSeconds });
+  constructor(factory: LimiterFactory, settings: MailRequestSettings = DEFAULT_SIGN_UP_REQUESTS) {
+    this.requests = new MailRequests(factory, { email: 'tollwatch:signup:email', source: 'tollwatch:signup:network' }, settings);
   }
 
-  /** Spends one sign-up for `email` from `ip`: allowed, or refused until `retryAfterSeconds`. */
-  async attempt(ip: string, email: string): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }> {
-    const [byEmail, byNetwork] = await Promise.all([spend(this.email, email.trim().toLowerCase().slice(0, 320)), spend(this.network, signUpNetwork(ip))]);
-    const over = [
-      { res: byEmail, limit: this.settings.perEmail },
-      { res: byNetwork, limit: this.settings.perNetwork },
-    ].filter((c) => c.res.consumedPoints > c.limit);
-    if (over.length === 0) return { allowed: true };
-    return { allowed: false, retryAfterSeconds: Math.max(1, ...over.map((c) => Math.ceil(c.res.msBeforeNext / 1000))) };
+  /** Spends one sign-up for `email` from `ip`'s network: allowed, or refused until `retryAfterSeconds`. */
+  attempt(ip: string, email: string): ReturnType<MailRequests['attempt']> {
+    return this.requests.attempt(signUpNetwork(ip), email);
   }
 }
 
