@@ -44,6 +44,7 @@ describe('open sign-up (TOLLWATCH_SIGN_UP=open)', () => {
   it('creates nothing until the mailed link is followed, then an account on the sign-up plan with the person as owner, signed in', async () => {
     const email = newEmail();
     const browser = browserFrom();
+    expect((await browser.get('/sign-in')).text).toContain('<a href="/sign-up">Create an account</a>');
     const asked = await signUp(browser, { email: email.toUpperCase(), account_name: 'Pbx <Lab>' });
     expect(asked.status).toBe(303);
     expect(asked.location).toBe('/sign-up?sent=1');
@@ -176,7 +177,7 @@ describe('sign-up by invitation only (the default)', () => {
     try {
       const browser = new WebClient(h.url);
       expect((await browser.get('/sign-up')).status).toBe(404);
-      await browser.get('/sign-in');
+      expect((await browser.get('/sign-in')).text).not.toContain('/sign-up');
       expect((await browser.post('/sign-up', { account_name: 'X', email: 'x@example.test', password: PASSWORD })).status).toBe(404);
       expect(await h.services.database.db.selectFrom('sign_ups').selectAll().execute()).toEqual([]);
     } finally {

@@ -35,7 +35,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     if (request.web.user) return reply.redirect('/', 303);
     const query = request.query as Record<string, string | undefined>;
     const notice = SIGNED_OUT_NOTICES[query.done ?? ''];
-    return signInPage(request, reply, 200, query.next, notice, undefined, query.email);
+    return signInPage(request, reply, 200, query.next, notice, undefined, query.email, dashboard.signup);
   });
 
   app.post('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
@@ -59,7 +59,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
       await services.signInLocks.slowDown(attempt);
-      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email);
+      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email, dashboard.signup);
     }
     await services.signInLocks.succeeded(request.ip, email);
     // A new id at every sign-in: an id planted in this browser before (session fixation) never becomes a signed-in one.
@@ -156,7 +156,7 @@ function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number
   );
 }
 
-function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '') {
+function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '', signUpOpen = false) {
   return sendPage(
     request,
     reply,
@@ -168,7 +168,7 @@ ${csrfField(request)}<input type="hidden" name="next" value="${next}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${email ? html` autofocus` : ''}>
 <button type="submit">Sign in</button>
 </form>
-<p><a href="/forgot-password">Forgot your password?</a></p>`,
+<p><a href="/forgot-password">Forgot your password?</a></p>${signUpOpen ? html`<p>New here? <a href="/sign-up">Create an account</a>.</p>` : ''}`,
     status,
   );
 }
