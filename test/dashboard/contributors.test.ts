@@ -94,13 +94,19 @@ describe('contributor requests', () => {
     expect(listed.status).toBe(0);
     const ids = accounts.map((a) => (JSON.parse(listed.stdout).requests as Array<{ request_id: string; account_id: string }>).find((r) => r.account_id === a.account.account_id)!.request_id);
     expect((await runCliHere(['contributors', 'approve', ids[0]!])).status).toBe(0);
-    const refused = await runCliHere(['contributors', 'decline', ids[1]!]);
-    expect(refused.status).not.toBe(0);
+    // No reason: a usage error, and the request stays open.
+    expect((await runCliHere(['contributors', 'decline', ids[1]!])).status).toBe(2);
+    expect((await runCliHere(['contributors', 'decline', ids[1]!, '--reason', ' '])).status).toBe(1);
+    expect((await h.services.contributorRequests.list('open')).map((r) => r.request_id)).toContain(ids[1]);
     expect((await runCliHere(['contributors', 'decline', ids[1]!, '--reason', 'no nodes yet'])).status).toBe(0);
     expect((await h.services.accounts.getAccount(accounts[0]!.account.account_id)).plan).toBe('contributor');
     expect((await h.services.accounts.getAccount(accounts[1]!.account.account_id)).plan).toBe('tester');
-    expect((await runCliHere(['contributors', 'approve', ids[1]!])).status).not.toBe(0);
-    expect((await runCliHere(['contributors', 'list', '--status', 'pending'])).status).not.toBe(0);
+    const late = await runCliHere(['contributors', 'approve', ids[1]!]);
+    expect(late.status).toBe(1);
+    expect(late.stderr).toMatch(/^tollwatch: this request is declined already/);
+    expect((await h.services.accounts.getAccount(accounts[1]!.account.account_id)).plan).toBe('tester');
+    expect((await runCliHere(['contributors', 'list', '--status', 'pending'])).status).toBe(1);
+    expect((await runCliHere(['contributors', 'approve', 'no-such-request'])).status).toBe(1);
   });
 });
 
