@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
+import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { runCliHere } from '../support/in-process-cli.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { eventually } from '../support/eventually.ts';
@@ -159,6 +159,8 @@ describe('the contributors’ board', () => {
       h.account({ plan: 'contributor', trusted: true }),
     ]);
     await post(named, ['0046812118532', '0046812118532', '0046812118533']);
+    // Forty days old: outside the board's 30 days, so neither it nor its number counts.
+    expect((await postEvent(named, sampleEvent({ called_number: '0046812118599', event_timestamp: ago(40 * 24 * 60) }))).status).toBeLessThan(300);
     await post(second, ['0046812118540']);
     await post(unnamed, ['0046812118550', '0046812118551', '0046812118552', '0046812118553']);
     await post(untrusted, ['0046812118560', '0046812118561', '0046812118562', '0046812118563', '0046812118564']);

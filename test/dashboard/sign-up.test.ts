@@ -129,6 +129,15 @@ describe('open sign-up (TOLLWATCH_SIGN_UP=open)', () => {
     const link = linkIn(sent!.raw);
     await browser.get(link);
     expect((await browser.post(link)).status).toBe(303);
+    // Two presses at once of another link: one account, the other press refused.
+    const twice = newEmail();
+    await signUp(browserFrom(), { email: twice, account_name: 'Pressed twice' });
+    const [twiceMail] = await eventually('the third sign-up mail', () => mailsTo(twice), (m) => m.length === 1);
+    const [tabA, tabB] = [new WebClient(h.url), new WebClient(h.url)];
+    await Promise.all([tabA.get(linkIn(twiceMail!.raw)), tabB.get(linkIn(twiceMail!.raw))]);
+    const presses = await Promise.all([tabA.post(linkIn(twiceMail!.raw)), tabB.post(linkIn(twiceMail!.raw))]);
+    expect(presses.map((p) => p.status).sort()).toEqual([303, 404]);
+    expect((await h.services.accounts.listAccounts()).filter((a) => a.name === 'Pressed twice')).toHaveLength(1);
     const again = new WebClient(h.url);
     expect((await again.get(link)).status).toBe(404);
     await again.get('/sign-in');
