@@ -37,12 +37,14 @@ const ConfigSchema = Type.Object({
   TOLLWATCH_KEY_SECRET: Type.Optional(Type.String()),
   TOLLWATCH_AUDIT_RETENTION_DAYS: Type.Integer({ default: 90, minimum: 1 }),
   TOLLWATCH_AUDIT_MAX_FAILURE_ROWS: Type.Integer({ default: 100_000, minimum: 1 }),
-  TOLLWATCH_SIGNUP: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
   TOLLWATCH_OIDC_ISSUER: Type.Optional(Type.String({ description: 'docs/operations.md, "Single sign-on"' })),
   TOLLWATCH_OIDC_CLIENT_ID: Type.Optional(Type.String()),
   TOLLWATCH_OIDC_CLIENT_SECRET: Type.Optional(Type.String()),
   TOLLWATCH_OIDC_NAME: Type.Optional(Type.String()),
   TOLLWATCH_OIDC_EMAIL_DOMAINS: Type.Optional(Type.String()),
+  TOLLWATCH_SIGN_UP: Type.Union([Type.Literal('open'), Type.Literal('invitation')], { default: 'invitation' }),
+  TOLLWATCH_SIGN_UP_PLAN: Type.String({ default: 'tester', minLength: 1 }),
+  TOLLWATCH_CONTRIBUTOR_APPROVAL: Type.Union([Type.Literal('manual'), Type.Literal('automatic')], { default: 'manual' }),
   TOLLWATCH_SESSION_IDLE: Type.Integer({ default: 1800, minimum: 1, description: 'seconds' }),
   TOLLWATCH_SESSION_MAX: Type.Integer({ default: 43_200, minimum: 1, description: 'seconds' }),
   TOLLWATCH_NODE_SILENT_AFTER: Type.Integer({ default: 3600, minimum: 1, description: 'seconds' }),
@@ -155,8 +157,12 @@ export interface Config {
 }
 
 export interface DashboardConfig {
-  /** Anyone may create an account on the tester plan at /sign-up. */
+  /** Anyone may sign up at /sign-up (TOLLWATCH_SIGN_UP=open); only invited users otherwise. */
   signup: boolean;
+  /** The plan of an account made by sign-up; the start checks it exists. */
+  signUpPlan: string;
+  /** `automatic`: a request for the contributor plan is approved as soon as it is made. */
+  contributorApproval: 'manual' | 'automatic';
   /** A session unused this long ends. */
   sessionIdleSeconds: number;
   /** A session ends this long after sign-in. */
@@ -209,7 +215,9 @@ function settleConfig(raw: RawConfig): Config {
     keySecret: readKeySecret(raw.TOLLWATCH_KEY_SECRET),
     auditRetention: { days: raw.TOLLWATCH_AUDIT_RETENTION_DAYS, maxFailureRows: raw.TOLLWATCH_AUDIT_MAX_FAILURE_ROWS },
     dashboard: {
-      signup: raw.TOLLWATCH_SIGNUP === 'on',
+      signup: openSignUp(raw),
+      signUpPlan: raw.TOLLWATCH_SIGN_UP_PLAN.trim(),
+      contributorApproval: raw.TOLLWATCH_CONTRIBUTOR_APPROVAL,
       sessionIdleSeconds: raw.TOLLWATCH_SESSION_IDLE,
       sessionMaxSeconds: raw.TOLLWATCH_SESSION_MAX,
       nodeSilentAfterSeconds: raw.TOLLWATCH_NODE_SILENT_AFTER,
@@ -228,6 +236,13 @@ function settleConfig(raw: RawConfig): Config {
     dns: settleDnsSettings(raw, publicUrl),
     logLevel: raw.LOG_LEVEL,
   };
+}
+
+/** Open sign-up proves each address by a mailed link, so it cannot work without mail. */
+function openSignUp(raw: RawConfig): boolean {
+  if (raw.TOLLWATCH_SIGN_UP !== 'open') return false;
+  if (!raw.TOLLWATCH_SMTP_URL) throw new Error('TOLLWATCH_SIGN_UP=open needs TOLLWATCH_SMTP_URL: a sign-up is confirmed by a link mailed to its address');
+  return true;
 }
 
 /** The shortest metrics token taken: /metrics allows any number of guesses, so it must be unguessable. */

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { assembleAggregates, type AggregatePipeline } from './assembly/aggregates.ts';
 import { assembleAlerts, type AlertsAssembly, type AlertSettings } from './assembly/alerts.ts';
 import { assembleAuth, type AuthOptions, type AuthAssembly } from './assembly/auth.ts';
+import { assembleCommunity, type CommunityAssembly } from './assembly/community.ts';
 import { assembleFederation, type FederationAssembly, type FederationSettings } from './assembly/federation.ts';
 import { assembleFoundation } from './assembly/foundation.ts';
 import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
@@ -25,7 +26,7 @@ export { backupRefusal } from './store/maintenance/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly, SsoAssembly {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly, SsoAssembly, CommunityAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -73,6 +74,7 @@ async function servicesOver(database: Database, config: Config, options: Service
   const metrics = options.metrics ?? NO_METRICS;
   const base = await assembleFoundation(database, config, { log: options.log, metrics, plansTtlMs: options.plansTtlMs });
   const auth = await assembleAuth(base, options);
+  const community = await assembleCommunity(base, auth);
   const aggregates = assembleAggregates(base);
   const intake = await assembleIntake(base, auth, aggregates);
   const alerts = assembleAlerts(base, auth, options.alerts);
@@ -108,6 +110,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     ...reports,
     ...federation,
     ...sso,
+    ...community,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();

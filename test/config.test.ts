@@ -92,17 +92,32 @@ describe('connection limits', () => {
 });
 
 describe('the dashboard’s settings (docs/dashboard.md, "Configuration")', () => {
-  it('defaults to no sign-up, 30-minute idle and 12-hour sessions, and an hour before a node is silent', () => {
-    expect(load({}).dashboard).toEqual({ signup: false, sessionIdleSeconds: 1800, sessionMaxSeconds: 43_200, nodeSilentAfterSeconds: 3600, secureCookies: false });
+  it('defaults to sign-up by invitation only on the tester plan, manual contributor approval, 30-minute idle and 12-hour sessions, and an hour before a node is silent', () => {
+    expect(load({}).dashboard).toEqual({ signup: false, signUpPlan: 'tester', contributorApproval: 'manual', sessionIdleSeconds: 1800, sessionMaxSeconds: 43_200, nodeSilentAfterSeconds: 3600, secureCookies: false });
   });
 
   it('reads each variable, and makes cookies Secure for an https public URL', () => {
-    const config = load({ TOLLWATCH_SIGNUP: 'on', TOLLWATCH_SESSION_IDLE: '600', TOLLWATCH_SESSION_MAX: '7200', TOLLWATCH_NODE_SILENT_AFTER: '900', TOLLWATCH_PUBLIC_URL: 'https://tw.example.com/' });
-    expect(config.dashboard).toEqual({ signup: true, sessionIdleSeconds: 600, sessionMaxSeconds: 7200, nodeSilentAfterSeconds: 900, secureCookies: true });
+    const config = load({
+      TOLLWATCH_SIGN_UP: 'open',
+      TOLLWATCH_SMTP_URL: 'smtp://127.0.0.1:2525',
+      TOLLWATCH_SIGN_UP_PLAN: 'business',
+      TOLLWATCH_CONTRIBUTOR_APPROVAL: 'automatic',
+      TOLLWATCH_SESSION_IDLE: '600',
+      TOLLWATCH_SESSION_MAX: '7200',
+      TOLLWATCH_NODE_SILENT_AFTER: '900',
+      TOLLWATCH_PUBLIC_URL: 'https://tw.example.com/',
+    });
+    expect(config.dashboard).toEqual({ signup: true, signUpPlan: 'business', contributorApproval: 'automatic', sessionIdleSeconds: 600, sessionMaxSeconds: 7200, nodeSilentAfterSeconds: 900, secureCookies: true });
+  });
+
+  it('refuses open sign-up without mail, since its links are mailed', () => {
+    expect(() => load({ TOLLWATCH_SIGN_UP: 'open' })).toThrow(/TOLLWATCH_SIGN_UP=open needs TOLLWATCH_SMTP_URL/);
+    expect(load({ TOLLWATCH_SIGN_UP: 'invitation' }).dashboard.signup).toBe(false);
   });
 
   it('refuses values it cannot use', () => {
-    expect(() => load({ TOLLWATCH_SIGNUP: 'yes' })).toThrow();
+    expect(() => load({ TOLLWATCH_SIGN_UP: 'on' })).toThrow(/TOLLWATCH_SIGN_UP/);
+    expect(() => load({ TOLLWATCH_CONTRIBUTOR_APPROVAL: 'yes' })).toThrow(/TOLLWATCH_CONTRIBUTOR_APPROVAL/);
     expect(() => load({ TOLLWATCH_SESSION_IDLE: '0' })).toThrow();
   });
 });

@@ -23,6 +23,7 @@ export function assembleSso(base: Foundation, auth: Pick<AuthAssembly, 'users' |
       accounts: auth.accounts,
       emailDomains: config.oidc.emailDomains,
       signup: () => config.dashboard.signup,
+      signUpPlan: config.dashboard.signUpPlan,
     }),
   };
 }

@@ -24,6 +24,7 @@ import { terminalJson } from './terminal-text.ts';
 import { usersCommands } from './users-commands.ts';
 import { reportsCommands } from './reports-commands.ts';
 import { peersCommands } from './peers-commands.ts';
+import { contributorsCommands } from './contributors-commands.ts';
 
 /** The command groups, in the order `--help` lists them: the user commands, then the operator's. */
 const COMMAND_GROUPS: readonly CommandGroup[] = [
@@ -38,6 +39,7 @@ const COMMAND_GROUPS: readonly CommandGroup[] = [
   integrationsCommands,
   allowlistCommands,
   reportsCommands,
+  contributorsCommands,
   peersCommands,
   plansCommands,
   keysCommands,

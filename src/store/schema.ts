@@ -49,6 +49,9 @@ export interface Schema {
   user_recovery_codes: UserRecoveryCodesTable;
   pending_sign_ins: PendingSignInsTable;
   account_two_factor_requirements: AccountTwoFactorRequirementsTable;
+  sign_ups: SignUpsTable;
+  contributor_requests: ContributorRequestsTable;
+  board_aliases: BoardAliasesTable;
 }
 
 /** How far a derived table has folded the events in: every event id up to `through` is counted. */
@@ -587,4 +590,37 @@ export interface AccountTwoFactorRequirementsTable {
   account_id: string;
   required_at: string;
   required_by: string;
+}
+
+/** Sign-ups waiting for their mailed link (migration 032): the token's hash, the password's. */
+export interface SignUpsTable {
+  token_hash: string;
+  email: string;
+  account_name: string;
+  password_hash: string;
+  ip: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Requests for the contributor plan (migration 032). */
+export interface ContributorRequestsTable {
+  request_id: string;
+  account_id: string;
+  user_id: string;
+  honeypots: string;
+  status: 'open' | 'approved' | 'declined';
+  reason: string | null;
+  created_at: string;
+  decided_at: string | null;
+  decided_by: string | null;
+}
+
+/** The contributors' board's opt-ins (migration 032): an account's public alias. */
+export interface BoardAliasesTable {
+  account_id: string;
+  alias: string;
+  alias_key: string;
+  created_at: string;
 }

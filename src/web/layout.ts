@@ -11,12 +11,14 @@ const ACCOUNT_NAV: ReadonlyArray<[string, string]> = [
   ['/settings/integrations', 'Integrations'],
   ['/settings/allowlist', 'Allowlist'],
   ['/settings/account', 'Account'],
+  ['/contributors', 'Contributors'],
 ];
 const OPERATOR_NAV: ReadonlyArray<[string, string]> = [
   ['/operator/accounts', 'Accounts'],
   ['/operator/plans', 'Plans'],
   ['/operator/allowlist', 'Allowlist'],
   ['/operator/reports', 'Reports'],
+  ['/operator/contributors', 'Contributor requests'],
   ['/operator/peers', 'Peers'],
   ['/operator/audit', 'Audit trail'],
 ];

@@ -22,6 +22,9 @@ import { overviewRoutes } from './routes/overview.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { oidcSignInRoutes } from './routes/oidc-sign-in.ts';
 import { twoFactorRoutes } from './routes/two-factor.ts';
+import { signUpRoutes } from './routes/sign-up.ts';
+import { contributorRoutes } from './routes/contributors.ts';
+import { operatorContributorRoutes } from './routes/operator-contributors.ts';
 import { WebRefusal } from './web-refusal.ts';
 import { SESSION_COOKIE, webGate } from './web-session.ts';
 
@@ -93,6 +96,9 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(accountRoutes, { services });
   await app.register(operatorRoutes, { services });
   await app.register(operatorPeersRoutes, { services });
+  await app.register(signUpRoutes, { services });
+  await app.register(contributorRoutes, { services });
+  await app.register(operatorContributorRoutes, { services });
 }
 
 /** Every refusal and failure of a dashboard request, as a page; nothing internal reaches it. */

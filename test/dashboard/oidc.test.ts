@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { eventually } from '../support/eventually.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.ts';
 import { freePort } from '../support/server-process.ts';
 import { WebClient, type Page } from './web-client.ts';
@@ -65,6 +66,8 @@ describe('single sign-on through a real provider', () => {
   /** Open sign-up, addresses at example.com only. */
   let open: Harness;
   let ownerAccountId: string;
+  /** Open sign-up needs a mail server: the confirmation of a password sign-up goes by mail. */
+  let catcher: MailCatcher;
 
   beforeAll(async () => {
     const [port, openPort] = [await freePort(), await freePort()];
@@ -79,14 +82,16 @@ describe('single sign-on through a real provider', () => {
         { sub: 'dora-5', email: 'dora@example.com', emailVerified: true },
       ],
     );
+    catcher = await startMailCatcher();
     h = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: urls[0]!, ...provider.env() });
-    open = await startHarness({ PORT: String(openPort), TOLLWATCH_PUBLIC_URL: urls[1]!, TOLLWATCH_SIGNUP: 'on', ...provider.env({ TOLLWATCH_OIDC_EMAIL_DOMAINS: 'example.com' }) });
+    open = await startHarness({ PORT: String(openPort), TOLLWATCH_PUBLIC_URL: urls[1]!, TOLLWATCH_SIGN_UP: 'open', TOLLWATCH_SMTP_URL: catcher.url, ...provider.env({ TOLLWATCH_OIDC_EMAIL_DOMAINS: 'example.com' }) });
     ownerAccountId = (await h.account()).account.account_id;
   });
   afterAll(async () => {
     await h?.close();
     await open?.close();
     await provider?.stop();
+    await catcher?.close();
   });
 
   /** Starts an attempt in `browser` and walks the provider as `sub`: the callback path the provider sends the browser back to. */

@@ -79,33 +79,3 @@ describe('operator pages (docs/dashboard.md, "Operators")', () => {
     expect(plans).not.toContain('<h3>');
   });
 });
-
-describe('self sign-up (TOLLWATCH_SIGNUP)', () => {
-  it('is absent by default', async () => {
-    const h = await startHarness();
-    try {
-      expect((await new WebClient(h.url).get('/sign-up')).status).toBe(404);
-    } finally {
-      await h.close();
-    }
-  });
-
-  it('creates an account on the tester plan whose first user is its owner', async () => {
-    const h = await startHarness({ TOLLWATCH_SIGNUP: 'on' });
-    try {
-      const browser = new WebClient(h.url);
-      expect((await browser.get('/sign-up')).status).toBe(200);
-      expect((await browser.post('/sign-up', { account_name: 'My PBX', email: 'pbx@example.test', password: 'short' })).status).toBe(422);
-      expect((await browser.post('/sign-up', { account_name: 'My PBX', email: 'pbx@example.test', password: 'long enough to pass' })).status).toBe(303);
-      expect((await browser.signIn('pbx@example.test', 'long enough to pass')).status).toBe(303);
-      const account = (await h.services.accounts.listAccounts()).find((a) => a.name === 'My PBX')!;
-      expect(account.plan).toBe('tester');
-      expect((await h.services.users.list(account.account_id)).map((u) => u.role)).toEqual(['owner']);
-      const page = await browser.get('/settings/clients');
-      expect(page.text).toContain('0 of 1 clients on the tester plan.');
-      expect((await browser.post('/sign-up', { account_name: 'Again', email: 'PBX@example.test', password: 'long enough to pass' })).status).toBe(422);
-    } finally {
-      await h.close();
-    }
-  });
-});

@@ -4,6 +4,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.ts';
 import { freePort } from '../support/server-process.ts';
 
@@ -26,6 +27,7 @@ const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 describe.skipIf(!present)('single sign-on in a browser', () => {
   let provider: TestOidcProvider;
   let h: Harness;
+  let catcher: MailCatcher;
   let browser: Browser;
   let accountId: string;
 
@@ -41,7 +43,9 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
         { sub: 'newcomer', email: 'newcomer@example.com', emailVerified: true, name: 'Newcomer Networks' },
       ],
     );
-    h = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: url, TOLLWATCH_SIGNUP: 'on', ...provider.env({ TOLLWATCH_OIDC_EMAIL_DOMAINS: 'example.com' }) });
+    // Open sign-up needs a mail server: the confirmation of a password sign-up goes by mail.
+    catcher = await startMailCatcher();
+    h = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: url, TOLLWATCH_SIGN_UP: 'open', TOLLWATCH_SMTP_URL: catcher.url, ...provider.env({ TOLLWATCH_OIDC_EMAIL_DOMAINS: 'example.com' }) });
     accountId = (await h.account()).account.account_id;
     await h.services.users.invite({ accountId, email: 'ada@example.com', role: 'owner' });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
@@ -49,6 +53,7 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
   afterAll(async () => {
     await browser?.close();
     await h?.close();
+    await catcher?.close();
     await provider?.stop();
   });
 

@@ -61,7 +61,14 @@ export type AuditAction =
   | 'peer.changed'
   | 'peer.removed'
   | 'peer.enabled'
-  | 'peer.disabled';
+  | 'peer.disabled'
+  /** Requests for the contributor plan (docs/dashboard.md, "Becoming a contributor"): made by an owner, approved or declined. */
+  | 'contributor.requested'
+  | 'contributor.approved'
+  | 'contributor.declined'
+  /** An account joins the contributors' board under an alias its owner chose, or leaves it. */
+  | 'board.joined'
+  | 'board.left';
 
 /**
  * The rows failed authentication writes: anyone who can reach the service can add them, from

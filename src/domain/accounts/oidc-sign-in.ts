@@ -109,6 +109,8 @@ export interface OidcSignInOptions {
   emailDomains: string[];
   /** Open sign-up: a verified address no user has opens a new account. */
   signup: () => boolean;
+  /** The plan a new account opened through the provider starts on (TOLLWATCH_SIGN_UP_PLAN). */
+  signUpPlan: string;
   now?: () => Date;
 }
 
@@ -189,7 +191,7 @@ export class OidcSignIn {
       return { user, matched: 'email' };
     }
     if (!this.options.signup()) throw new OidcRefusal('no_account', `There is no account for ${email}. Ask an owner of your account, or whoever runs this Tollwatch, to invite you.`, email);
-    const user = await this.options.users.openAccount(accountNameFor(identity, email), email, null, 'oidc');
+    const user = await this.options.users.openAccount({ accountName: accountNameFor(identity, email), plan: this.options.signUpPlan, email, passwordHash: null }, { via: 'oidc', plan: this.options.signUpPlan });
     await this.options.repo.link(identity.issuer, identity.subject, user.user_id, this.now().toISOString());
     return { user, matched: 'signed_up' };
   }

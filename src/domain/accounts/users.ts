@@ -255,26 +255,32 @@ export class UsersService {
     return user;
   }
 
-  /** Self sign-up (TOLLWATCH_SIGNUP=on): a new account on the tester plan, its first user its owner. */
-  async signUp(input: { accountName: string; email: string; password: string }): Promise<User> {
-    const email = validEmail(input.email);
-    checkPasswordRules(input.password);
-    if (await this.repo.findUserByEmail(email)) throw emailTaken();
-    return this.openAccount(input.accountName, email, await hashPassword(input.password));
+  /** Whether an address is already a user's (or an operator's): sign-up mails its owner instead. */
+  async emailTaken(email: string): Promise<boolean> {
+    return (await this.repo.findUserByEmail(email.trim().toLowerCase())) !== undefined;
   }
 
   /**
-   * A new account on the tester plan with `email` its owner: self sign-up with a password, or
-   * through single sign-on (`passwordHash` null, `via` 'oidc'), where the provider vouched for the address.
+   * A confirmed sign-up (domain/accounts/sign-ups.ts): a new account on `plan`, its first user
+   * its owner, with the password hashed when the person asked. `validation_failed` if the
+   * address became a user's since.
    */
-  async openAccount(accountName: string, email: string, passwordHash: string | null, via?: string): Promise<User> {
-    if (await this.repo.findUserByEmail(email)) throw emailTaken();
+  async createSignedUpOwner(input: { accountName: string; plan: string; email: string; passwordHash: string }, ip: string | null): Promise<User> {
+    return this.openAccount({ ...input, email: validEmail(input.email) }, { plan: input.plan, ip });
+  }
+
+  /**
+   * A new account on `plan` with `email` its owner: a confirmed sign-up with a password, or
+   * single sign-on (`passwordHash` null), where the provider vouched for the address.
+   */
+  async openAccount(input: { accountName: string; plan: string; email: string; passwordHash: string | null }, detail: Record<string, unknown>): Promise<User> {
+    if (await this.repo.findUserByEmail(input.email)) throw emailTaken();
     // The account's creator is the user about to exist, so the trail names them from the first row.
     const userId = randomUUID();
-    const account: Account = await this.accounts.createAccount({ name: accountName, plan: 'tester' }, `user:${userId}`);
-    const user: User = { user_id: userId, account_id: account.account_id, email, role: 'owner', password_hash: passwordHash, disabled: false, created_at: this.now().toISOString() };
+    const account: Account = await this.accounts.createAccount({ name: input.accountName, plan: input.plan }, `user:${userId}`);
+    const user: User = { user_id: userId, account_id: account.account_id, email: input.email, role: 'owner', password_hash: input.passwordHash, disabled: false, created_at: this.now().toISOString() };
     await this.repo.insertUser(user);
-    await this.record('user.signed_up', `user:${user.user_id}`, user, via ? { via } : {});
+    await this.record('user.signed_up', `user:${user.user_id}`, user, detail);
     return user;
   }
 

@@ -31,6 +31,7 @@ import { migration as m028 } from './028-allowlists.ts';
 import { migration as m029 } from './029-value-reports.ts';
 import { migration as m030 } from './030-federation-peers.ts';
 import { migration as m031 } from './031-two-factor.ts';
+import { migration as m032 } from './032-sign-up-and-contributors.ts';
 import { migration as m033 } from './033-oidc-identities.ts';
 import { migration as m034 } from './034-taxii-peer-position.ts';
 
@@ -72,6 +73,7 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '029_value_reports': m029(caps),
     '030_federation_peers': m030(caps),
     '031_two_factor': m031(),
+    '032_sign_up_and_contributors': m032(),
     '033_oidc_identities': m033(),
     '034_taxii_peer_position': m034(),
   };

@@ -14,9 +14,10 @@ import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
 import { twoFactorSection } from './two-factor.ts';
 import { countText, rateText } from '../../domain/readable-numbers.ts';
+import { communitySection, type CommunityServices } from './contributors.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'twoFactor' | 'users'>;
+type RouteServices = Pick<Services, 'accounts' | 'config' | 'ingestUrls' | 'limiter' | 'plans' | 'sessions' | 'twoFactor' | 'users'> & CommunityServices;
 
 /** One allowance of a plan with what the account spent of it in the current window. */
 export interface AllowanceUsage {
@@ -107,6 +108,7 @@ async function accountPage(services: RouteServices, request: FastifyRequest, rep
     services.ingestUrls.list(account.account_id),
   ]);
   const usage = plan ? await usageOf(services, account, plan) : [];
+  const community = await communitySection(services, request);
   const usageRows = usage.map(
     (u) => html`<tr><th scope="row">${u.label}</th><td>${rateText(u.window)}</td><td><meter min="0" max="${u.window.limit}" value="${u.used}">${countText(u.used)}</meter> ${countText(u.used)} of ${countText(u.window.limit)} used, resets in ${durationText(u.resetSeconds)}</td></tr>`,
   );
@@ -121,6 +123,7 @@ ${invitedNotice(held)}${refused?.refusal ? html`<p class="error" role="alert">${
 <div class="scroll" tabindex="0" role="region" aria-label="Users"><table class="cards"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th>${owner ? html`<th scope="col" class="actions">Actions</th>` : ''}</tr></thead><tbody>${userRows}</tbody></table></div>
 ${owner ? inviteForm(request, refused) : html`<p>The account’s owners invite and remove its users.</p>`}
 ${await twoFactorSection(services, request, held)}
+${community}
 <h2>Connecting to the API</h2>
 ${apiSettings(config.publicUrl, config.audiences)}
 <h2>Configuring a SentryPeer node</h2>

@@ -18,7 +18,7 @@ import { oidcButton } from './oidc-sign-in.ts';
 type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'resetRequests' | 'sessions' | 'signInLocks' | 'users' | 'twoFactor' | 'pendingSignIns'>;
 
 /**
- * Signing in and out, invitation links and self sign-up (docs/dashboard.md, "Sessions"). Password
+ * Signing in and out and invitation links (docs/dashboard.md, "Sessions"); sign-up is sign-up.ts. Password
  * guesses are bounded per email and per address over time (limits/sign-in-locks.ts), slowed from
  * an address's sixth failure, and refused with 429 past the bound, right password or not.
  */
@@ -36,7 +36,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     if (request.web.user) return reply.redirect('/', 303);
     const query = request.query as Record<string, string | undefined>;
     const notice = SIGNED_OUT_NOTICES[query.done ?? ''];
-    return signInPage(request, reply, 200, query.next, notice, undefined, query.email, services.oidcSignIn?.displayName);
+    return signInPage(request, reply, 200, query.next, notice, undefined, query.email, signInWays(services));
   });
 
   app.post('/sign-in', { config: { web: 'public' } }, async (request, reply) => {
@@ -60,7 +60,7 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
       const failure = { actor: 'anonymous', ip: request.ip, clientId: null, accountId: null, action: 'user.sign_in_failed' as const, detail: { email: email.slice(0, 320) } };
       services.audit.record(failure).catch((err: unknown) => request.log.warn({ err }, 'audit write failed'));
       await services.signInLocks.slowDown(attempt);
-      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email, services.oidcSignIn?.displayName);
+      return signInPage(request, reply, 401, next, undefined, 'Wrong email or password.', email, signInWays(services));
     }
     await services.signInLocks.succeeded(request.ip, email);
     return completeSignIn(services, request, reply, user, next, 'password');
@@ -118,18 +118,6 @@ export async function signInRoutes(app: FastifyInstance, { services }: { service
     services.users.sendPasswordReset(email, request.ip).catch((err: unknown) => request.log.warn({ err }, 'password reset mail failed'));
     return reply.redirect('/forgot-password?sent=1', 303);
   });
-
-  if (!dashboard.signup) return;
-  app.get('/sign-up', { config: { web: 'public' } }, async (request, reply) => signUpPage(request, reply, 200));
-  app.post('/sign-up', { config: { web: 'public' } }, async (request, reply) => {
-    try {
-      await services.users.signUp({ accountName: formText(request, 'account_name'), email: formText(request, 'email'), password: formText(request, 'password') });
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'validation_failed') return signUpPage(request, reply, 422, err.message);
-      throw err;
-    }
-    return reply.redirect('/sign-in', 303);
-  });
 }
 
 /**
@@ -163,7 +151,17 @@ function forgotPage(request: FastifyRequest, reply: FastifyReply, status: number
   );
 }
 
-function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '', provider?: string) {
+/** The other ways the sign-in page offers: the operator's OpenID provider, and sign-up where open. */
+interface SignInWays {
+  provider?: string | undefined;
+  signUpOpen?: boolean;
+}
+
+function signInWays(services: RouteServices): SignInWays {
+  return { provider: services.oidcSignIn?.displayName, signUpOpen: services.config.dashboard.signup };
+}
+
+function signInPage(request: FastifyRequest, reply: FastifyReply, status: number, next = '/', notice?: string, error?: string, email = '', ways: SignInWays = {}) {
   return sendPage(
     request,
     reply,
@@ -175,7 +173,7 @@ ${csrfField(request)}<input type="hidden" name="next" value="${next}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${email ? html` autofocus` : ''}>
 <button type="submit">Sign in</button>
 </form>
-<p><a href="/forgot-password">Forgot your password?</a></p>${provider ? oidcButton(provider, next) : ''}`,
+<p><a href="/forgot-password">Forgot your password?</a></p>${ways.provider ? oidcButton(ways.provider, next) : ''}${ways.signUpOpen ? html`<p>New here? <a href="/sign-up">Create an account</a>.</p>` : ''}`,
     status,
   );
 }
@@ -192,24 +190,6 @@ ${csrfField(request)}<input type="hidden" name="email" value="${email}" autocomp
 <label for="password">New password</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
 <label for="confirm">The same again</label><input id="confirm" name="confirm" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
 <button type="submit">Set password</button>
-</form>`,
-    status,
-  );
-}
-
-function signUpPage(request: FastifyRequest, reply: FastifyReply, status: number, error?: string) {
-  return sendPage(
-    request,
-    reply,
-    'Create an account',
-    html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<p>A new account starts on the tester plan; the operator can move it to another.</p>
-<form method="post" action="/sign-up" class="stack">
-${csrfField(request)}
-<label for="account_name">Account name</label><input id="account_name" name="account_name" required maxlength="200">
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required>
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
-<button type="submit">Create account</button>
 </form>`,
     status,
   );
