@@ -30,6 +30,7 @@ import { migration as m027 } from './027-number-ranges.ts';
 import { migration as m028 } from './028-allowlists.ts';
 import { migration as m029 } from './029-value-reports.ts';
 import { migration as m030 } from './030-federation-peers.ts';
+import { migration as m035 } from './035-account-closing.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -68,5 +69,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '028_allowlists': m028(caps),
     '029_value_reports': m029(caps),
     '030_federation_peers': m030(caps),
+    '035_account_closing': m035(),
   };
 }
