@@ -13,7 +13,7 @@ import { accountOf, SESSION_COOKIE, userOf } from '../web-session.ts';
 type RouteServices = Pick<Services, 'accountExports' | 'accountClosing' | 'users' | 'signInLocks'>;
 
 /** What the confirmation form calls each field, for its errors. */
-const LABELS = { name: "The account's name", password: 'Your password' };
+const LABELS = { name: 'The name typed', password: 'Your password' };
 
 /** Settings → account: an owner downloads everything the account holds, or closes it (docs/dashboard.md, "Leaving"). */
 export async function accountLeaveRoutes(app: FastifyInstance, { services }: { services: RouteServices }) {
@@ -34,7 +34,7 @@ export async function accountLeaveRoutes(app: FastifyInstance, { services }: { s
     const name = formText(request, 'name');
     const password = formText(request, 'password');
     const wrong: Array<{ field: string; message: string }> = [];
-    if (name.trim() !== account.name) wrong.push({ field: 'name', message: 'is not this account’s name' });
+    if (name.trim() !== account.name) wrong.push({ field: 'name', message: 'does not match the account’s name' });
     // A password guess here is a sign-in guess: the same locks bound both.
     const attempt = await services.signInLocks.attempt(request.ip, me.email);
     if (!attempt.allowed) throw new WebRefusal(429, `Too many wrong passwords. Try again in ${durationText(attempt.retryAfterSeconds)}.`, attempt.retryAfterSeconds);
