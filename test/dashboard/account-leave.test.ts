@@ -93,7 +93,8 @@ describe('leaving: the export and closing from the dashboard', () => {
     while (!seen.includes('"type":"event"')) seen += (await lines2.next()).value as string;
     expect(pages).toBe(1);
     await lines2.return(undefined);
-  });
+    // 20,000 events submitted through the API take about a minute on PostgreSQL on a quiet two-core machine.
+  }, 300_000);
 
   it('lets a member neither export nor close', async () => {
     const member = await signedIn(h, filled.owner.account.account_id, 'member');
