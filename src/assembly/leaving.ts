@@ -13,12 +13,11 @@ export interface LeavingAssembly {
 
 export function assembleLeaving(base: Foundation, auth: Pick<AuthAssembly, 'accounts' | 'credentials'>): LeavingAssembly {
   const { database, audit } = base;
-  return {
-    accountExports: new AccountExports(new SqlAccountExportReader(database.db), auth.accounts, audit),
-    accountClosing: new AccountClosing(new SqlAccountErasure(database.db, database.caps), () => {
-      // This instance forgets at once; the others when the notice reaches them.
-      auth.credentials.clear();
-      base.announce();
-    }),
-  };
+  const accountClosing = new AccountClosing(new SqlAccountErasure(database.db, database.caps), () => {
+    // This instance forgets at once; the others when the notice reaches them.
+    auth.credentials.clear();
+    base.announce();
+  });
+  const closing = async (accountId: string) => (await accountClosing.progress(accountId)) !== undefined;
+  return { accountExports: new AccountExports(new SqlAccountExportReader(database.db), auth.accounts, audit, closing), accountClosing };
 }

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAILURE_ACTIONS } from '../../src/domain/accounts/audit.ts';
@@ -82,6 +85,19 @@ describe('closing an account', () => {
     const sharedBefore = await sharedRows(h);
     expect(sharedBefore.number_aggregates!.length).toBeGreaterThan(0);
 
+    // The operator's export first: a new file, whole, never written over.
+    const file = join(mkdtempSync(join(tmpdir(), 'tollwatch-export-')), 'account.ndjson');
+    const exported = await tollwatch('accounts', 'export', id, '--output', file);
+    expect(exported.status, exported.stderr).toBe(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; counts?: Record<string, number> });
+    expect(lines.at(-1)).toMatchObject({ type: 'manifest', counts: { account: 1, client: 2, user: 3, event: 18 } });
+    for (const secret of leaving.secrets) expect(readFileSync(file, 'utf8').includes(secret)).toBe(false);
+    const again = await tollwatch('accounts', 'export', id, '--output', file);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(/^tollwatch: EEXIST/);
+    expect(readFileSync(file, 'utf8').split('\n')).toHaveLength(lines.length + 1);
+    expect((await h.services.audit.list({ accountId: id, limit: 10 })).filter((e) => e.action === 'account.exported')).toHaveLength(2);
+
     // A wrong confirmation changes nothing.
     const refused = await tollwatch('accounts', 'close', id, '--confirm', staying.owner.account.account_id);
     expect(refused.status).toBe(1);
@@ -137,9 +153,9 @@ describe('closing an account', () => {
     expect((await staying.browser.get('/overview')).status).toBe(200);
 
     // Closing it again: no such account.
-    const again = await tollwatch('accounts', 'close', id, '--confirm', id);
-    expect(again.status).toBe(1);
-    expect(again.stderr).toContain('no such account');
+    const closedAgain = await tollwatch('accounts', 'close', id, '--confirm', id);
+    expect(closedAgain.status).toBe(1);
+    expect(closedAgain.stderr).toContain('no such account');
   });
 
   it('finishes an account left closing by a crash: still refused meanwhile, erased by the next maintenance pass', async () => {
@@ -158,6 +174,10 @@ describe('closing an account', () => {
     expect(enable.status).toBe(1);
     expect(enable.stderr).toContain('no such account');
     expect(await h.services.accountClosing.progress(id)).toMatchObject({ erased: { user_invitations: 3 } });
+    // Nor export what is left of it.
+    const exported = await tollwatch('accounts', 'export', id, '--output', join(mkdtempSync(join(tmpdir(), 'tollwatch-export-')), 'half.ndjson'));
+    expect(exported.status).toBe(1);
+    expect(exported.stderr).toContain('no such account');
 
     // The maintenance pass (run at start, then hourly) finishes it.
     h.services.storeMaintenance.start();

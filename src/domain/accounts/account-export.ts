@@ -1,5 +1,6 @@
 import type { AccountsService } from './accounts.ts';
 import type { AuditTrail } from './audit.ts';
+import { ServiceError } from '../errors.ts';
 
 /**
  * The kinds of record an account export holds, in the order they are written: every line of the
@@ -63,16 +64,20 @@ export class AccountExports {
   private readonly reader: AccountExportReader;
   private readonly accounts: Pick<AccountsService, 'getAccount'>;
   private readonly audit: AuditTrail;
+  private readonly closing: (accountId: string) => Promise<boolean>;
 
-  constructor(reader: AccountExportReader, accounts: Pick<AccountsService, 'getAccount'>, audit: AuditTrail) {
+  /** `closing` tells an account being closed, whose export would hold what is not erased yet. */
+  constructor(reader: AccountExportReader, accounts: Pick<AccountsService, 'getAccount'>, audit: AuditTrail, closing: (accountId: string) => Promise<boolean>) {
     this.reader = reader;
     this.accounts = accounts;
     this.audit = audit;
+    this.closing = closing;
   }
 
-  /** The export's lines, read as they are consumed; `not_found` for an unknown account. */
+  /** The export's lines, read as they are consumed; `not_found` for an unknown account, or one being closed. */
   async open(accountId: string, actor: string): Promise<AsyncGenerator<string>> {
     await this.accounts.getAccount(accountId);
+    if (await this.closing(accountId)) throw new ServiceError('not_found', 'no such account');
     await this.audit.record({ action: 'account.exported', actor, accountId, detail: { ...EXPORT_FORMAT } });
     return accountExportLines(this.reader, accountId);
   }
