@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeUser } from '../dashboard/web-client.ts';
 import { postEvent, sampleEvent, startHarness, type Harness } from '../support/harness.ts';
+import { AXE_SOURCE, AXE_TAGS, CHROMIUM, CHROMIUM_ARGS, chromiumPresent } from '../support/chromium.ts';
 import { eventually } from '../support/eventually.ts';
 
 /**
@@ -11,15 +11,7 @@ import { eventually } from '../support/eventually.ts';
  * closes the account after typing its name and their password, is signed out and cannot sign in
  * again. Skipped with a notice when Chromium is absent, unless TOLLWATCH_REQUIRE_BROWSER=1.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const message = `browser test SKIPPED: ${CHROMIUM} is absent (apt-get install chromium)`;
-  if (process.env.TOLLWATCH_REQUIRE_BROWSER === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_BROWSER=1 makes that a failure`);
-  console.warn(`\n*** ${message}. ***\n`);
-}
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+const present = chromiumPresent();
 
 describe.skipIf(!present)('an owner leaves with their data, in a browser', () => {
   let h: Harness;
@@ -28,7 +20,7 @@ describe.skipIf(!present)('an owner leaves with their data, in a browser', () =>
 
   beforeAll(async () => {
     h = await startHarness();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   });
   afterAll(async () => {
     await browser?.close();
