@@ -56,7 +56,8 @@ describe('leaving: the export and closing from the dashboard', () => {
     for (const kind of ['ingest_url', 'integration', 'node_name', 'allowlist_entry', 'report', 'alert', 'alert_delivery', 'delivery_attempt', 'audit', 'invitation'] as const) {
       expect(of(kind).length, kind).toBeGreaterThan(0);
     }
-    expect(of('integration')[0]).toMatchObject({ kind: 'webhook', target: 'http://127.0.0.1:9/hook' });
+    expect(of('integration').find((i) => i.kind === 'webhook')).toMatchObject({ target: 'http://127.0.0.1:9/hook' });
+    expect(of('integration').find((i) => i.kind === 'slack')).toMatchObject({ name: 'slack', target: null });
     // Not one secret or secret's hash the fixture made, anywhere in the file.
     for (const secret of filled.secrets) expect(res.text.includes(secret), `a secret in the export: ${secret.slice(0, 8)}…`).toBe(false);
     expect(res.text).not.toMatch(/secret_hash|password_hash|token_hash|id_hash|scrypt\$/);

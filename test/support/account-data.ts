@@ -43,6 +43,9 @@ export async function fillAccount(h: Harness, options: { events?: number; truste
   const ingest = await s.ingestUrls.create({ accountId: id, name: 'node ingest' });
   const webhook = await s.integrations.create(owner.account, { kind: 'webhook', name: 'hook', url: 'http://127.0.0.1:9/hook' }, `user:${ownerUser.user.user_id}`);
   await s.integrations.test(id, webhook.id);
+  // A Slack URL is a credential: shown to nobody once saved.
+  const slackUrl = `http://127.0.0.1:9/services/T0/B0/slack-${id.slice(0, 8)}`;
+  await s.integrations.create(owner.account, { kind: 'slack', name: 'slack', url: slackUrl }, `user:${ownerUser.user.user_id}`);
   await s.activity.nameNode(owner.account, '732e7f50-637d-4fde-81e0-5c32f1bb5a92', 'node by the door', `user:${ownerUser.user.user_id}`);
   await s.allowlists.add(id, { kind: 'phone_number', value: '+15550001111', note: 'our own line' }, `user:${ownerUser.user.user_id}`);
   await s.reports.submit(owner.account, { phone_number: '+15550002222', reason: 'own_number', note: 'ours' }, `client:${owner.clientId}`);
@@ -70,6 +73,7 @@ export async function fillAccount(h: Harness, options: { events?: number; truste
       ingestSecret,
       sha256(ingestSecret),
       webhook.secret!,
+      slackUrl,
       storedWebhookSecret,
       ownerUser.password,
       member.password,

@@ -17,6 +17,8 @@ interface ExportSource {
   columns: readonly string[];
   key: readonly string[];
   rows: (id: string) => RawBuilder<unknown>;
+  /** What a record shows of a row whose columns are not all for every row to show. */
+  shown?: (record: Record<string, unknown>) => Record<string, unknown>;
 }
 
 const ofAccount = (column: string) => (id: string) => sql`${sql.ref(column)} = ${id}`;
@@ -39,6 +41,8 @@ const SOURCES: Record<ExportKind, ExportSource> = {
     columns: ['id', 'kind', 'name', 'target', 'alert_types', 'min_score', 'created_at', 'confirmed_at', 'disabled_at', 'disabled_reason'],
     key: ['id'],
     rows: ofAccount('account_id'),
+    // A Slack URL is its credential, never shown again once saved (docs/dashboard.md): nor exported.
+    shown: (record) => (record.kind === 'slack' ? { ...record, target: null } : record),
   },
   node_name: { table: 'node_names', columns: ['node_id', 'name', 'named_at'], key: ['node_id'], rows: ofAccount('account_id') },
   allowlist_entry: { table: 'allowlist_entries', columns: ['id', 'kind', 'value', 'note', 'added_by', 'added_at'], key: ['id'], rows: ofAccount('owner') },
@@ -88,7 +92,8 @@ export class SqlAccountExportReader implements AccountExportReader {
       if (rows.length === 0) return;
       const last = rows.at(-1) as Record<string, unknown>;
       after = source.key.map((column) => last[column]);
-      yield rows.map((row) => recordOf(row, source.columns));
+      const { shown = (record: Record<string, unknown>) => record } = source;
+      yield rows.map((row) => shown(recordOf(row, source.columns)));
       if (rows.length < this.pageSize) return;
     }
   }
