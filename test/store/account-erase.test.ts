@@ -162,6 +162,9 @@ describe('closing an account', () => {
     const half = await fillAccount(h, { events: 7 });
     const id = half.owner.account.account_id;
     const token = await half.owner.token();
+    // Finishing is for marked accounts only: an open one loses nothing.
+    expect(await h.services.accountClosing.finish(id)).toBeUndefined();
+    expect(Object.keys(await mentions(h, half.identifiers))).toEqual(expect.arrayContaining(['accounts', 'events', 'users', 'clients']));
     // What a process that stopped after the mark (sessions ended with it) and one batch leaves behind.
     const store = new SqlAccountErasure(h.services.database.db, h.services.database.caps);
     expect(await store.beginClosing(id, 'owner', new Date().toISOString())).toBe(true);

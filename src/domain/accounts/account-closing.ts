@@ -25,7 +25,7 @@ export interface AccountErasureStore {
   beginClosing(accountId: string, by: string, at: string): Promise<boolean>;
   /** Accounts marked closing and not yet erased, the oldest first. */
   closingAccounts(): Promise<string[]>;
-  /** Erases the next batch of the account's rows, in its own transaction. */
+  /** Erases the next batch of a closing account's rows, in its own transaction; `done` at once for an account not marked closing. */
   eraseBatch(accountId: string): Promise<ErasedBatch>;
   /**
    * Deletes the account row and writes the `account.closed` audit entry in one transaction: the

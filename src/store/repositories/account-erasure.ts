@@ -140,6 +140,9 @@ export class SqlAccountErasure implements AccountErasureStore {
   }
 
   async eraseBatch(accountId: string): Promise<ErasedBatch> {
+    // Only a marked account is erased: the mark, once set, goes only with the account row.
+    const marked = await this.db.selectFrom('accounts').select('closing_at').where('account_id', '=', accountId).executeTakeFirst();
+    if (!marked?.closing_at) return 'done';
     for (const erasure of this.erasures()) {
       const result = await this.db.transaction().execute(async (trx) => {
         if (!(await tryAdvisoryLock(trx, this.caps, 'accountClosing'))) return 'busy' as const;
