@@ -65,6 +65,11 @@ describe.skipIf(!present)('an owner leaves with their data, in a browser', () =>
     await page.getByRole('link', { name: 'Close this account…' }).click();
     await page.waitForURL(/\/settings\/account\/close$/);
     expect(await axeViolations(page)).toEqual([]);
+    // On a phone too: clean, and nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await axeViolations(page)).toEqual([]);
+    expect(await page.locator('html').evaluate((root) => root.scrollWidth)).toBeLessThanOrEqual(390);
+    await page.setViewportSize({ width: 1280, height: 800 });
     // A wrong name: the form again, the field marked, nothing closed.
     await page.getByLabel('Type the account’s name').fill('not the name');
     await page.getByLabel('Your password').fill(password);
