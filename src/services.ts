@@ -6,6 +6,7 @@ import { assembleCommunity, type CommunityAssembly } from './assembly/community.
 import { assembleFederation, type FederationAssembly, type FederationSettings } from './assembly/federation.ts';
 import { assembleFoundation } from './assembly/foundation.ts';
 import { assembleIntake, type IntakeAssembly } from './assembly/intake.ts';
+import { assembleLeaving, type LeavingAssembly } from './assembly/leaving.ts';
 import { assembleLookups, type LookupsAssembly } from './assembly/lookups.ts';
 import { assembleTaxii, type TaxiiAssembly } from './assembly/taxii.ts';
 import { assembleReports, type ReportsAssembly } from './assembly/reports.ts';
@@ -26,7 +27,7 @@ export { backupRefusal } from './store/maintenance/backup.ts';
  * Everything the HTTP layer and the CLI call, wired to one store: each feature's group, built by
  * its assembler in `src/assembly/`. A route takes the members it uses (`Pick<Services, …>`).
  */
-export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly, SsoAssembly, CommunityAssembly {
+export interface Services extends AuthAssembly, IntakeAssembly, Pick<AggregatePipeline, 'aggregateFolder' | 'rebuildAggregates' | 'lookupCache' | 'replicaReads'>, LookupsAssembly, AlertsAssembly, TaxiiAssembly, ReportsAssembly, FederationAssembly, SsoAssembly, CommunityAssembly, LeavingAssembly {
   config: Config;
   database: Database;
   plans: PlanCatalog;
@@ -83,9 +84,13 @@ async function servicesOver(database: Database, config: Config, options: Service
   const taxii = assembleTaxii(base, lookups.allowlists, options.taxiiClock, reports.acceptedReports, lookups.peerEvidence);
   const federation = assembleFederation(base, options.federation);
   const sso = assembleSso(base, auth);
+  const leaving = assembleLeaving(base, auth);
   // Read at each scrape: the store by the readiness check's query, Redis by what its
   // connection last showed (no command of its own).
   const { redis } = base;
+  const maintenance = new StoreMaintenance(database, config.retentionDays, options.log, base.auditRetention, base.writer);
+  // An account left closing (a crash, a restart mid-way) is finished at start and at every pass.
+  maintenance.alsoEachPass(() => leaving.accountClosing.finishAll());
   metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs, foldRowsKept: () => aggregates.aggregateFolder.rowsKept, peers: () => federation.peers.list() });
   return {
     config,
@@ -94,7 +99,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     audit: base.audit,
     auditRetention: base.auditRetention,
     // On a SQLite file its passes run on the writer thread, as the main thread's other background writes do.
-    storeMaintenance: new StoreMaintenance(database, config.retentionDays, options.log, base.auditRetention, base.writer),
+    storeMaintenance: maintenance,
     metrics,
     ...auth,
     ...intake,
@@ -111,6 +116,7 @@ async function servicesOver(database: Database, config: Config, options: Service
     ...federation,
     ...sso,
     ...community,
+    ...leaving,
     backup: (destination) => backupStore(database, destination, config.keySecret !== undefined, config.databaseUrl),
     async close() {
       await aggregates.stop();

@@ -1,11 +1,12 @@
 import { Option, type Command } from 'commander';
 import type { Account } from '../domain/accounts/accounts.ts';
 import { TESTER_PLAN } from '../domain/accounts/plans.ts';
+import { accountLeaveCommands } from './account-leave-commands.ts';
 import { parseYesNo } from './arguments.ts';
 import type { CommandOutput, Run } from './command-group.ts';
 import { terminalText } from './terminal-text.ts';
 
-/** `tollwatch accounts create|list|set-plan|disable|enable|set-trusted` (docs/api.md §10). */
+/** `tollwatch accounts create|list|set-plan|disable|enable|set-trusted|export|close` (docs/api.md §10, docs/cli.md). */
 export function accountsCommands(program: Command, run: Run): void {
   const accounts = program.command('accounts').description('manage accounts');
   accounts
@@ -57,6 +58,7 @@ export function accountsCommands(program: Command, run: Run): void {
         return accountOutput(await s.accounts.setTrusted(id, parseYesNo(value)), `trusted: ${value}`);
       }),
     );
+  accountLeaveCommands(accounts, run);
 }
 
 function accountOutput(a: Account, what: string): CommandOutput {

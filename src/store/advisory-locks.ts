@@ -20,6 +20,8 @@ export const ADVISORY_LOCKS = {
   auditPruning: 727_273,
   /** peer_indicators' seq is handed out by one transaction at a time, so commit order is seq order (peers-repository.ts). */
   peerIndicators: 727_301,
+  /** One process erases closing accounts at a time (account-erasure.ts). */
+  accountClosing: 727_350,
 } as const;
 
 export type AdvisoryLock = keyof typeof ADVISORY_LOCKS;

@@ -70,6 +70,10 @@ export interface AccountsTable {
   trusted: Flag;
   disabled: Flag;
   created_at: string;
+  /** When closing began (migration 035): the account refuses everything and is being erased; NULL while open. */
+  closing_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** JSON: rows erased so far per table, for the closing's audit entry (migration 035). */
+  closing_counts: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ClientsTable {

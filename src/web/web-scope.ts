@@ -9,6 +9,7 @@ import { securityHeaders } from '../http/security-headers.ts';
 import type { Services } from '../services.ts';
 import { sendMessage } from './layout.ts';
 import { accountRoutes } from './routes/account.ts';
+import { accountLeaveRoutes } from './routes/account-leave.ts';
 import { clientRoutes } from './routes/clients.ts';
 import { allowlistPages } from './routes/allowlist.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -94,6 +95,7 @@ export async function webScope(app: FastifyInstance, { services }: { services: S
   await app.register(integrationPages, { services });
   await app.register(allowlistPages, { services });
   await app.register(accountRoutes, { services });
+  await app.register(accountLeaveRoutes, { services });
   await app.register(operatorRoutes, { services });
   await app.register(operatorPeersRoutes, { services });
   await app.register(signUpRoutes, { services });

@@ -7,6 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
  * playwright-core, and axe-core with the rules WCAG 2.2 AA asks.
  */
 export const CHROMIUM = '/usr/bin/chromium';
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 /** A desktop's window and a phone's. */
 export const WIDE = { width: 1280, height: 800 };
 export const NARROW = { width: 390, height: 844 };
@@ -28,7 +29,7 @@ export function chromiumPresent(): boolean {
 
 /** Chromium as every journey runs it. */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }
 
 /** What axe finds on the page as it is now (axe-core injected beforehand): one line per element and rule. */

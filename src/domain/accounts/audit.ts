@@ -10,6 +10,9 @@ export type AuditAction =
   | 'account.disabled'
   | 'account.enabled'
   | 'account.trust_changed'
+  /** An account's data exported (its owner from the dashboard, or the operator); closed and erased, audited with counts only. */
+  | 'account.exported'
+  | 'account.closed'
   | 'client.created'
   | 'client.secret_reset'
   | 'client.deleted'

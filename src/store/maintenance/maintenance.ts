@@ -34,6 +34,7 @@ export class StoreMaintenance {
   private readonly auditRetention: AuditRetention | undefined;
   private readonly writer: MaintenanceWriter | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private readonly alsoEach: Array<() => Promise<unknown>> = [];
 
   /**
    * With `writer` (a SQLite file) each pass runs on the writer thread, in turn with intake: on
@@ -48,10 +49,17 @@ export class StoreMaintenance {
     this.writer = writer;
   }
 
+  /** Work each pass of `start` runs after its own, on this thread (finishing accounts left closing). */
+  alsoEachPass(work: () => Promise<unknown>): void {
+    this.alsoEach.push(work);
+  }
+
   /** Runs now and then every `everyMs`, in the background. */
   start(everyMs = 3_600_000): void {
-    const pass = () =>
-      this.runOnce().catch((err: unknown) => this.log?.warn({ err }, 'store maintenance failed; will retry'));
+    const pass = async () => {
+      await this.runOnce().catch((err: unknown) => this.log?.warn({ err }, 'store maintenance failed; will retry'));
+      for (const work of this.alsoEach) await work().catch((err: unknown) => this.log?.warn({ err }, 'store maintenance failed; will retry'));
+    };
     void pass();
     this.timer = setInterval(pass, everyMs);
     this.timer.unref();

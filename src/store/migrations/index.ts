@@ -34,6 +34,7 @@ import { migration as m031 } from './031-two-factor.ts';
 import { migration as m032 } from './032-sign-up-and-contributors.ts';
 import { migration as m033 } from './033-oidc-identities.ts';
 import { migration as m034 } from './034-taxii-peer-position.ts';
+import { migration as m035 } from './035-account-closing.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -76,5 +77,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '032_sign_up_and_contributors': m032(),
     '033_oidc_identities': m033(),
     '034_taxii_peer_position': m034(),
+    '035_account_closing': m035(),
   };
 }

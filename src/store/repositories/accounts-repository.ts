@@ -40,7 +40,8 @@ export class SqlAccountsRepository implements AccountsRepository {
     // One transaction: a flag set without the versions raised would let a later enable revive
     // the tokens, and versions raised without the flag would leave the account open.
     return this.db.transaction().execute(async (trx) => {
-      const result = await trx.updateTable('accounts').set({ disabled: disabled ? 1 : 0 }).where('account_id', '=', accountId).executeTakeFirst();
+      // A closing account (account-erasure.ts) is never enabled again.
+      const result = await trx.updateTable('accounts').set({ disabled: disabled ? 1 : 0 }).where('account_id', '=', accountId).where('closing_at', 'is', null).executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
       if (disabled) {
         await trx
@@ -101,7 +102,7 @@ export class SqlAccountsRepository implements AccountsRepository {
   }
 }
 
-function toAccount(row: Selectable<AccountsTable>): Account {
+function toAccount({ closing_at: _closing, closing_counts: _counts, ...row }: Selectable<AccountsTable>): Account {
   return { ...row, trusted: row.trusted === 1, disabled: row.disabled === 1 };
 }
 

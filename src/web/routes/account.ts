@@ -13,6 +13,7 @@ import { csrfField, sendPage } from '../layout.ts';
 import { heldView, redirectShowingOnce, shownNotice } from '../shown-once.ts';
 import { accountOf, userOf } from '../web-session.ts';
 import { twoFactorSection } from './two-factor.ts';
+import { leaveSection } from './account-leave.ts';
 import { countText, rateText } from '../../domain/readable-numbers.ts';
 import { communitySection, type CommunityServices } from './contributors.ts';
 
@@ -131,7 +132,8 @@ ${nodeSettings(config.publicUrl, plan?.maySubmit ?? false)}
 ${ingestUrls.length > 0 ? html`<h3>This account’s node ingest URLs</h3><p>Their secrets were shown once, when the operator created them; here only their names.</p>
 <div class="scroll" tabindex="0" role="region" aria-label="Node ingest URLs"><table><thead><tr><th scope="col">Name</th><th scope="col">Created (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">State</th></tr></thead><tbody>${ingestUrls.map(
     (u) => html`<tr><td>${u.name}</td><td>${toMinute(u.created_at)}</td><td>${u.last_used_at ? toMinute(u.last_used_at) : 'never'}</td><td>${u.revoked_at ? `revoked ${toMinute(u.revoked_at)}` : 'working'}</td></tr>`,
-  )}</tbody></table></div>` : ''}`;
+  )}</tbody></table></div>` : ''}
+${owner ? leaveSection() : ''}`;
   return sendPage(request, reply, 'Account', content, refused ? refusedStatus : 200);
 }
 
