@@ -152,10 +152,12 @@ describe('lookups with peer evidence', () => {
     expect(byNumber.has(red)).toBe(false);
     expect((await number(red)).body.score).toBe(90);
     expect((await number(amber)).body.peers.sightings[0].peer).toBe('hub');
-    // STIX marks the peers' say with a custom property.
+    // STIX marks the peers' say as TAXII does (one object, one shape): a label and a custom
+    // property naming each peer with the confidence it published; this server's own alone, neither.
     const stix = (await (await reader.api('/api/feeds/phone-numbers?format=stix&min_score=1')).json()) as { objects: Json[] };
-    const indicator = stix.objects.find((o) => o.pattern === `[x-tollwatch-phone-number:value = '${only}']`);
-    expect(indicator).toMatchObject({ confidence: 90, x_tollwatch_peers: ['hub'] });
+    const stixOf = (value: string) => stix.objects.find((o) => o.pattern === `[x-tollwatch-phone-number:value = '${value}']`);
+    expect(stixOf(only)).toMatchObject({ confidence: 90, labels: ['peer-reported'], x_tollwatch_peers: [{ peer: 'hub', confidence: 100 }] });
+    expect(stixOf(both)).toMatchObject({ labels: ['peer-reported'], x_tollwatch_peers: [{ peer: 'hub', confidence: 50 }] });
     // The operator's allowlist keeps it out, as it keeps out a value of this server's own.
     const { entry } = await h.services.allowlists.add('operator', { kind: 'phone_number', value: only }, 'operator');
     expect((await feed()).entries.map((e) => e.phone_number)).not.toContain(only);

@@ -2067,13 +2067,16 @@ export interface IpAddressStixIndicator {
    */
   valid_until?: string;
   /**
-   * The tags, when the address has any
+   * The tags, when the address has any; `peer-reported` where peers’ say is in the confidence
    */
   labels?: string[];
   /**
-   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   * The peers whose say is in the confidence, each with the confidence it published (docs/federation.md); absent when it is this server’s own evidence alone
    */
-  x_tollwatch_peers?: string[];
+  x_tollwatch_peers?: {
+    peer: string;
+    confidence: number;
+  }[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)
@@ -2116,9 +2119,16 @@ export interface PhoneNumberStixIndicator {
    */
   valid_until?: string;
   /**
-   * The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone
+   * `peer-reported` where peers’ say is in the confidence
    */
-  x_tollwatch_peers?: string[];
+  labels?: string[];
+  /**
+   * The peers whose say is in the confidence, each with the confidence it published (docs/federation.md); absent when it is this server’s own evidence alone
+   */
+  x_tollwatch_peers?: {
+    peer: string;
+    confidence: number;
+  }[];
 }
 /**
  * A STIX 2.1 bundle of indicators (`application/stix+json;version=2.1`)

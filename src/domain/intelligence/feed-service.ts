@@ -14,6 +14,7 @@ import { readScopesOf, SHARED_SCOPE } from '../visibility.ts';
 import { NO_REPORTS, reportedOf, type AcceptedSet, type ReportedValues } from './value-reports.ts';
 import { NO_ALLOWLISTS, OPERATOR_LIST, type AllowlistMatcher, type AllowlistReader } from '../allowlists/allowlists.ts';
 import type { PassableValue, PeerSighting, PeerValueKind } from '../federation/peer-evidence.ts';
+import { peerConfidencesOf, type PeerConfidence } from './stix-indicators.ts';
 
 /** Most entries one feed answer holds, most recently seen first (docs/api.md §14). */
 export const MAX_FEED_ENTRIES = 100_000;
@@ -66,9 +67,10 @@ export interface FeedEntry {
   range?: { numbers_seen: number };
   /**
    * The peers whose say is in the score (docs/federation.md, "Scores and publication"): only
-   * those the operator lets be passed on, and never under TLP:AMBER or RED. Absent otherwise.
+   * those the operator lets be passed on, and never under TLP:AMBER or RED, each with the
+   * confidence it published. Absent otherwise.
    */
-  peers?: string[];
+  peers?: PeerConfidence[];
 }
 
 /** What the feeds may pass on of the peers' say (src/domain/federation/peer-evidence.ts). */
@@ -371,7 +373,7 @@ export function withPassedOn(kept: KeptAggregate<NumberAggregate | IpAggregate>,
   const held = reports !== undefined && reportedOf(reports, 'userAgents' in kept.aggregate ? 'ip' : 'number', kept.key) !== undefined;
   const mixed = withPeers({ score: entry.score, reasons: [] }, sightings);
   entry.score = held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score;
-  entry.peers = sightings.map((s) => s.peer);
+  entry.peers = peerConfidencesOf(sightings);
   if (detail !== undefined) {
     const peersEnd = peersUntil(sightings);
     if (entry.valid_until !== undefined && !held) entry.valid_until = peersEnd === undefined ? undefined : peersEnd > entry.valid_until ? peersEnd : entry.valid_until;
@@ -387,7 +389,7 @@ export function peerEntryOf(value: string, sightings: readonly PeerSighting[], d
   const mixed = withPeers(NO_LOCAL_EVIDENCE, sightings);
   const first_seen = sightings.map((s) => s.validFrom).reduce((a, b) => (b < a ? b : a));
   const last_seen = latestOf(sightings.map((s) => s.modified));
-  const entry: FeedEntry = { value, score: held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score, seen_count: 0, first_seen, last_seen, peers: sightings.map((s) => s.peer) };
+  const entry: FeedEntry = { value, score: held ? Math.min(mixed.score, REPORTED_CEILING) : mixed.score, seen_count: 0, first_seen, last_seen, peers: peerConfidencesOf(sightings) };
   if (detail !== undefined) {
     const until = peersUntil(sightings);
     if (until !== undefined) entry.valid_until = until;

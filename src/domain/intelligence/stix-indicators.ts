@@ -24,7 +24,7 @@ export interface IndicatorFacts {
   created: string;
   modified: string;
   validUntil?: string;
-  /** The peers whose say is in the score, each with the confidence it published (TAXII only, docs/taxii.md). */
+  /** The peers whose say is in the score, each with the confidence it published (docs/taxii.md, docs/api.md §14). */
   peers?: PeerConfidence[];
 }
 
@@ -32,6 +32,11 @@ export interface IndicatorFacts {
 export interface PeerConfidence {
   peer: string;
   confidence: number;
+}
+
+/** What an indicator passes on of the peers' says: the same in the STIX feed and in TAXII. */
+export function peerConfidencesOf(sightings: readonly PeerConfidence[]): PeerConfidence[] {
+  return sightings.map((s) => ({ peer: s.peer, confidence: s.confidence }));
 }
 
 /** The label of an indicator whose score holds what peers said (docs/taxii.md). */

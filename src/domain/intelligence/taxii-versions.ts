@@ -4,7 +4,7 @@ import type { PeerSighting } from '../federation/peer-evidence.ts';
 import type { IpAggregate, NumberAggregate, RangeAggregate } from '../lookups/lookup-aggregates.ts';
 import type { ScoringSettings } from './scores.ts';
 import { reportedOf, type AcceptedSet } from './value-reports.ts';
-import { indicatorId, indicatorOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
+import { indicatorId, indicatorOf, peerConfidencesOf, stixTime, type IndicatorKind, type StixIndicator } from './stix-indicators.ts';
 
 /**
  * The rules of the TAXII collections' versions (docs/taxii.md, "Versions"), without the job that
@@ -75,7 +75,7 @@ export function nextVersion(
     return { object: { ...object, modified, revoked: true, fingerprint: fingerprintOf(body) }, body };
   }
   const { score, first_seen, tags, stix, valid_until: validUntil } = entry;
-  const passedOn = peers && peers.map((s) => ({ peer: s.peer, confidence: s.confidence }));
+  const passedOn = peers && peerConfidencesOf(peers);
   if (!object || object.revoked) {
     // Generation 0 is the STIX feed's own object (its id and created); a later one starts now.
     const generation = object ? object.generation + 1 : 0;

@@ -87,7 +87,7 @@ async function* jsonParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
   for await (const e of feed.entries) {
     const entry = e.range
       ? { range: e.value, score: e.score, numbers_seen: e.range.numbers_seen, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.valid_until ? { valid_until: e.valid_until } : {}) }
-      : { [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}), ...(e.valid_until ? { valid_until: e.valid_until } : {}), ...(e.peers ? { peers: e.peers } : {}) };
+      : { [valueName(kind)]: e.value, score: e.score, seen_count: e.seen_count, first_seen: e.first_seen, last_seen: e.last_seen, ...(e.tags ? { tags: e.tags } : {}), ...(e.valid_until ? { valid_until: e.valid_until } : {}), ...(e.peers ? { peers: e.peers.map((p) => p.peer) } : {}) };
     yield `${first ? '' : ','}${JSON.stringify(entry)}`;
     first = false;
   }
@@ -117,9 +117,8 @@ async function* stixParts(kind: FeedKind, feed: Feed): AsyncIterable<string> {
 function indicator(kind: FeedKind, e: FeedEntry) {
   const { value, score, first_seen, tags } = e;
   if (e.range) return rangeIndicatorOf(value, RANGE_DIGITS, { score, first_seen, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until });
-  const made = indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until });
-  // A custom property (STIX 2.1 §11.1): a consumer tells what peers said from what this server's honeypots saw.
-  return e.peers ? { ...made, x_tollwatch_peers: e.peers } : made;
+  // Peers' says marked as in TAXII (label `peer-reported`, `x_tollwatch_peers`): one object, one shape, wherever it is read.
+  return indicatorOf(kind, { value, score, first_seen, tags, created: e.stix?.created ?? e.first_seen, modified: e.stix?.modified ?? e.last_seen, validUntil: e.valid_until, ...(e.peers ? { peers: e.peers } : {}) });
 }
 
 function valueName(kind: FeedKind): string {

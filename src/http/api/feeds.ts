@@ -95,8 +95,12 @@ function feedSchemas({ name, kind, valueName, valueSchema, stixPattern, stixExam
       valid_from: Type.String(),
       confidence: Type.Integer({ minimum: 0, maximum: 100, description: 'The score' }),
       valid_until: Type.Optional(Type.String({ description: 'The first hour at which the score falls below min_score; absent with min_score=0' })),
-      ...(tagged ? { labels: Type.Optional(Type.Array(Type.String(), { description: 'The tags, when the address has any' })) } : {}),
-      x_tollwatch_peers: Type.Optional(Type.Array(Type.String(), { description: 'The peers whose say is in the confidence (docs/federation.md); absent when it is this server’s own evidence alone' })),
+      labels: Type.Optional(Type.Array(Type.String(), { description: tagged ? 'The tags, when the address has any; `peer-reported` where peers’ say is in the confidence' : '`peer-reported` where peers’ say is in the confidence' })),
+      x_tollwatch_peers: Type.Optional(
+        Type.Array(Type.Object({ peer: Type.String(), confidence: Type.Integer({ minimum: 0, maximum: 100 }) }), {
+          description: 'The peers whose say is in the confidence, each with the confidence it published (docs/federation.md); absent when it is this server’s own evidence alone',
+        }),
+      ),
     },
     { $id: `${name}StixIndicator` },
   );
