@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AXE_SOURCE, axeViolations, chromiumPresent, launchChromium, NARROW, WIDE } from '../support/chromium.ts';
 import { sampleEvent, startHarness, type Harness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
@@ -13,18 +12,8 @@ import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
  * then axe (every WCAG 2.2 AA rule) on each of these pages, light and dark, wide and narrow.
  * Skipped as test/e2e/dashboard.test.ts is when Chromium is absent.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const message = `browser test SKIPPED: ${CHROMIUM} is absent (apt-get install chromium)`;
-  if (process.env.TOLLWATCH_REQUIRE_BROWSER === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_BROWSER=1 makes that a failure`);
-  console.warn(`\n*** ${message}. ***\n`);
-}
+const present = chromiumPresent();
 
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 const PASSWORD = 'a browser-made password';
 
 /** The body of a mail as text: quoted-printable soft breaks joined. */
@@ -39,7 +28,7 @@ describe.skipIf(!present)('the community in a browser: sign-up to the contributo
   beforeAll(async () => {
     mail = await startMailCatcher();
     h = await startHarness({ TOLLWATCH_SIGN_UP: 'open', TOLLWATCH_SMTP_URL: mail.url, TOLLWATCH_MAIL_FROM: 'community@tollwatch.test' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -145,9 +134,7 @@ describe.skipIf(!present)('the community in a browser: sign-up to the contributo
     const visitor = await newPage();
     // One browser each, switched between colour schemes: the pages are the same, only their colours change.
     for (const page of [visitor, owner, operator]) await page.context().addInitScript(AXE_SOURCE);
-    const axe = (page: Page) =>
-      page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(AXE_TAGS)} }, resultTypes: ['violations'] })
-        .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' ') + ': ' + (n.failureSummary || ''))))`);
+    const axe = axeViolations;
     const walk: Array<[Page, string]> = [
       [visitor, '/sign-up'],
       [visitor, '/sign-up?sent=1'],

@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AXE_SOURCE, axeViolations, chromiumPresent, launchChromium } from '../support/chromium.ts';
 import { eventually } from '../support/eventually.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
@@ -14,15 +13,7 @@ import { freePort } from '../support/server-process.ts';
  * interactions), and back. Skipped with a notice when Chromium is absent, unless
  * TOLLWATCH_REQUIRE_BROWSER=1 (CI), where that is a failure.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) {
-  const message = `browser test SKIPPED: ${CHROMIUM} is absent (apt-get install chromium)`;
-  if (process.env.TOLLWATCH_REQUIRE_BROWSER === '1') throw new Error(`${message}; TOLLWATCH_REQUIRE_BROWSER=1 makes that a failure`);
-  console.warn(`\n*** ${message}. ***\n`);
-}
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+const present = chromiumPresent();
 
 describe.skipIf(!present)('single sign-on in a browser', () => {
   let provider: TestOidcProvider;
@@ -48,7 +39,7 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
     h = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: url, TOLLWATCH_SIGN_UP: 'open', TOLLWATCH_SMTP_URL: catcher.url, ...provider.env({ TOLLWATCH_OIDC_EMAIL_DOMAINS: 'example.com' }) });
     accountId = (await h.account()).account.account_id;
     await h.services.users.invite({ accountId, email: 'ada@example.com', role: 'owner' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -86,11 +77,6 @@ describe.skipIf(!present)('single sign-on in a browser', () => {
       provider.holdReturns(false);
     }
     return provider.heldReturn()!;
-  }
-
-  async function axeViolations(page: Page): Promise<string[]> {
-    return page.evaluate<string[]>(`axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(AXE_TAGS)} }, resultTypes: ['violations'] })
-      .then((r) => r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' ' + n.target.join(' '))))`);
   }
 
   async function refusal(page: Page, words: string) {
