@@ -177,4 +177,33 @@ describe.skipIf(missing !== undefined)('medallion, the OASIS TAXII 2.1 server, a
     await peerSays('198.51.100.7', () => addressLookup('198.51.100.7'), 100);
     expect((await h.services.peers.pollNow('medallion')).outcome).toMatchObject({ ok: true, counts: { read: 0 } });
   });
+
+  it('continues a listing across polls with the `next` medallion gave, within its life', async () => {
+    // A poll of two pages at most: the listing of five pages takes three polls, the second and
+    // third starting from the `next` the one before kept in the store.
+    const short = await startHarness({ TOLLWATCH_TAXII_PUBLISH_INTERVAL: '3600' }, { federation: { tickMs: 3_600_000, maxPages: 2 } });
+    // Its `next` lives an hour here, not 30 seconds, so a busy machine's slow turns do not expire it.
+    const fresh = await startMedallion({ users: { [USER]: 'medallion-secret' }, taxii: { max_page_size: 2 }, data: medallionData(), backend: { session_timeout: 3600 } });
+    try {
+      const { peer } = await short.services.peers.add({ name: 'medallion', apiRoot: `${fresh.url}/${API_ROOT}/`, auth: 'basic', username: USER, credential: 'medallion-secret', collections: ['toll-fraud'] }, 'operator');
+      expect(peer.collections).toEqual([COLLECTION]);
+      const position = () => short.services.database.db.selectFrom('peer_positions').select(['added_after', 'next_page']).where('peer_id', '=', peer.id).executeTakeFirstOrThrow();
+      const outcomes = [];
+      const nexts = [];
+      for (let poll = 0; poll < 3; poll++) {
+        outcomes.push((await short.services.peers.pollNow('medallion')).outcome);
+        nexts.push((await position()).next_page);
+      }
+      expect(outcomes.map((o) => [o.ok, o.pages, o.counts.read])).toEqual([[true, 2, 4], [true, 2, 4], [true, 1, 1]]);
+      expect(outcomes.slice(0, 2).every((o) => /stopped after 2 pages/.test(o.error ?? ''))).toBe(true);
+      // medallion's `next` is one token for the whole listing, kept until its last page.
+      expect(nexts[0]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(nexts).toEqual([nexts[0], nexts[0], null]);
+      expect(await position()).toEqual({ added_after: '2025-02-01T00:00:09.000000Z', next_page: null });
+      expect((await short.services.peers.show('medallion')).status).toMatchObject({ objectsRead: 9, objectsAccepted: 7, objectsSkipped: 2, objectsRefused: 0 });
+    } finally {
+      await short.close();
+      await fresh.stop();
+    }
+  });
 });

@@ -4,8 +4,9 @@ Builds the Flask application as medallion's scripts/run.py does (set_config for 
 backend, connect_to_backend, register_blueprints) with its in-memory backend, and serves it with
 werkzeug (what Flask's app.run uses) on 127.0.0.1 at a port the system picks, printed as
 `listening <port>` once bound. Usage: medallion-server.py CONFIG_JSON, where the config holds
-`users`, `taxii` and `data` (the memory backend's JSON; "{base}" in it becomes the server's URL,
-for the discovery resource's API roots).
+`users`, `taxii`, `data` (the memory backend's JSON; "{base}" in it becomes the server's URL,
+for the discovery resource's API roots) and optionally `backend`, the backend's other options
+(`session_timeout`, the seconds a `next` lives).
 
 run.py's config.py and its argument handling are not vendored (they need packages Debian lacks);
 neither is `environ-config`, which the backend modules import only for their environment
@@ -46,7 +47,7 @@ def main():
     server = make_server("127.0.0.1", 0, APPLICATION_INSTANCE, threaded=True)
     base = "http://127.0.0.1:{}".format(server.server_port)
     data = io.StringIO(json.dumps(config.pop("data")).replace("{base}", base))
-    config["backend"] = {"module_class": "MemoryBackend", "filename": data}
+    config["backend"] = dict(config.get("backend", {}), module_class="MemoryBackend", filename=data)
 
     set_config(APPLICATION_INSTANCE, "users", config)
     set_config(APPLICATION_INSTANCE, "taxii", config)

@@ -23,11 +23,13 @@ export function medallionMissing(): string | undefined {
   return why;
 }
 
-/** What medallion is started with: its users, its `taxii` settings and its memory backend's data ("{base}" becomes its URL). */
+/** What medallion is started with: its users, its `taxii` settings and its memory backend's data ("{base}" becomes its URL) and options. */
 export interface MedallionConfig {
   users: Record<string, string>;
   taxii: { max_page_size: number; [key: string]: unknown };
   data: Record<string, unknown>;
+  /** The backend's options besides its data: `session_timeout`, the seconds a `next` lives (30 by default). */
+  backend?: { session_timeout?: number };
 }
 
 export interface Medallion {
