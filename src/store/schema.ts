@@ -529,6 +529,8 @@ export interface PeerPositionsTable {
   collection_id: string;
   added_after: string | null;
   next_page: string | null;
+  /** The X-TAXII-Date-Added-Last of the last page written (migration 036), where a forgotten `next` resumes. */
+  written_through: string | null;
 }
 
 /** The latest version of each indicator a peer published that this server understood (migration 030). */

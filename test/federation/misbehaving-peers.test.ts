@@ -120,11 +120,11 @@ describe('polling misbehaving peers', () => {
     const first = await poll('honest');
     expect(first).toMatchObject({ ok: true, pages: 4, counts: { read: 20, accepted: 20, skipped: 0, refused: 0 } });
     expect(first.error).toMatch(/stopped after 4 pages/);
-    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: '20' }]);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: '20', written_through: objects[19]!.added }]);
     expect((await status('honest')).lastError).toMatch(/stopped after 4 pages/);
     // The poller keeps nothing between polls: the next resumes from the store's position.
     expect(await poll('honest')).toMatchObject({ ok: true, pages: 1, counts: { read: 2, accepted: 2 } });
-    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: objects[21]!.added, next_page: null }]);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: objects[21]!.added, next_page: null, written_through: objects[21]!.added }]);
     expect(await poll('honest')).toMatchObject({ ok: true, pages: 1, counts: { read: 0 } });
     const requests = asked.get('honest')!;
     expect(requests.every((r) => r.authorization === 'Bearer token-honest' && r.params.get('limit') === '5')).toBe(true);
@@ -154,7 +154,7 @@ describe('polling misbehaving peers', () => {
     expect(new Set(changed.map((r) => r.seq)).size).toBe(2);
   });
 
-  it('keeps the pages before a failure and resumes at the failed one; a `next` the peer forgot starts its listing again, writing nothing twice', async () => {
+  it('keeps the pages before a failure and resumes at the failed one; a `next` the peer forgot continues from where the last written page ended', async () => {
     const objects = Array.from({ length: 12 }, (_, i) => ({ object: indicator(100 + i), added: new Date(Date.parse(T0) + (i + 1) * 1000).toISOString() }));
     const peer = { epoch: 1, failAt: 5 as number | undefined };
     const id = await add('flaky', (res, params) => {
@@ -173,7 +173,7 @@ describe('polling misbehaving peers', () => {
     });
     expect(await poll('flaky')).toMatchObject({ ok: false, pages: 1, counts: { read: 5, accepted: 5 }, error: 'answered 500' });
     expect((await rows(id)).length).toBe(5);
-    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: '1:5' }]);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: '1:5', written_through: objects[4]!.added }]);
     expect(await poll('flaky')).toMatchObject({ ok: true, pages: 2, counts: { read: 7, accepted: 7 } });
     expect((await rows(id)).length).toBe(12);
     expect((await status('flaky')).objectsRead).toBe(12);
@@ -184,13 +184,55 @@ describe('polling misbehaving peers', () => {
     expect(await poll('flaky')).toMatchObject({ ok: false, pages: 1, counts: { read: 5 } });
     const kept = await rows(id);
     expect(kept.length).toBe(17);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: objects[11]!.added, next_page: '1:17', written_through: objects[16]!.added }]);
     peer.epoch = 2;
-    expect(await poll('flaky')).toMatchObject({ ok: true, pages: 3, counts: { read: 12, accepted: 12 } });
+    // The forgotten `1:17` is replaced by the end of the last page written: the five read before it are not read again.
+    const resumed = await poll('flaky');
+    expect(resumed).toMatchObject({ ok: true, pages: 2, counts: { read: 7, accepted: 7 } });
+    expect(resumed.error).toMatch(/^the peer no longer knew the next kept for collection \S+ \(it answered 400\): its listing continued from 2026-01-01T00:01:44\.000Z$/);
+    expect(await status('flaky')).toMatchObject({ failures: 0, objectsRead: 24, lastError: resumed.error });
     const after = await rows(id);
     expect(after.length).toBe(24);
-    // Read twice, the first five of the listing were not written twice.
     expect(after.filter((r) => kept.some((k) => k.object_id === r.object_id))).toEqual(kept);
-    expect(asked.get('flaky')!.map((r) => r.params.get('next'))).toEqual([null, '1:5', '1:5', '1:10', null, '1:17', '1:17', null, '2:17', '2:22']);
+    expect(asked.get('flaky')!.map((r) => [r.params.get('added_after'), r.params.get('next')])).toEqual([
+      [null, null], [null, '1:5'], [null, '1:5'], [null, '1:10'],
+      [objects[11]!.added, null], [objects[11]!.added, '1:17'], [objects[11]!.added, '1:17'],
+      [objects[16]!.added, null], [objects[16]!.added, '2:22'],
+    ]);
+  });
+
+  it('continues a listing longer than one poll after the peer forgot its `next`, from the last page written: none skipped, a re-read object not written again', async () => {
+    // 27 objects; each `next` answers once, and all are forgotten between polls (as medallion's
+    // expire). `added_after` is taken inclusively here, so the object at the kept end is read again.
+    const objects = Array.from({ length: 27 }, (_, i) => ({ object: indicator(500 + i), added: new Date(Date.parse(T0) + (i + 1) * 1000).toISOString() }));
+    const live = new Set<string>();
+    const id = await add('forgetful', (res, params) => {
+      const next = params.get('next');
+      if (next !== null && !live.delete(next)) return res.writeHead(400, { 'content-type': TAXII }).end('{"title":"next not valid","http_status":"400"}');
+      const after = params.get('added_after');
+      const start = next !== null ? Number(next.slice(1)) : Math.max(0, objects.findIndex((o) => !after || o.added >= after));
+      const page = objects.slice(start, start + 5);
+      const more = start + page.length < objects.length;
+      if (more) live.add(`n${start + page.length}`);
+      envelope(res, { objects: page.map((o) => o.object), more, ...(more ? { next: `n${start + page.length}` } : {}) }, { 'x-taxii-date-added-last': page.at(-1)!.added });
+    });
+    expect(await poll('forgetful')).toMatchObject({ ok: true, pages: 4, counts: { read: 20, accepted: 20 } });
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: 'n20', written_through: objects[19]!.added }]);
+    const before = await rows(id);
+    live.clear();
+
+    const second = await poll('forgetful');
+    // Eight read (the twentieth again, and the seven after it), not the 27 of a listing started over.
+    expect(second).toMatchObject({ ok: true, pages: 2, counts: { read: 8, accepted: 8 } });
+    expect(second.error).toMatch(/no longer knew the next kept .*\(it answered 400\): its listing continued from 2026-01-01T00:00:20\.000Z/);
+    const requests = asked.get('forgetful')!.slice(4).map((r) => [r.params.get('added_after'), r.params.get('next')]);
+    expect(requests).toEqual([[null, 'n20'], [objects[19]!.added, null], [objects[19]!.added, 'n24']]);
+    const after = await rows(id);
+    expect(after.map((r) => r.object_id)).toEqual(objects.map((o) => o.object.id));
+    // The twentieth, read twice, is the row written the first time (same seq): one row per object, replaced only by a newer version.
+    expect(after.filter((r) => before.some((k) => k.object_id === r.object_id))).toEqual(before);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: objects[26]!.added, next_page: null, written_through: objects[26]!.added }]);
+    expect(await status('forgetful')).toMatchObject({ failures: 0, objectsRead: 28, objectsAccepted: 28 });
   });
 
   it('a peer that is down, slow, failing, limiting, not TAXII, not JSON or too large: nothing kept, the status says why, with a back-off', async () => {
@@ -258,7 +300,7 @@ describe('polling misbehaving peers', () => {
     expect(outcome).toMatchObject({ ok: true, pages: 4, counts: { read: 20, accepted: 20 } });
     expect((await status('endless')).lastError).toMatch(/stopped after 4 pages, the most one poll reads/);
     expect(await rows(id)).toHaveLength(20);
-    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: 'after-20' }]);
+    expect(await positions(id)).toEqual([{ peer_id: id, collection_id: COLLECTION, added_after: null, next_page: 'after-20', written_through: null }]);
   });
 
   it('keeps at most the indicators one peer may have: new ones past it refused and counted, newer versions of kept ones still written', async () => {

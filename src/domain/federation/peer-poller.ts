@@ -143,12 +143,14 @@ export class PeerPoller {
     const unwritten: ObjectCounts = { read: 0, accepted: 0, skipped: 0, refused: 0 };
     let pages = 0;
     let stoppedShort: string | undefined;
+    /** Each `next` the peer no longer knew, said in the status without failing the poll. */
+    const forgotten: string[] = [];
     /** Why the first object refused on a written page was refused: the status names it. */
     let refusal: string | undefined;
     try {
       const positions = await this.records.positions(peer.id);
       collections: for (const collection of peer.collections) {
-        let position = positions.get(collection) ?? { addedAfter: null, nextPage: null };
+        let position = positions.get(collection) ?? { addedAfter: null, nextPage: null, writtenThrough: null };
         let newest: string | undefined;
         for (;;) {
           if (pages >= this.settings.maxPages) {
@@ -160,10 +162,13 @@ export class PeerPoller {
             answer = await this.reader.get(this.objectsUrl(peer.apiRoot, collection, position), peer, signal);
           } catch (err) {
             // A `next` kept across polls may have expired on the peer's side (TAXII 2.1 leaves
-            // its life to the server): the listing starts again from its `added_after`, and
-            // versions already kept are not written again.
+            // its life to the server): the listing continues from where the last written page
+            // ended. Objects added at that very instant may be read again; a version no newer
+            // than the one kept is not written again.
             if (!(err instanceof PeerRequestFailed && position.nextPage && err.status !== undefined && STALE_NEXT.has(err.status))) throw err;
-            position = { addedAfter: position.addedAfter, nextPage: null };
+            const from = position.writtenThrough ?? position.addedAfter;
+            position = { addedAfter: from, nextPage: null, writtenThrough: position.writtenThrough };
+            forgotten.push(`the peer no longer knew the next kept for collection ${collection} (it ${err.message}): its listing continued from ${from ?? 'its start'}`);
             if (!(await this.records.savePage(peer.id, this.holder, { collection, position, indicators: [], counts: { read: 0, accepted: 0, skipped: 0, refused: 0 } }, this.leaseUntil(), this.settings.maxIndicatorsPerPeer))) {
               return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
             }
@@ -182,13 +187,15 @@ export class PeerPoller {
           }
           const date = answer.dateAddedLast && answer.dateAddedLast.length <= MAX_TOKEN && DATE_ADDED.test(answer.dateAddedLast) ? answer.dateAddedLast : undefined;
           if (date) newest = date;
+          // Without the header (it is optional), the newest date_added known before this page.
+          const writtenThrough = date ?? position.writtenThrough;
           let next: PeerPosition;
-          if (page.more && page.next) next = { addedAfter: position.addedAfter, nextPage: page.next };
-          else if (page.more && date) next = { addedAfter: date, nextPage: null };
+          if (page.more && page.next) next = { addedAfter: position.addedAfter, nextPage: page.next, writtenThrough };
+          else if (page.more && date) next = { addedAfter: date, nextPage: null, writtenThrough };
           else if (page.more) throw new PeerRequestFailed('the peer answered more: true with neither next nor X-TAXII-Date-Added-Last, so its next page cannot be asked for');
           // Without the header (it is optional), the position stays: the collection is read
           // again from there, and versions already kept are not written again.
-          else next = { addedAfter: newest ?? position.addedAfter, nextPage: null };
+          else next = { addedAfter: newest ?? position.addedAfter, nextPage: null, writtenThrough };
           const saved = await this.records.savePage(peer.id, this.holder, { collection, position: next, indicators: page.indicators, counts: page.counts }, this.leaseUntil(), this.settings.maxIndicatorsPerPeer);
           if (!saved) return { peer: peer.name, ok: false, pages, counts, error: LEASE_LOST };
           add(counts, { ...page.counts, accepted: page.counts.accepted - saved.overLimit, refused: page.counts.refused + saved.overLimit });
@@ -200,6 +207,7 @@ export class PeerPoller {
       const at = this.now();
       const warnings = [
         ...(counts.refused > 0 ? [`${counts.refused} object${counts.refused === 1 ? '' : 's'} refused, the first for ${refusal}`] : []),
+        ...forgotten,
         ...(stoppedShort ? [stoppedShort] : []),
       ];
       await this.records.finish(peer.id, this.holder, {

@@ -47,6 +47,11 @@ export interface PeerPosition {
   addedAfter: string | null;
   /** A `next` the peer gave when a poll stopped between pages, sent with the same `added_after`. */
   nextPage: string | null;
+  /**
+   * Where the last written page ended: its X-TAXII-Date-Added-Last, or without one the newest
+   * date_added known before it. A `next` the peer no longer knows is replaced by this as `added_after`.
+   */
+  writtenThrough: string | null;
 }
 
 /** What one page brings to the store. */

@@ -35,6 +35,7 @@ import { migration as m032 } from './032-sign-up-and-contributors.ts';
 import { migration as m033 } from './033-oidc-identities.ts';
 import { migration as m034 } from './034-taxii-peer-position.ts';
 import { migration as m035 } from './035-account-closing.ts';
+import { migration as m036 } from './036-peer-written-through.ts';
 
 /**
  * Every migration in order, by the name recorded in `kysely_migration`. Each file is frozen once
@@ -78,5 +79,6 @@ export function migrations(caps: MigrationCapabilities): Record<string, Migratio
     '033_oidc_identities': m033(),
     '034_taxii_peer_position': m034(),
     '035_account_closing': m035(),
+    '036_peer_written_through': m036(),
   };
 }

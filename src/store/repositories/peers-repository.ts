@@ -147,7 +147,7 @@ export class SqlPeersRepository implements PeerRecords {
 
   async positions(peerId: string): Promise<Map<string, PeerPosition>> {
     const rows = await this.db.selectFrom('peer_positions').selectAll().where('peer_id', '=', peerId).execute();
-    return new Map(rows.map((r) => [r.collection_id, { addedAfter: r.added_after, nextPage: r.next_page }]));
+    return new Map(rows.map((r) => [r.collection_id, { addedAfter: r.added_after, nextPage: r.next_page, writtenThrough: r.written_through }]));
   }
 
   async savePage(peerId: string, holder: string, page: SavedPage, leaseUntil: string, maxKept: number): Promise<{ overLimit: number } | false> {
@@ -168,11 +168,12 @@ export class SqlPeersRepository implements PeerRecords {
         }))
         .where('peer_id', '=', peerId)
         .execute();
-      const { addedAfter, nextPage } = page.position;
+      const { addedAfter, nextPage, writtenThrough } = page.position;
+      const position = { added_after: addedAfter, next_page: nextPage, written_through: writtenThrough };
       await trx
         .insertInto('peer_positions')
-        .values({ peer_id: peerId, collection_id: page.collection, added_after: addedAfter, next_page: nextPage })
-        .onConflict((oc) => oc.columns(['peer_id', 'collection_id']).doUpdateSet({ added_after: addedAfter, next_page: nextPage }))
+        .values({ peer_id: peerId, collection_id: page.collection, ...position })
+        .onConflict((oc) => oc.columns(['peer_id', 'collection_id']).doUpdateSet(position))
         .execute();
       return { overLimit };
     });
