@@ -206,4 +206,53 @@ describe.skipIf(missing !== undefined)('medallion, the OASIS TAXII 2.1 server, a
       await fresh.stop();
     }
   });
+
+  it('finishes a listing longer than one poll though its `next` expires between polls, from where the last written page ended', async () => {
+    // Two pages a poll, a `next` living one second: each poll after the first finds its kept
+    // `next` forgotten (medallion answers it 400) and continues from the last written page's end.
+    const short = await startHarness({ TOLLWATCH_TAXII_PUBLISH_INTERVAL: '3600' }, { federation: { tickMs: 3_600_000, maxPages: 2 } });
+    const forgetful = await startMedallion({ users: { [USER]: 'medallion-secret' }, taxii: { max_page_size: 2 }, data: medallionData(), backend: { session_timeout: 1, check_interval: 1 } });
+    try {
+      const { peer } = await short.services.peers.add({ name: 'medallion', apiRoot: `${forgetful.url}/${API_ROOT}/`, auth: 'basic', username: USER, credential: 'medallion-secret', collections: ['toll-fraud'] }, 'operator');
+      const position = () => short.services.database.db.selectFrom('peer_positions').select(['added_after', 'next_page', 'written_through']).where('peer_id', '=', peer.id).executeTakeFirstOrThrow();
+      /**
+       * Waits until medallion has forgotten the `next` kept. Asked with a filter it was not given,
+       * a `next` it knows is refused for the changed filter, one it forgot as not valid: the
+       * probe tells them apart without reading a page of it.
+       */
+      const forgotten = async () => {
+        const next = (await position()).next_page;
+        expect(next).toMatch(/^[0-9a-f-]{36}$/);
+        await eventually(
+          `medallion to forget the next ${next}`,
+          async () => (await forgetful.request(`/${API_ROOT}/collections/${COLLECTION}/objects/?next=${next}&match[type]=indicator`, USER)).text(),
+          (body) => body.includes("'next' not valid"),
+        );
+      };
+      const outcomes = [];
+      const ends = [];
+      for (let poll = 0; poll < 3; poll++) {
+        if (poll > 0) await forgotten();
+        outcomes.push((await short.services.peers.pollNow('medallion')).outcome);
+        ends.push((await position()).written_through);
+      }
+      // Every object read once: the old way, each poll would start over and read the same first four.
+      expect(outcomes.map((o) => [o.ok, o.pages, o.counts.read])).toEqual([[true, 2, 4], [true, 2, 4], [true, 1, 1]]);
+      expect(outcomes.slice(0, 2).every((o) => /stopped after 2 pages/.test(o.error ?? ''))).toBe(true);
+      // Each later poll resumed from the end the poll before wrote: the fourth and the eighth served object's date_added.
+      expect(ends).toEqual(['2025-02-01T00:00:03.000000Z', '2025-02-01T00:00:08.000000Z', '2025-02-01T00:00:09.000000Z']);
+      expect(outcomes[1]!.error).toContain(`its listing continued from ${ends[0]}`);
+      expect(outcomes[2]!.error).toMatch(new RegExp(`^the peer no longer knew the next kept for collection ${COLLECTION} \\(it answered 400\\): its listing continued from ${ends[1]!.replace(/\./g, '\\.')}$`));
+      expect(await position()).toEqual({ added_after: '2025-02-01T00:00:09.000000Z', next_page: null, written_through: '2025-02-01T00:00:09.000000Z' });
+      const { status } = await short.services.peers.show('medallion');
+      expect(status).toMatchObject({ failures: 0, objectsRead: 9, objectsAccepted: 7, objectsSkipped: 2, objectsRefused: 0 });
+      expect(status.lastError).toBe(outcomes[2]!.error);
+      expect((await short.services.database.db.selectFrom('peer_indicators').select('object_id').where('peer_id', '=', peer.id).orderBy('object_id').execute()).map((r) => r.object_id)).toEqual(
+        [1, 2, 3, 4, 5, 6, 7].map((n) => id('indicator', n)),
+      );
+    } finally {
+      await short.close();
+      await forgetful.stop();
+    }
+  });
 });

@@ -28,8 +28,11 @@ export interface MedallionConfig {
   users: Record<string, string>;
   taxii: { max_page_size: number; [key: string]: unknown };
   data: Record<string, unknown>;
-  /** The backend's options besides its data: `session_timeout`, the seconds a `next` lives (30 by default). */
-  backend?: { session_timeout?: number };
+  /**
+   * The backend's options besides its data: `session_timeout`, the seconds a `next` lives (30 by
+   * default), and `check_interval`, the seconds between its sweeps of expired ones (10 by default).
+   */
+  backend?: { session_timeout?: number; check_interval?: number };
 }
 
 export interface Medallion {
