@@ -63,7 +63,8 @@ class PageRefused extends Error {
  * keeps the indicators it understands (peer-objects.ts). Every serving process runs one (started
  * on listen, app.ts); a lease per peer in the store lets one poll a peer at a time. Each page is
  * written with the collection's new position in one transaction, so a restart resumes where the
- * last written page ended: nothing read twice, nothing skipped.
+ * last written page ended: nothing skipped, and nothing read twice but the boundary object a
+ * peer that forgot a `next` may send again (kept once: a row changes only for a newer version).
  */
 export class PeerPoller {
   readonly holder = randomUUID();
