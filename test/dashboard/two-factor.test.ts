@@ -264,6 +264,27 @@ describe('two-factor sign-in (docs/dashboard.md, "Two-factor sign-in")', () => {
     expect((await browser.post('/settings/account/two-factor', { required: 'off' })).status).toBe(403);
   });
 
+  it('links an operator to the set-up from every operator page, and an operator enrols and then signs in with a code', async () => {
+    const { browser, email, password, user } = await signedIn(h, null, 'operator');
+    const accounts = await browser.get('/operator/accounts');
+    expect(accounts.status).toBe(200);
+    expect(accounts.text).toContain('<li><a href="/settings/two-factor">Two-factor sign-in</a></li>');
+    const settings = await browser.get('/settings/two-factor');
+    expect(settings.status).toBe(200);
+    expect(settings.text).toContain('<a href="/settings/two-factor" aria-current="page">Two-factor sign-in</a>');
+    expect(settings.text).toContain('Two-factor sign-in is <strong>off</strong>');
+
+    const { secret, codes } = await enrol(browser);
+    expect(codes).toHaveLength(10);
+    expect(await h.services.twoFactor.enrolled(user.user_id)).toBe(true);
+    expect(await audited('user.two_factor_enabled')).toEqual(expect.arrayContaining([expect.objectContaining({ actor: `user:${user.user_id}`, account_id: null })]));
+    // The password alone no longer signs the operator in; the code does, to the operator's pages.
+    const { answer, browser: later } = await signInWith(email, password, nextCode(secret));
+    expect(answer.status).toBe(303);
+    expect(answer.location).toBe('/');
+    expect((await later.get('/operator/accounts')).status).toBe(200);
+  });
+
   it('lets the operator reset it from the CLI: enrolment removed, sessions ended, audited, the user mailed', async () => {
     const { browser, email, password, user } = await signedIn(h, accountId);
     await enrol(browser);

@@ -7,8 +7,8 @@ import { startHarness, type Harness } from '../support/harness.ts';
 const MINUTE = 60_000;
 
 /**
- * Unfinished sign-in steps (docs/operations.md, "Store maintenance") go at the maintenance pass,
- * not only when the next of their kind is made: a quiet server keeps none past its end.
+ * Unfinished sign-in steps (docs/operations.md, "Retention") go at the maintenance pass, not
+ * only when the next of their kind is made: a quiet server keeps none past its end.
  */
 describe('the maintenance pass removes expired sign-in steps', () => {
   let h: Harness;
