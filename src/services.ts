@@ -18,6 +18,7 @@ import { NO_METRICS, type Metrics } from './metrics/metrics.ts';
 import type { AuditRetention } from './store/maintenance/audit-retention.ts';
 import { backupStore, type BackupReport } from './store/maintenance/backup.ts';
 import { openDatabase, type Database } from './store/database.ts';
+import { removeExpiredSignInRows } from './store/maintenance/expired-sign-in-rows.ts';
 import { StoreMaintenance } from './store/maintenance/maintenance.ts';
 
 /** Why a store cannot be backed up by `backup`, asked before it is opened (the CLI, on PostgreSQL). */
@@ -91,6 +92,8 @@ async function servicesOver(database: Database, config: Config, options: Service
   const maintenance = new StoreMaintenance(database, config.retentionDays, options.log, base.auditRetention, base.writer);
   // An account left closing (a crash, a restart mid-way) is finished at start and at every pass.
   maintenance.alsoEachPass(() => leaving.accountClosing.finishAll());
+  // Sign-in steps left unfinished go even while nobody signs in (each kind is swept as the next is made, too).
+  maintenance.alsoEachPass(() => removeExpiredSignInRows(database.db));
   metrics.watchHealth({ store: () => database.ping(), coordination: redis && (() => redis.reachable), foldBacklog: () => aggregates.aggregateFolder.backlog, foldLagMs: () => aggregates.aggregateFolder.lagMs, foldRowsKept: () => aggregates.aggregateFolder.rowsKept, peers: () => federation.peers.list() });
   return {
     config,

@@ -1,4 +1,4 @@
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { spend } from './failure-throttle.ts';
 import type { LimiterFactory } from './plan-limiter.ts';
 
@@ -27,13 +27,21 @@ export class MailRequests {
   }
 
   /** Spends one request for `email` from `source`: allowed, or refused until `retryAfterSeconds`. */
-  async attempt(source: string, email: string): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }> {
+  async attempt(source: string, email: string): Promise<RequestVerdict> {
     const [byEmail, bySource] = await Promise.all([spend(this.email, email.trim().toLowerCase().slice(0, 320)), spend(this.source, source)]);
-    const over = [
+    return verdictOf([
       { res: byEmail, limit: this.settings.perEmail },
       { res: bySource, limit: this.settings.perSource },
-    ].filter((c) => c.res.consumedPoints > c.limit);
-    if (over.length === 0) return { allowed: true };
-    return { allowed: false, retryAfterSeconds: Math.max(1, ...over.map((c) => Math.ceil(c.res.msBeforeNext / 1000))) };
+    ]);
   }
+}
+
+/** Whether a request may go on, or until when it is refused. */
+export type RequestVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/** Allowed when every counter spent is within its limit; else refused until the last of those over it frees a point. */
+export function verdictOf(counted: Array<{ res: RateLimiterRes; limit: number }>): RequestVerdict {
+  const over = counted.filter((c) => c.res.consumedPoints > c.limit);
+  if (over.length === 0) return { allowed: true };
+  return { allowed: false, retryAfterSeconds: Math.max(1, ...over.map((c) => Math.ceil(c.res.msBeforeNext / 1000))) };
 }

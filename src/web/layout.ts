@@ -21,6 +21,8 @@ const OPERATOR_NAV: ReadonlyArray<[string, string]> = [
   ['/operator/contributors', 'Contributor requests'],
   ['/operator/peers', 'Peers'],
   ['/operator/audit', 'Audit trail'],
+  // An operator has no account page to reach it from, as owners and members do.
+  ['/settings/two-factor', 'Two-factor sign-in'],
 ];
 
 /** A hidden field with this page's CSRF token: every form that posts carries one. */

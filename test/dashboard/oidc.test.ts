@@ -306,4 +306,39 @@ describe('single sign-on through a real provider', () => {
       await late?.close();
     }
   });
+
+  it('bounds the attempts begun: 60 per address and 200 per network (IPv4 /24, IPv6 /64) in 10 minutes, then 429 with Retry-After and no row', async () => {
+    const port = await freePort();
+    // Its own instance, behind a proxy that says who asks: only the redirect to the provider is needed here.
+    const bounded = await startHarness({ PORT: String(port), TOLLWATCH_PUBLIC_URL: `http://127.0.0.1:${port}`, TOLLWATCH_TRUST_PROXY: '127.0.0.1', ...provider.env() });
+    const begin = (address: string) => new WebClient(bounded.url, { 'x-forwarded-for': address }).get('/sign-in/oidc');
+    const attemptsStored = async () => Number((await bounded.services.database.db.selectFrom('oidc_attempts').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const refusedWithRetry = async (page: Page) => {
+      expect(page.status).toBe(429);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.text).toContain('Too many sign-ins started from your address');
+      const retryAfter = Number(page.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(600);
+    };
+    try {
+      for (let i = 0; i < 60; i++) expect((await begin('203.0.113.7')).status).toBe(303);
+      const stored = await attemptsStored();
+      await refusedWithRetry(await begin('203.0.113.7'));
+      expect(await attemptsStored()).toBe(stored);
+      // Another address of the network still begins (62 of its 200).
+      expect((await begin('203.0.113.8')).status).toBe(303);
+
+      // One attempt from each of 200 addresses of a /24, then the network is spent, not the next network.
+      for (let i = 1; i <= 200; i++) expect((await begin(`198.51.100.${i}`)).status).toBe(303);
+      await refusedWithRetry(await begin('198.51.100.250'));
+      expect((await begin('198.51.101.1')).status).toBe(303);
+
+      for (let i = 1; i <= 200; i++) expect((await begin(`2001:db8:5:6::${i.toString(16)}`)).status).toBe(303);
+      await refusedWithRetry(await begin('2001:db8:5:6:ffff:1:2:3'));
+      expect((await begin('2001:db8:5:7::1')).status).toBe(303);
+    } finally {
+      await bounded.close();
+    }
+  });
 });

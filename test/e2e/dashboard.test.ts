@@ -619,7 +619,7 @@ describe.skipIf(!present)('the dashboard in a browser, from invitation to revoca
       '/settings/integrations', `/settings/integrations/${made.id}`, `/settings/integrations/${made.id}/delete`, '/settings/allowlist', '/settings/account',
       `/settings/account/users/${teammate.user.user_id}/remove`, '/no-such-page',
     ];
-    const operatorPages = ['/operator/accounts', '/operator/plans', '/operator/allowlist', '/operator/reports', '/operator/peers', '/operator/audit'];
+    const operatorPages = ['/operator/accounts', '/operator/plans', '/operator/allowlist', '/operator/reports', '/operator/peers', '/operator/audit', '/settings/two-factor'];
     // Before sign-in: an unused invitation's page (reading it spends nothing), sign-in, a forgotten password.
     const invitation = new URL((await h.services.users.invite({ accountId: mine.account_id, email: 'contrast-unused@example.test', role: 'member' })).link).pathname;
     const publicPages = ['/sign-in', '/forgot-password', '/forgot-password?sent=1', invitation];

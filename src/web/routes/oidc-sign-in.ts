@@ -5,10 +5,12 @@ import { html, type Html } from '../html.ts';
 import { sendPage } from '../layout.ts';
 import { sameSitePath } from '../same-site-path.ts';
 import { completeSignIn } from '../sign-in-completion.ts';
+import { durationText } from '../time-text.ts';
+import { WebRefusal } from '../web-refusal.ts';
 import { cookieOptions } from '../web-session.ts';
 
 /** What these routes use of the services. */
-type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'sessions' | 'users' | 'twoFactor' | 'pendingSignIns'>;
+type RouteServices = Pick<Services, 'audit' | 'config' | 'oidcSignIn' | 'sessions' | 'users' | 'twoFactor' | 'pendingSignIns' | 'oidcAttemptRequests'>;
 
 /**
  * The cookie binding an attempt to the browser that began it: its `state`, sent back only to
@@ -47,6 +49,9 @@ export async function oidcSignInRoutes(app: FastifyInstance, { services }: { ser
 
   app.get('/sign-in/oidc', { config: { web: 'public' } }, async (request, reply) => {
     const next = sameSitePath((request.query as Record<string, string | undefined>).next ?? '/');
+    // Each attempt stores a row for its 10 minutes, on anyone's asking: bounded per address and network.
+    const allowance = await services.oidcAttemptRequests.attempt(request.ip);
+    if (!allowance.allowed) throw new WebRefusal(429, `Too many sign-ins started from your address. Try again in ${durationText(allowance.retryAfterSeconds)}.`, allowance.retryAfterSeconds);
     let begun;
     try {
       begun = await oidcSignIn.begin(next);
