@@ -7,7 +7,7 @@ import { AnswerConformance } from '../support/openapi-conformance.ts';
 import { startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 
 /** The dashboard's pages, served at / beside the API (src/web/). */
-const DASHBOARD_PAGES = /^\/($|static\/|sign-|invitations\/|forgot-password|overview|events|export\/|nodes|numbers\/|addresses\/|lookup|settings\/|operator\/)/;
+const DASHBOARD_PAGES = /^\/($|static\/|sign-|invitations\/|forgot-password|overview|events|export\/|nodes|numbers\/|addresses\/|lookup|contributors|settings\/|operator\/)/;
 
 type Doc = { paths: Record<string, Record<string, any>>; components: Record<string, any>; info: Record<string, any> };
 
