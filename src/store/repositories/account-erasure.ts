@@ -4,6 +4,7 @@ import type { DialectCapabilities } from '../dialect.ts';
 import { refoldSome } from '../fold/aggregate-fold.ts';
 import type { ClosingProgress, ClosingRecord, ErasedBatch, AccountErasureStore } from '../../domain/accounts/account-closing.ts';
 import type { Schema } from '../schema.ts';
+import { ofAccount, ofUsers } from './account-rows.ts';
 
 /** Rows deleted per statement: short transactions that never hold intake or the fold up for long. */
 export const ERASE_BATCH = 2000;
@@ -23,9 +24,6 @@ interface Erasure {
   only?: keyof DialectCapabilities;
 }
 
-const users = (id: string) => sql`select user_id from users where account_id = ${id}`;
-const ofAccount = (column: string) => (id: string) => sql`${sql.ref(column)} = ${id}`;
-const ofUsers = (id: string) => sql`user_id in (${users(id)})`;
 const scoped = (table: string, key: string[]): Erasure => ({ table, key, rows: ofAccount('scope'), aggregates: true });
 
 /**

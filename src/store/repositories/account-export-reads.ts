@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { AccountExportReader, ExportKind } from '../../domain/accounts/account-export.ts';
 import { EVENT_FIELDS } from '../../domain/events/event-fields.ts';
 import type { Schema } from '../schema.ts';
+import { ofAccount, ofUsers } from './account-rows.ts';
 
 /** Records per read: one page of the export in memory at a time. */
 export const EXPORT_PAGE = 1000;
@@ -21,8 +22,6 @@ interface ExportSource {
   shown?: (record: Record<string, unknown>) => Record<string, unknown>;
 }
 
-const ofAccount = (column: string) => (id: string) => sql`${sql.ref(column)} = ${id}`;
-const ofUsers = (id: string) => sql`user_id in (select user_id from users where account_id = ${id})`;
 
 const SOURCES: Record<ExportKind, ExportSource> = {
   account: { table: 'accounts', columns: ['account_id', 'name', 'plan', 'trusted', 'disabled', 'created_at'], key: ['account_id'], rows: ofAccount('account_id') },
