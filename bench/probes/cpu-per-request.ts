@@ -28,6 +28,9 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '0' },
     // The server's LOG_LEVEL: at info it logs every request it answers.
     'log-level': { type: 'string', default: 'warn' },
+    // Load before the measured window: the JIT's compiles, and the server's own start-up work
+    // (its first publication and fold passes), stay out of the figure.
+    warmup: { type: 'string', default: '2' },
   },
 });
 /** Events per request of the batch load. */
@@ -51,7 +54,7 @@ try {
   const build = scripts[values.load];
   if (!build) throw new Error(`--load must be one of ${Object.keys(scripts).join(', ')}`);
   const script = build();
-  await runWrk(server.url, script, values.load === 'batch' ? 4 : 16, 2);
+  await runWrk(server.url, script, values.load === 'batch' ? 4 : 16, Number(values.warmup));
   const before = cpuMicros(server.child.pid);
   const result = await runWrk(server.url, script, Number(values.connections), Number(values.seconds));
   const cpu = cpuMicros(server.child.pid) - before;

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { LookupService } from '../../domain/lookups/lookup-service.ts';
 import type { RouteMetrics } from '../../metrics/metrics.ts';
 import { admittedCaller, SPENT_BY_LANE, spendThen, writeAnswer, type DirectLane, type LaneServices, type Spent } from './direct-lanes.ts';
-import { LOOKUP_ENDPOINTS, type LookupEndpoint } from './laned-endpoints.ts';
+import { LOOKUP_ENDPOINTS, lookupAnswer, type LookupEndpoint } from './laned-endpoints.ts';
 import { countLookup } from '../outcome-metrics.ts';
 
 /** What the lane works with: the services the full pipeline's hooks and routes call. */
@@ -44,7 +44,13 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
   function targetOf(request: IncomingMessage): { endpoint: LookupEndpoint; route: RouteMetrics; value: string } | undefined {
     const url = request.url!;
     if (request.method !== 'GET' || url.includes('?')) return undefined;
-    const target = served.find(({ endpoint }) => url.startsWith(endpoint.prefix));
+    let target: (typeof served)[number] | undefined;
+    for (const each of served) {
+      if (url.startsWith(each.endpoint.prefix)) {
+        target = each;
+        break;
+      }
+    }
     if (!target) return undefined;
     // A body on a GET is Fastify's to judge.
     if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined) return undefined;
@@ -55,7 +61,7 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
       // A path the router cannot decode: Fastify's to refuse.
       return undefined;
     }
-    return value === undefined ? undefined : { ...target, value };
+    return value === undefined ? undefined : { endpoint: target.endpoint, route: target.route, value };
   }
 
   return function lane(request, response, fallback) {
@@ -66,10 +72,12 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
     const { principal, plan } = caller;
     const { endpoint, route, value } = target;
     const answer = (spent: Spent) => {
+      // The endpoint's answer in two steps, so that the lane waits on one promise, not two.
       endpoint
-        .answer(lookups, principal.account, value)
+        .ask(lookups, principal.account, value)
         .then(
-          (answered) => {
+          (found) => {
+            const answered = lookupAnswer(found);
             writeAnswer(options, { request, response, started, principal, route }, spent, answered);
             countLookup(metrics, endpoint.kind, answered.status);
           },

@@ -43,6 +43,9 @@ export interface LookupEndpoint extends LanedEndpoint {
   kind: LookupMetricKind;
   /** What a path value the router cannot read means here (malformed-path.ts). */
   pathValue: { code: ErrorCode; name: string };
+  /** The lookup itself: what the service found of the value for the account. */
+  ask(lookups: LookupService, account: Account, value: string): Promise<PhoneNumberAnswer | IpAddressAnswer>;
+  /** The endpoint's answer: the lookup's, written (`ask`, then `lookupAnswer`). */
   answer(lookups: LookupService, account: Account, value: string): Promise<EndpointAnswer>;
 }
 
@@ -50,7 +53,7 @@ function lookupEndpoint(
   collection: string,
   param: string,
   described: Pick<LookupEndpoint, 'kind' | 'permission' | 'pathValue'>,
-  ask: (lookups: LookupService, account: Account, value: string) => Promise<PhoneNumberAnswer | IpAddressAnswer>,
+  ask: LookupEndpoint['ask'],
 ): LookupEndpoint {
   return {
     ...described,
@@ -59,13 +62,14 @@ function lookupEndpoint(
     prefix: `/api/${collection}/`,
     param,
     rateGroup: 'lookups',
-    // A promise chained, not an async function: one promise fewer for every lookup either path answers.
+    ask,
+    // A promise chained, not an async function: one promise fewer for every lookup the route answers.
     answer: (lookups, account, value) => ask(lookups, account, value).then(lookupAnswer),
   };
 }
 
 /** A lookup's answer: found 200, else 404, a normal answer too. */
-function lookupAnswer(found: PhoneNumberAnswer | IpAddressAnswer): EndpointAnswer {
+export function lookupAnswer(found: PhoneNumberAnswer | IpAddressAnswer): EndpointAnswer {
   return { status: found.found ? 200 : 404, json: answerJson(found) };
 }
 
