@@ -1,0 +1,105 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pathsLoad } from '../support/loads.ts';
+import { cpuMicros, log, ROOT } from '../support/support.ts';
+import { requireWrk, runWrk } from '../support/wrk.ts';
+
+/**
+ * Server CPU per found lookup of two trees (this one and another checkout, say the commit before
+ * a change), both servers running at once and loaded in turn, window after window, A B then B A:
+ * for a difference of a few percent, which separate runs on a shared virtual machine cannot settle
+ * (the same tree measured 49–90 µs a request in runs minutes apart). Whatever the machine does
+ * meanwhile falls on both alike; each window's pair gives one ratio, and the median of the ratios
+ * is the figure.
+ *
+ *   node bench/probes/alternated-cpu.ts --b ../before              (this tree is A)
+ *   node bench/probes/alternated-cpu.ts --b ../before --windows 20 --seconds 3 --pin
+ *
+ * With `--pin` both servers run on CPU 0 and wrk on CPU 1 (taskset), so the load generator never
+ * takes the servers' core. Each tree builds and prepares its own copy of the bench store with its
+ * own code (bench/support/, or bench/ in trees from before its rooms), since an older tree cannot
+ * open a store a newer one has migrated.
+ */
+const { values } = parseArgs({
+  options: {
+    a: { type: 'string', default: ROOT },
+    b: { type: 'string' },
+    windows: { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '16' },
+    warmup: { type: 'string', default: '6' },
+    pin: { type: 'boolean', default: false },
+  },
+});
+if (!values.b) throw new Error('--b <checkout> is required: the tree to compare this one (or --a) with');
+requireWrk();
+if (values.pin) taskset(['-pc', '1', String(process.pid)]);
+
+interface Side {
+  name: string;
+  url: string;
+  pid: number;
+  script: string;
+  stop(): Promise<void>;
+  perRequest: number[];
+}
+
+const sides: Side[] = [];
+try {
+  for (const [name, tree] of [['A', values.a!], ['B', values.b]] as const) sides.push(await start(name, resolve(tree)));
+  for (const side of sides) await runWrk(side.url, side.script, Number(values.connections), Number(values.warmup));
+  const windows = Number(values.windows);
+  for (let window = 0; window < windows; window++) {
+    // A B, then B A: neither side always follows the other's load.
+    for (const side of window % 2 === 0 ? sides : [...sides].reverse()) {
+      const before = cpuMicros(side.pid);
+      const run = await runWrk(side.url, side.script, Number(values.connections), Number(values.seconds));
+      side.perRequest.push((cpuMicros(side.pid) - before) / run.requests);
+    }
+  }
+  const [a, b] = sides as [Side, Side];
+  const ratios = a.perRequest.map((micros, i) => micros / b.perRequest[i]!);
+  const round = (n: number) => Math.round(n * 10) / 10;
+  log(`A ${values.a}: ${a.perRequest.map(round).join(', ')} CPU µs a request (median ${round(median(a.perRequest))})`);
+  log(`B ${values.b}: ${b.perRequest.map(round).join(', ')} CPU µs a request (median ${round(median(b.perRequest))})`);
+  log(`A ÷ B per window: ${ratios.map((r) => r.toFixed(3)).join(', ')}; median ${median(ratios).toFixed(3)}`);
+} finally {
+  for (const side of sides) await side.stop();
+}
+
+/** A tree's server over its own prepared copy of the bench store, loaded with found lookups. */
+async function start(name: string, tree: string): Promise<Side> {
+  const support = join(tree, 'bench/support/support.ts');
+  const supportDir = existsSync(support) ? join(tree, 'bench/support') : join(tree, 'bench');
+  const { prepareStore, knownNumbers, startProcess, tokenFor } = await import(join(supportDir, 'support.ts'));
+  const { measuredStore } = await import(join(supportDir, 'cached-stores.ts'));
+  const database: string = await measuredStore(undefined);
+  const client = await prepareStore(database);
+  const numbers: string[] = await knownNumbers(database);
+  if (numbers.length === 0) throw new Error(`${tree}: its bench store holds no numbers to find`);
+  const server = await startProcess('src/server.ts', { DATABASE_URL: database, LOG_LEVEL: 'warn' }, '/readyz');
+  if (values.pin) taskset(['-a', '-pc', '0', String(server.child.pid)]);
+  const token: string = await tokenFor(server.url, client);
+  log(`${name}: ${tree} serving on ${server.url}`);
+  return {
+    name,
+    url: server.url,
+    pid: server.child.pid!,
+    script: pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
+    stop: () => server.stop(),
+    perRequest: [],
+  };
+}
+
+function taskset(args: string[]): void {
+  const done = spawnSync('taskset', args, { encoding: 'utf8' });
+  if (done.status !== 0) throw new Error(`taskset ${args.join(' ')} failed: ${done.stderr}`);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
