@@ -44,13 +44,7 @@ export function directLookups(options: DirectLookupsOptions): DirectLane {
   function targetOf(request: IncomingMessage): { endpoint: LookupEndpoint; route: RouteMetrics; value: string } | undefined {
     const url = request.url!;
     if (request.method !== 'GET' || url.includes('?')) return undefined;
-    let target: (typeof served)[number] | undefined;
-    for (const each of served) {
-      if (url.startsWith(each.endpoint.prefix)) {
-        target = each;
-        break;
-      }
-    }
+    const target = served.find(({ endpoint }) => url.startsWith(endpoint.prefix));
     if (!target) return undefined;
     // A body on a GET is Fastify's to judge.
     if (request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined) return undefined;
