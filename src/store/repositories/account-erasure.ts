@@ -4,7 +4,7 @@ import type { DialectCapabilities } from '../dialect.ts';
 import { refoldSome } from '../fold/aggregate-fold.ts';
 import type { ClosingProgress, ClosingRecord, ErasedBatch, AccountErasureStore } from '../../domain/accounts/account-closing.ts';
 import type { Schema } from '../schema.ts';
-import { ofAccount, ofUsers } from './account-rows.ts';
+import { ofAccount, ofIntegrations, ofUsers } from './account-rows.ts';
 
 /** Rows deleted per statement: short transactions that never hold intake or the fold up for long. */
 export const ERASE_BATCH = 2000;
@@ -58,7 +58,7 @@ export const ACCOUNT_ERASURE: readonly Erasure[] = [
   scoped('range_aggregates', ['range_prefix']),
   scoped('range_sources', ['range_prefix', 'source_ip']),
   scoped('range_nodes', ['range_prefix', 'node_id']),
-  { table: 'delivery_attempts', key: ['id'], rows: (id) => sql`integration_id in (select id from integrations where account_id = ${id})` },
+  { table: 'delivery_attempts', key: ['id'], rows: ofIntegrations },
   { table: 'alert_deliveries', key: ['id'], rows: ofAccount('account_id') },
   { table: 'alerts', key: ['id'], rows: ofAccount('account_id') },
   { table: 'integrations', key: ['id'], rows: ofAccount('account_id') },

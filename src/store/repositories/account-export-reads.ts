@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { AccountExportReader, ExportKind } from '../../domain/accounts/account-export.ts';
 import { EVENT_FIELDS } from '../../domain/events/event-fields.ts';
 import type { Schema } from '../schema.ts';
-import { ofAccount, ofUsers } from './account-rows.ts';
+import { ofAccount, ofIntegrations, ofUsers } from './account-rows.ts';
 
 /** Records per read: one page of the export in memory at a time. */
 export const EXPORT_PAGE = 1000;
@@ -21,7 +21,6 @@ interface ExportSource {
   /** What a record shows of a row whose columns are not all for every row to show. */
   shown?: (record: Record<string, unknown>) => Record<string, unknown>;
 }
-
 
 const SOURCES: Record<ExportKind, ExportSource> = {
   account: { table: 'accounts', columns: ['account_id', 'name', 'plan', 'trusted', 'disabled', 'created_at'], key: ['account_id'], rows: ofAccount('account_id') },
@@ -65,7 +64,7 @@ const SOURCES: Record<ExportKind, ExportSource> = {
     table: 'delivery_attempts',
     columns: ['id', 'delivery_id', 'integration_id', 'attempt', 'at', 'duration_ms', 'status_code', 'error', 'outcome'],
     key: ['id'],
-    rows: (id) => sql`integration_id in (select id from integrations where account_id = ${id})`,
+    rows: ofIntegrations,
   },
   contributor_request: {
     table: 'contributor_requests',

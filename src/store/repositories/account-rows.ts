@@ -9,3 +9,6 @@ export const ofAccount = (column: string) => (id: string) => sql`${sql.ref(colum
 
 /** Rows of the account's users. */
 export const ofUsers = (id: string) => sql`user_id in (select user_id from users where account_id = ${id})`;
+
+/** Rows of the account's alert integrations. */
+export const ofIntegrations = (id: string) => sql`integration_id in (select id from integrations where account_id = ${id})`;
