@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { defineConfig } from 'vitest/config';
+import UnfinishedFilesReporter from './test/support/unfinished-files-reporter.ts';
 
 /**
  * Every store-dependent test runs twice: on SQLite and on PostgreSQL (one test body,
@@ -36,6 +37,8 @@ export default defineConfig(async () => {
       // Integration tests open real stores and real sockets; two cores, so keep workers few.
       pool: 'forks',
       maxWorkers: 2,
+      // A worker that dies takes its file's results with it, unnamed: the second reporter names it.
+      reporters: ['default', new UnfinishedFilesReporter()],
       // Deadlines for a loaded two-core machine, where one spawned CLI can take seconds to start
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
       testTimeout: 120_000,
