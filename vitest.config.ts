@@ -1,5 +1,8 @@
 import pg from 'pg';
 import { defineConfig } from 'vitest/config';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import UnfinishedFilesReporter from './test/support/unfinished-files-reporter.ts';
 
 /**
@@ -31,14 +34,20 @@ export default defineConfig(async () => {
   // PostgreSQL needs the key secret that seals its keys (docs/operations.md, "Keys"); SQLite
   // runs leave it unset, so they make and use the key file beside each store as a server does.
   const postgresEnv = { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url, TOLLWATCH_KEY_SECRET: 'dG9sbHdhdGNoIHRlc3RzOiBub3QgYSByZWFsIGtleSE=' };
+  // One directory per run: vitest evaluates this file more than once, in the same process.
+  const crashReports = (process.env.TOLLWATCH_TEST_CRASH_REPORTS ??= mkdtempSync(join(tmpdir(), 'tollwatch-test-crashes-')));
   const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/dashboard/**/*.test.ts', 'test/durability/**/*.test.ts', 'test/alerts/**/*.test.ts', 'test/intelligence/**/*.test.ts', 'test/taxii/**/*.test.ts', 'test/dns/**/*.test.ts'];
   return {
     test: {
       // Integration tests open real stores and real sockets; two cores, so keep workers few.
       pool: 'forks',
       maxWorkers: 2,
-      // A worker that dies takes its file's results with it, unnamed: the second reporter names it.
-      reporters: ['default', new UnfinishedFilesReporter()],
+      // A worker that dies takes its file's results with it, unnamed: the second reporter names
+      // it, with the report Node writes if V8 or an addon ended the process (a signal is told
+      // by test/support/worker-signals.ts).
+      reporters: ['default', new UnfinishedFilesReporter(crashReports)],
+      execArgv: ['--report-on-fatalerror', `--report-directory=${crashReports}`, '--report-compact'],
+      setupFiles: ['test/support/worker-signals.ts'],
       // Deadlines for a loaded two-core machine, where one spawned CLI can take seconds to start
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
       testTimeout: 120_000,
