@@ -16,6 +16,11 @@ import { requireWrk, runWrk } from '../support/wrk.ts';
  *
  *   node bench/probes/alternated-cpu.ts --b ../before              (this tree is A)
  *   node bench/probes/alternated-cpu.ts --b ../before --windows 20 --seconds 3 --pin
+ *   node bench/probes/alternated-cpu.ts --b ../before --windows 10 --seconds 3 --settle 3 --pin
+ *
+ * Each window but the first follows an idle spell of its server (the other's window), and a Node
+ * server pays more CPU a request for a few seconds after one: `--settle S` loads it S seconds,
+ * unmeasured, before each window, so the figure is the steady state's; without, it counts both.
  *
  * With `--pin` both servers run on CPU 0 and wrk on CPU 1 (taskset), so the load generator never
  * takes the servers' core. Each tree builds and prepares its own copy of the bench store with its
@@ -30,6 +35,9 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '16' },
     warmup: { type: 'string', default: '6' },
+    // Unmeasured load at the start of every window: after its idle spell (the other side's window)
+    // a server pays for V8 regrowing its heap, which this keeps out of the steady state's figure.
+    settle: { type: 'string', default: '0' },
     pin: { type: 'boolean', default: false },
   },
 });
@@ -54,6 +62,7 @@ try {
   for (let window = 0; window < windows; window++) {
     // A B, then B A: neither side always follows the other's load.
     for (const side of window % 2 === 0 ? sides : [...sides].reverse()) {
+      if (Number(values.settle) > 0) await runWrk(side.url, side.script, Number(values.connections), Number(values.settle));
       const before = cpuMicros(side.pid);
       const run = await runWrk(side.url, side.script, Number(values.connections), Number(values.seconds));
       side.perRequest.push((cpuMicros(side.pid) - before) / run.requests);
