@@ -65,6 +65,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
     ...(options.loggerInstance ? { loggerInstance: options.loggerInstance } : { logger: false }),
     bodyLimit: 128 * 1024,
+    // Fastify gives each plugin 10 s to start: instances started side by side on a loaded
+    // two-core machine took longer (the OpenAPI page's plugin, three at once in CI), and a slow
+    // start is not a failed one. A plugin that never starts still fails the start, after a minute.
+    pluginTimeout: 60_000,
     routerOptions: { maxParamLength: MAX_PATH_VALUE_LENGTH },
     // Paths the router would refuse unauthenticated are sent on to their routes instead.
     rewriteUrl: routeMalformedApiPaths,
