@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { defineConfig } from 'vitest/config';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import UnfinishedFilesReporter from './test/support/unfinished-files-reporter.ts';
@@ -34,8 +34,13 @@ export default defineConfig(async () => {
   // PostgreSQL needs the key secret that seals its keys (docs/operations.md, "Keys"); SQLite
   // runs leave it unset, so they make and use the key file beside each store as a server does.
   const postgresEnv = { TEST_STORE: 'postgres', TEST_POSTGRES_URL: url, TOLLWATCH_KEY_SECRET: 'dG9sbHdhdGNoIHRlc3RzOiBub3QgYSByZWFsIGtleSE=' };
-  // One directory per run: vitest evaluates this file more than once, in the same process.
-  const crashReports = (process.env.TOLLWATCH_TEST_CRASH_REPORTS ??= mkdtempSync(join(tmpdir(), 'tollwatch-test-crashes-')));
+  // One directory per run, gone with it: vitest evaluates this file more than once, in the same process.
+  if (!process.env.TOLLWATCH_TEST_CRASH_REPORTS) {
+    const dir = mkdtempSync(join(tmpdir(), 'tollwatch-test-crashes-'));
+    process.env.TOLLWATCH_TEST_CRASH_REPORTS = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  const crashReports = process.env.TOLLWATCH_TEST_CRASH_REPORTS;
   const storeSuites = ['test/http/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/sdk/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/store/**/*.test.ts', 'test/dashboard/**/*.test.ts', 'test/durability/**/*.test.ts', 'test/alerts/**/*.test.ts', 'test/intelligence/**/*.test.ts', 'test/taxii/**/*.test.ts', 'test/dns/**/*.test.ts'];
   return {
     test: {

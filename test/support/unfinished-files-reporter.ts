@@ -36,10 +36,20 @@ export default class UnfinishedFilesReporter implements Reporter {
       for (const { project, file, started } of this.open.values()) console.error(`  [${project}] ${file}: ${started ? `started ${started}` : 'never started'}`);
       this.open.clear();
     }
-    for (const name of readdirSync(this.reports, { withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => entry.name)) {
-      console.error(`\nA test worker's fatal error, as Node reported it (${name}):\n${summary(readFileSync(join(this.reports, name), 'utf8'))}`);
+    // Each report once: in watch mode the same directory serves the next run.
+    for (const name of reportFiles(this.reports)) {
+      const path = join(this.reports, name);
+      console.error(`\nA test worker's fatal error, as Node reported it (${name}):\n${summary(readFileSync(path, 'utf8'))}`);
+      rmSync(path, { force: true });
     }
-    rmSync(this.reports, { recursive: true, force: true });
+  }
+}
+
+function reportFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => entry.name);
+  } catch {
+    return [];
   }
 }
 
