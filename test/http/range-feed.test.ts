@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_LIST } from '../../src/domain/allowlists/allowlists.ts';
 import { postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
 import { sdkFor } from '../sdk/sdk-client.ts';
+import { rangeScore, type RangeEvidence } from '../../src/domain/intelligence/scores.ts';
 
 type Json = Record<string, unknown>;
 
@@ -25,7 +26,14 @@ describe('number ranges in the phone-number feed', () => {
   afterAll(() => h?.close());
 
   const feed = (query: string, who = caller) => who.api(`/api/feeds/phone-numbers?${query}`);
-  const entries = async (query: string, who = caller) => ((await (await feed(`format=json&${query}`, who)).json()) as { entries: Json[] }).entries;
+  const page = async (query: string, who = caller) => (await (await feed(`format=json&${query}`, who)).json()) as { scored_at: string; entries: Json[] };
+  const entries = async (query: string, who = caller) => (await page(query, who)).entries;
+  /**
+   * The score a range with this evidence has at `at`. A feed scores at the start of the hour
+   * (its `scored_at`, docs/api.md §14) and a lookup at its own instant, so late in an hour the two
+   * can round apart; each is checked against the one scoring at its own instant.
+   */
+  const scoreAt = (evidence: Omit<RangeEvidence, 'lastSeen'>, lastSeen: unknown, at: string | Date) => rangeScore({ ...evidence, lastSeen: String(lastSeen) }, new Date(at)).score;
 
   /** Three numbers of a fresh block, from three addresses, by `who`. */
   const probe = async (who = fleet) => {
@@ -59,13 +67,16 @@ describe('number ranges in the phone-number feed', () => {
     expect(csv.find((row) => row.startsWith(`${range}01,`))).toMatch(/,number$/);
     expect((await (await feed('min_score=1&format=csv')).text()).split('\r\n')[0]).toBe('phone_number,score,seen_count,first_seen,last_seen');
 
-    const json = await entries('min_score=1&ranges=include');
+    const { scored_at, entries: json } = await page('min_score=1&ranges=include');
     const entry = json.find((e) => e.range === range)!;
     expect(Object.keys(entry).sort()).toEqual(['first_seen', 'last_seen', 'numbers_seen', 'range', 'score', 'valid_until']);
     expect(entry).toMatchObject({ numbers_seen: 3 });
     expect(entry.score).toBeGreaterThan(0);
+    // 01, 02 and 37 from three addresses, one node, all INVITEs: scored by the lookup's rule.
+    const evidence = { numberCount: 3, sourceIpCount: 3, nodeCount: 1, inviteCount: 3 };
+    expect(entry.score).toBe(scoreAt(evidence, entry.last_seen, scored_at));
     const lookup = (await (await caller.api(`/api/phone-numbers/${encodeURIComponent(`${range}99`)}`)).json()) as { range: { score: number } };
-    expect(entry.score).toBe(lookup.range.score);
+    expect(lookup.range.score).toBe(scoreAt(evidence, entry.last_seen, new Date()));
     expect(json.some((e) => e.phone_number === `${range}01` && !('range' in e))).toBe(true);
 
     const bundle = (await (await feed('min_score=1&ranges=include&format=stix')).json()) as { objects: Json[] };
@@ -96,11 +107,14 @@ describe('number ranges in the phone-number feed', () => {
       expect((await postEvent(me, sampleEvent({ called_number: `${range}${suffix}`, source_ip: ip, sip_method: 'INVITE' }))).status).toBe(201);
     }
     await h.settled();
-    const mine = (await entries('min_score=0&ranges=include', me)).find((e) => e.range === range)!;
+    const { scored_at, entries: listed } = await page('min_score=0&ranges=include', me);
+    const mine = listed.find((e) => e.range === range)!;
     const lookup = (await (await me.api(`/api/phone-numbers/${encodeURIComponent(`${range}99`)}`)).json()) as { range: { score: number; numbers_seen: number } };
-    // 01, 02, 37 shared and 01, 64 mine: four distinct numbers, counted once each.
-    expect(mine).toMatchObject({ numbers_seen: 4, score: lookup.range.score });
-    expect(lookup.range.numbers_seen).toBe(4);
+    // 01, 02, 37 shared and 01, 64 mine: four distinct numbers from four addresses, counted once
+    // each, and all five INVITEs.
+    const evidence = { numberCount: 4, sourceIpCount: 4, nodeCount: 1, inviteCount: 5 };
+    expect(mine).toMatchObject({ numbers_seen: 4, score: scoreAt(evidence, mine.last_seen, scored_at) });
+    expect(lookup.range).toMatchObject({ numbers_seen: 4, score: scoreAt(evidence, mine.last_seen, new Date()) });
     expect((await entries('min_score=0&ranges=include')).find((e) => e.range === range)).toMatchObject({ numbers_seen: 3 });
   });
 
