@@ -41,14 +41,18 @@ export class RedisCoordination implements AccessChangeNotices {
     // for a Redis that is connected but silent.
     const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: COMMAND_TIMEOUT_MS, lazyConnect: false };
     this.client = new Redis(url, options);
-    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true });
+    // autoResubscribe off: ioredis's own re-SUBSCRIBE after a reconnect is a promise nobody can
+    // catch, and a connection closing under it (Redis gone again, or this instance shutting
+    // down) rejects it unhandled, which ends the process. The 'ready' handler below re-subscribes
+    // with its failure handled.
+    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true, autoResubscribe: false });
     for (const connection of [this.client, this.subscriber]) {
       connection.on('error', (err: Error) => this.wentDown(err));
       connection.on('ready', () => this.cameBack());
     }
-    // ioredis re-subscribes after a reconnect only to channels whose SUBSCRIBE once succeeded:
-    // an instance started while Redis was away would never hear a notice. Subscribe again on
-    // every (re)connection; a second SUBSCRIBE to the same channel is harmless.
+    // Subscribe again on every (re)connection: ioredis's own resubscription is off (above), and
+    // it covered only channels whose SUBSCRIBE once succeeded, so an instance started while
+    // Redis was away would never have heard a notice.
     this.subscriber.on('ready', () => {
       if (this.listening) this.subscribe();
     });

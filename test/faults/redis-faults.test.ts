@@ -89,4 +89,39 @@ describe.skipIf(redisServerMissing)('Redis faults', () => {
       await redis.stop();
     }
   });
+
+  it('an instance subscribed before Redis restarted hears notices again after it, and once each', async () => {
+    const redis = await privateRedis();
+    const coordination = new RedisCoordination(redis.url);
+    let notices = 0;
+    const publisher = () => {
+      const client = new Redis(redis.url, { lazyConnect: true });
+      client.on('error', () => {});
+      return client;
+    };
+    const first = publisher();
+    try {
+      await coordination.onAccessChange(() => {
+        notices += 1;
+      });
+      await first.connect();
+      expect(await until(async () => (await first.publish('tollwatch:access-changed', 'before')) === 1, 4000)).toBe(true);
+      first.disconnect();
+      await redis.stop();
+      await redis.start();
+      const second = publisher();
+      await second.connect();
+      notices = 0;
+      // One subscription on the new server, not two: ioredis's own resubscription is off.
+      let received = 0;
+      await until(async () => (received = await second.publish('tollwatch:access-changed', 'after')) > 0, 8000);
+      second.disconnect();
+      expect(received).toBe(1);
+      expect(await until(() => notices > 0, 2000)).toBe(true);
+    } finally {
+      first.disconnect();
+      await coordination.close();
+      await redis.stop();
+    }
+  });
 });
