@@ -10,7 +10,7 @@ import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
  * contributor", "The contributors' board"): signs up, follows the mailed link, asks for the
  * contributor plan, an operator approves, the owner joins the board and finds their alias on it;
  * then axe (every WCAG 2.2 AA rule) on each of these pages, light and dark, wide and narrow.
- * Skipped as test/e2e/dashboard.test.ts is when Chromium is absent.
+ * Skipped as test/e2e/dashboard-journey.test.ts is when Chromium is absent.
  */
 const present = chromiumPresent();
 

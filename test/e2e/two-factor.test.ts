@@ -8,7 +8,7 @@ import { startHarness, type Harness } from '../support/harness.ts';
  * Two-factor sign-in in a real browser (docs/dashboard.md, "Two-factor sign-in"): set up from the
  * account page with the QR code drawn, the first code, the recovery codes shown once, then signing
  * out and in again with a code; axe (every WCAG 2.2 AA rule) on the enrolment page and the second
- * step, light and dark, wide and narrow. Skipped without Chromium as test/e2e/dashboard.test.ts is.
+ * step, light and dark, wide and narrow. Skipped without Chromium as test/e2e/dashboard-journey.test.ts is.
  */
 const present = chromiumPresent();
 
