@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import UnfinishedFilesReporter from './test/support/unfinished-files-reporter.ts';
+import { WASM_CODE_FLAGS } from './src/node-flags.ts';
 
 /**
  * Every store-dependent test runs twice: on SQLite and on PostgreSQL (one test body,
@@ -51,7 +52,9 @@ export default defineConfig(async () => {
       // it, with the report Node writes if V8 or an addon ended the process (a signal is told
       // by test/support/worker-signals.ts).
       reporters: ['default', new UnfinishedFilesReporter(crashReports)],
-      execArgv: ['--report-on-fatalerror', `--report-directory=${crashReports}`, '--report-compact'],
+      // WASM_CODE_FLAGS: the store's threads strip TypeScript with WebAssembly in the worker's
+      // process, and V8 can abort it while freeing that code (src/node-flags.ts).
+      execArgv: ['--report-on-fatalerror', `--report-directory=${crashReports}`, '--report-compact', ...WASM_CODE_FLAGS],
       setupFiles: ['test/support/worker-signals.ts'],
       // Deadlines for a loaded two-core machine, where one spawned CLI can take seconds to start
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
