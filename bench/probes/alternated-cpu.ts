@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathsLoad } from '../support/loads.ts';
@@ -26,6 +27,10 @@ import { requireWrk, runWrk } from '../support/wrk.ts';
  * takes the servers' core. Each tree builds and prepares its own copy of the bench store with its
  * own code (bench/support/, or bench/ in trees from before its rooms), since an older tree cannot
  * open a store a newer one has migrated.
+ *
+ * With `--gc` each server also counts its garbage collections (bench/support/gc-counter.ts,
+ * preloaded), and each side's line gives, per window, the scavenges per thousand requests and the
+ * microseconds of collection a request: where CPU a request differs, whether allocation is why.
  */
 const { values } = parseArgs({
   options: {
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     // a server pays for V8 regrowing its heap, which this keeps out of the steady state's figure.
     settle: { type: 'string', default: '0' },
     pin: { type: 'boolean', default: false },
+    gc: { type: 'boolean', default: false },
   },
 });
 if (!values.b) throw new Error('--b <checkout> is required: the tree to compare this one (or --a) with');
@@ -52,6 +58,9 @@ interface Side {
   script: string;
   stop(): Promise<void>;
   perRequest: number[];
+  /** With --gc, per window: scavenges a thousand requests, and collection µs a request. */
+  scavenges: number[];
+  gcMicros: number[];
 }
 
 const sides: Side[] = [];
@@ -63,9 +72,15 @@ try {
     // A B, then B A: neither side always follows the other's load.
     for (const side of window % 2 === 0 ? sides : [...sides].reverse()) {
       if (Number(values.settle) > 0) await runWrk(side.url, side.script, Number(values.connections), Number(values.settle));
+      const gcBefore = values.gc ? await gcTotals(side.pid) : undefined;
       const before = cpuMicros(side.pid);
       const run = await runWrk(side.url, side.script, Number(values.connections), Number(values.seconds));
       side.perRequest.push((cpuMicros(side.pid) - before) / run.requests);
+      if (gcBefore) {
+        const gcAfter = await gcTotals(side.pid);
+        side.scavenges.push(((gcAfter.minor - gcBefore.minor) * 1000) / run.requests);
+        side.gcMicros.push(((gcAfter.minorMs + gcAfter.majorMs + gcAfter.incrementalMs - gcBefore.minorMs - gcBefore.majorMs - gcBefore.incrementalMs) * 1000) / run.requests);
+      }
     }
   }
   const [a, b] = sides as [Side, Side];
@@ -74,6 +89,11 @@ try {
   log(`A ${values.a}: ${a.perRequest.map(round).join(', ')} CPU µs a request (median ${round(median(a.perRequest))})`);
   log(`B ${values.b}: ${b.perRequest.map(round).join(', ')} CPU µs a request (median ${round(median(b.perRequest))})`);
   log(`A ÷ B per window: ${ratios.map((r) => r.toFixed(3)).join(', ')}; median ${median(ratios).toFixed(3)}`);
+  if (values.gc) {
+    for (const side of sides) {
+      log(`${side.name}: scavenges a thousand requests ${side.scavenges.map(round).join(', ')} (median ${round(median(side.scavenges))}); GC µs a request (median) ${round(median(side.gcMicros))}`);
+    }
+  }
 } finally {
   for (const side of sides) await side.stop();
 }
@@ -88,7 +108,8 @@ async function start(name: string, tree: string): Promise<Side> {
   const client = await prepareStore(database);
   const numbers: string[] = await knownNumbers(database);
   if (numbers.length === 0) throw new Error(`${tree}: its bench store holds no numbers to find`);
-  const server = await startProcess('src/server.ts', { DATABASE_URL: database, LOG_LEVEL: 'warn' }, '/readyz');
+  const gc = values.gc ? { NODE_OPTIONS: `--import=${join(ROOT, 'bench/support/gc-counter.ts')}` } : {};
+  const server = await startProcess('src/server.ts', { DATABASE_URL: database, LOG_LEVEL: 'warn', ...gc }, '/readyz');
   if (values.pin) taskset(['-a', '-pc', '0', String(server.child.pid)]);
   const token: string = await tokenFor(server.url, client);
   log(`${name}: ${tree} serving on ${server.url}`);
@@ -99,7 +120,18 @@ async function start(name: string, tree: string): Promise<Side> {
     script: pathsLoad(token, numbers.map((n) => `/api/phone-numbers/${encodeURIComponent(n)}`)),
     stop: () => server.stop(),
     perRequest: [],
+    scavenges: [],
+    gcMicros: [],
   };
+}
+
+/** A server's collection totals so far (bench/support/gc-counter.ts writes them on SIGUSR2). */
+async function gcTotals(pid: number): Promise<{ minor: number; minorMs: number; major: number; majorMs: number; incremental: number; incrementalMs: number }> {
+  const file = join(tmpdir(), `gc-${pid}.json`);
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return JSON.parse(readFileSync(file, 'utf8'));
 }
 
 function taskset(args: string[]): void {
