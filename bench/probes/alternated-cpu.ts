@@ -125,11 +125,11 @@ async function start(name: string, tree: string): Promise<Side> {
   };
 }
 
-/** A server's collection totals so far (bench/support/gc-counter.ts writes them on SIGUSR2). */
+/** A server's collection totals so far (bench/support/gc-counter.ts writes them on SIGWINCH). */
 async function gcTotals(pid: number): Promise<{ minor: number; minorMs: number; major: number; majorMs: number; incremental: number; incrementalMs: number }> {
   const file = join(tmpdir(), `gc-${pid}.json`);
   rmSync(file, { force: true });
-  process.kill(pid, 'SIGUSR2');
+  process.kill(pid, 'SIGWINCH');
   for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   return JSON.parse(readFileSync(file, 'utf8'));
 }

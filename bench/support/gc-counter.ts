@@ -6,8 +6,8 @@ import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf
 /**
  * Preloaded into a server by `alternated-cpu.ts --gc` (NODE_OPTIONS=--import=<this file>): counts
  * the process's garbage collections by kind, with their time, and writes the totals to
- * `gc-<pid>.json` in the temporary directory whenever the process gets SIGUSR2. The server itself never handles
- * SIGUSR2, so the signal is the probe's alone.
+ * `gc-<pid>.json` in the temporary directory whenever the process gets SIGWINCH: a signal the
+ * server ignores (SIGUSR2 would close it: close-with-grace listens for it).
  */
 const totals = { minor: 0, minorMs: 0, major: 0, majorMs: 0, incremental: 0, incrementalMs: 0 };
 new PerformanceObserver((list) => {
@@ -18,4 +18,4 @@ new PerformanceObserver((list) => {
     else if (kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) (totals.incremental += 1), (totals.incrementalMs += entry.duration);
   }
 }).observe({ entryTypes: ['gc'] });
-process.on('SIGUSR2', () => writeFileSync(join(tmpdir(), `gc-${process.pid}.json`), JSON.stringify(totals)));
+process.on('SIGWINCH', () => writeFileSync(join(tmpdir(), `gc-${process.pid}.json`), JSON.stringify(totals)));
