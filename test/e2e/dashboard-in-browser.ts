@@ -224,6 +224,3 @@ export function dashboardInBrowser() {
     userOf,
   };
 }
-
-/** The session one dashboard test file drives. */
-export type DashboardInBrowser = ReturnType<typeof dashboardInBrowser>;
