@@ -175,7 +175,9 @@ export interface DashboardConfig {
 
 /** Reads configuration from an environment (and `.env` when `dotenv` is true). */
 export function loadConfig(env: Record<string, string | undefined> = process.env, dotenv = true): Config {
-  const raw = envSchema<RawConfig>({ schema: ConfigSchema, data: env, dotenv });
+  // Only the environment given: env-schema would otherwise lay `process.env` under it, so a
+  // caller's environment could never leave a variable out.
+  const raw = envSchema<RawConfig>({ schema: ConfigSchema, data: env, dotenv, env: false });
   return settleConfig(raw);
 }
 

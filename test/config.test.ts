@@ -1,7 +1,21 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 
 const load = (env: Record<string, string>) => loadConfig(env, false);
+
+describe('the environment read', () => {
+  it('is the one given, not the process’s beneath it', () => {
+    vi.stubEnv('TOLLWATCH_SMTP_URL', 'smtp://127.0.0.1:2525');
+    try {
+      expect(load({}).alerts.smtpUrl).toBeUndefined();
+      expect(() => load({ TOLLWATCH_SIGN_UP: 'open' })).toThrow(/needs TOLLWATCH_SMTP_URL/);
+      // The process's environment is read when it is the one given (the default).
+      expect(loadConfig(process.env, false).alerts.smtpUrl).toBe('smtp://127.0.0.1:2525');
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});
 
 describe('TOLLWATCH_TRUST_PROXY', () => {
   it('is off unless set: the socket address is the client address', () => {

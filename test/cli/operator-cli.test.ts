@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, planJson, TESTER_PLAN } from '../../src/domain/accounts/plans.ts';
 import { startHarness } from '../support/harness.ts';
 import { eventually } from '../support/eventually.ts';
-import { runCliHere } from '../support/in-process-cli.ts';
+import { cliEnvironment, runCliHere } from '../support/in-process-cli.ts';
 import type { CommandRun } from '../support/run-command.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 
@@ -37,14 +37,10 @@ async function json(...args: string[]) {
   return JSON.parse(run.stdout) as Record<string, any>;
 }
 
-// runCli builds its services from process.env, as the executable does; vitest runs each test
-// file in a process of its own, so this reaches no other file.
-process.env.LOG_LEVEL = 'silent';
-
 beforeAll(async () => {
   database = await freshDatabase();
   DATABASE_URL = database.url;
-  process.env.DATABASE_URL = DATABASE_URL;
+  cliEnvironment({ DATABASE_URL, LOG_LEVEL: 'silent' });
 });
 afterAll(() => database?.drop());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
-import { runCliHere } from '../support/in-process-cli.ts';
+import { cliEnvironment, runCliHere } from '../support/in-process-cli.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 import { WebClient } from '../dashboard/web-client.ts';
 
@@ -25,9 +25,7 @@ describe('operator CLI: users (docs/cli.md, "Dashboard users")', () => {
 
   beforeAll(async () => {
     database = await freshDatabase();
-    // runCli builds its services from process.env, as the executable does; vitest runs each test
-    // file in a process of its own, so this reaches no other file.
-    Object.assign(process.env, { DATABASE_URL: database.url, TOLLWATCH_PUBLIC_URL: 'https://dash.example.test', LOG_LEVEL: 'silent' });
+    cliEnvironment({ DATABASE_URL: database.url, TOLLWATCH_PUBLIC_URL: 'https://dash.example.test', LOG_LEVEL: 'silent' });
     accountId = (await json('accounts', 'create', '--name', 'Fleet', '--plan', 'contributor')).account_id;
     h = await startHarness({ DATABASE_URL: database.url });
   });

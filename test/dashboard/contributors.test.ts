@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ago, postEvent, sampleEvent, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
-import { runCliHere } from '../support/in-process-cli.ts';
+import { cliEnvironment, runCliHere } from '../support/in-process-cli.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { eventually } from '../support/eventually.ts';
 import { signedIn } from './web-client.ts';
@@ -83,7 +83,7 @@ describe('contributor requests', () => {
   });
 
   it('lists, approves and declines from the CLI', async () => {
-    Object.assign(process.env, { DATABASE_URL: h.config.databaseUrl, TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test', LOG_LEVEL: 'silent' });
+    cliEnvironment({ DATABASE_URL: h.config.databaseUrl, TOLLWATCH_PUBLIC_URL: 'http://tollwatch.test', LOG_LEVEL: 'silent' });
     const accounts = [await h.account({ plan: 'tester' }), await h.account({ plan: 'tester' })];
     const owners = await Promise.all(accounts.map((a) => signedIn(h, a.account.account_id, 'owner')));
     for (const o of owners) {

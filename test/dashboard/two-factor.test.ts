@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditAction } from '../../src/domain/accounts/audit.ts';
 import { eventually } from '../support/eventually.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
-import { runCliHere } from '../support/in-process-cli.ts';
+import { cliEnvironment, runCliHere } from '../support/in-process-cli.ts';
 import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 import { makeUser, signedIn, WebClient } from './web-client.ts';
@@ -54,8 +54,7 @@ describe('two-factor sign-in (docs/dashboard.md, "Two-factor sign-in")', () => {
     database = await freshDatabase();
     catcher = await startMailCatcher();
     const env = { DATABASE_URL: database.url, TOLLWATCH_SMTP_URL: catcher.url, TOLLWATCH_MAIL_FROM: 'tollwatch@tollwatch.test', LOG_LEVEL: 'silent' };
-    // The CLI builds its services from this process's environment, as the executable does.
-    Object.assign(process.env, env);
+    cliEnvironment(env);
     h = await startHarness(
       { ...env, TOLLWATCH_TRUST_PROXY: '127.0.0.1' },
       { twoFactorClock: () => new Date(clock), signInLocks: { perEmail: { short: 5, long: 50 }, perAddress: { short: 1000, long: 1000 }, freeFailures: 1000 } },

@@ -9,7 +9,7 @@ import { ACCOUNT_ERASURE, SqlAccountErasure, tableOfCatalogName, TABLES_WITHOUT_
 import { alertsSettled, catalog, fillAccount, postEvents, rowsMentioning, type FilledAccount } from '../support/account-data.ts';
 import { FAST_ALERTS } from '../support/alert-receiver.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
-import { runCliHere } from '../support/in-process-cli.ts';
+import { cliEnvironment, runCliHere } from '../support/in-process-cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshDatabase, type TestDatabase } from '../support/test-database.ts';
 import { WebClient } from '../dashboard/web-client.ts';
@@ -46,7 +46,7 @@ describe('closing an account', () => {
   beforeAll(async () => {
     database = await freshDatabase();
     // The CLI runs in this process on the test's store, as the executable would (test/cli/users-commands.test.ts).
-    Object.assign(process.env, { DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
+    cliEnvironment({ DATABASE_URL: database.url, LOG_LEVEL: 'silent' });
     h = await startHarness({ DATABASE_URL: database.url, TOLLWATCH_ALLOW_PRIVATE_TARGETS: 'on' }, { alerts: FAST_ALERTS });
     // Its own events (its own scope), then, trusted, events into the shared data set.
     leaving = await fillAccount(h, { events: 12, trustedEvents: 6 });
