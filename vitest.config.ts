@@ -55,7 +55,7 @@ export default defineConfig(async () => {
       // WASM_CODE_FLAGS: the store's threads strip TypeScript with WebAssembly in the worker's
       // process, and V8 can abort it while freeing that code (src/node-flags.ts).
       execArgv: ['--report-on-fatalerror', `--report-directory=${crashReports}`, '--report-compact', ...WASM_CODE_FLAGS],
-      setupFiles: ['test/support/worker-signals.ts'],
+      setupFiles: ['test/support/worker-signals.ts', 'test/support/environment-restored.ts'],
       // Deadlines for a loaded two-core machine, where one spawned CLI can take seconds to start
       // (docs/testing.md, "Waiting"): a test that hangs still fails, one that is slow does not.
       testTimeout: 120_000,

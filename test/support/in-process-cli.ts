@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { afterAll, vi } from 'vitest';
+import { vi } from 'vitest';
 import type { ApiEnvironment } from '../../src/cli/api-client.ts';
 import { runCli } from '../../src/cli/main.ts';
 import type { CommandRun } from './run-command.ts';
@@ -18,16 +18,13 @@ export async function runCliHere(args: string[], env?: ApiEnvironment): Promise<
 
 /**
  * Sets this process's environment for in-process CLI runs (operator commands read it, as the
- * executable does) until the calling file's tests end, then gives back what was there: a worker
- * runs file after file, and a variable left behind would configure the next one. Call it from a
- * `beforeAll`, or from a test.
+ * executable does) until the calling file's tests end, when test/support/environment-restored.ts
+ * gives back what was there: a worker runs file after file, and a variable left behind would
+ * configure the next one. Call it from a `beforeAll`, or from a test.
  */
 export function cliEnvironment(variables: Record<string, string>): void {
   for (const [name, value] of Object.entries(variables)) vi.stubEnv(name, value);
 }
-
-// Whatever cliEnvironment set is given back once the importing file's tests end.
-afterAll(() => vi.unstubAllEnvs());
 
 /** A stream that keeps what is written to it, as a pipe to the test would. */
 function kept() {
