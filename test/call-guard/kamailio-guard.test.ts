@@ -6,7 +6,7 @@ import type { ServiceOptions } from '../../src/services.ts';
 import { callPathMissing, freeUdpPort, placeCalls, scratchDir, startKamailio, startLink, startPbx, type Decision, type Kamailio, type Pbx, type TollwatchLink } from '../support/call-path.ts';
 import { eventually } from '../support/eventually.ts';
 import { postEvent, sampleEvent, saveUnlimitedPlan, startHarness, type Harness, type TestAccount } from '../support/harness.ts';
-import { completedCallScenario, refusedCallScenario } from '../support/sipp-scenarios.ts';
+import { completedCallScenario, decidedCallScenario, refusedCallScenario } from '../support/sipp-scenarios.ts';
 
 /**
  * The Kamailio guard (integrations/kamailio/, docs/call-guard.md) with the real programs: Tollwatch
@@ -125,8 +125,10 @@ function callGuardFixture(name: string, options: ServiceOptions = {}) {
     placeCalls(dir.path, { scenario: completedCallScenario(), number, calls, rate, proxyPort: kamailio.port });
   const refused = (kamailio: Kamailio, number: string, calls: number, rate = 50, code = 403, reason = REFUSED_REASON) =>
     placeCalls(dir.path, { scenario: refusedCallScenario(code, reason), number, calls, rate, proxyPort: kamailio.port });
+  const decided = (kamailio: Kamailio, number: string, calls: number, rate = 50, code = 403, reason = REFUSED_REASON) =>
+    placeCalls(dir.path, { scenario: decidedCallScenario(code, reason), number, calls, rate, proxyPort: kamailio.port });
   const fewLookups = (lookups: number) => fewLookupsOn(f.h, lookups);
-  return { f, callPath, completed, refused, fewLookups };
+  return { f, callPath, completed, refused, decided, fewLookups };
 }
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
@@ -290,7 +292,7 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
 
 describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirror', () => {
   const TOKEN_SECONDS = 4;
-  const { f, callPath, completed, refused, fewLookups } = callGuardFixture('call-guard-tokens', { tokenTtlSeconds: TOKEN_SECONDS });
+  const { f, callPath, completed, refused, decided, fewLookups } = callGuardFixture('call-guard-tokens', { tokenTtlSeconds: TOKEN_SECONDS });
 
   it('renews its token before it expires, decides right across renewals, and fails open once its client is deleted', async () => {
     const guard = await f.h.account({ plan: 'unlimited', permissions: ['read:phone-numbers', 'read:ip-addresses'] });
@@ -348,11 +350,25 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard: tokens and mirr
     await makeKnown(f.fleet, fresh, 'high');
     await f.h.settled();
     const known = performance.now();
-    // A call a second until one is refused: the mirror's next refresh takes the number in.
-    await eventually(`a call to ${fresh} refused`, () => refused(kamailio, fresh, 1, 1), (run) => run.successful === 1, { timeoutMs: 4 * interval * 1000, everyMs: 500 });
+    // A call a second until one is refused: the mirror's next refresh takes the number in. Each
+    // call ends cleanly whichever way it goes, and the guard's log tells which.
+    const mark = kamailio.decisions().length;
+    const decisionsFor = () => kamailio.decisions().slice(mark).map((d) => d.decision);
+    await eventually(
+      `a call to ${fresh} refused`,
+      async () => {
+        expect(await decided(kamailio, fresh, 1, 1)).toMatchObject({ successful: 1, failed: 0 });
+        return decisionsFor();
+      },
+      (decisions) => decisions.at(-1) === 'refused',
+      { timeoutMs: 4 * interval * 1000, everyMs: 500 },
+    );
     expect(performance.now() - known).toBeLessThan(interval * 1000 + 2000);
     expect(await lookups()).toBe(before);
-    await pbx.stop();
+    const passed = decisionsFor().filter((d) => d === 'passed').length;
+    expect(decisionsFor()).toEqual([...Array(passed).fill('passed'), 'refused']);
+    // Every call the PBX answered was hung up: its soft exit waits for none.
+    expect(await pbx.stop()).toEqual({ successful: 100 + passed, failed: 0 });
   });
 
   it('mirror mode from the first call: looks calls up until the mirror first loads, loads it at start, and tells its age and a failed refresh', async () => {

@@ -190,7 +190,7 @@ export async function startPbx(dir: string, port: number): Promise<Pbx> {
       // SIGUSR1 alone: SIPp ends its calls, writes its final statistics and exits. A SIGTERM
       // close behind it could end SIPp before that line, leaving the last periodic one (up to a
       // second old, missing the last calls), which a loaded machine showed 3 times in 6.
-      if (!(await stopProcess(child, 20_000, 'SIGUSR1'))) throw new Error(`SIPp's PBX did not exit on SIGUSR1 within 20 s: its statistics would be stale`);
+      if (!(await stopProcess(child, 20_000, 'SIGUSR1'))) throw new Error(`SIPp's PBX did not exit on SIGUSR1 within 20 s: its statistics would be stale (a call it answered and no caller hung up holds its soft exit)`);
       return finalCounts(stats);
     },
   };

@@ -40,6 +40,30 @@ const inDialog = (method: string, cseq: number, user: string) => `
   </send>`;
 
 /**
+ * The final response `code`, its Reason header matched against `reason` (failing the call if it
+ * does not match), and its ACK, after which the scenario goes on at `next` if given.
+ */
+const refusal = (code: number, reason: string, user: string, next?: string) => `
+  <recv response="${code}" rtd="1">
+    <action>
+      <ereg regexp="${escapeXml(reason)}" search_in="hdr" header="Reason:" check_it="true" assign_to="reason"/>
+    </action>
+  </recv>
+  <send${next ? ` next="${next}"` : ''}>
+    <![CDATA[
+      ACK sip:${user}@[remote_ip]:[remote_port] SIP/2.0
+      [last_Via:]
+      From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+      [last_To:]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]>
+  </send>`;
+
+/**
  * The number called is SIPp's `-s` value, or `[field0]` to take each call's number from an
  * injection file (call-path.ts, `numbers`).
  */
@@ -67,25 +91,27 @@ export function completedCallScenario(user = SERVICE): string {
  */
 export function refusedCallScenario(code: number, reason: string, user = SERVICE): string {
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="refused">${invite(user)}
-  <recv response="${code}" rtd="1">
-    <action>
-      <ereg regexp="${escapeXml(reason)}" search_in="hdr" header="Reason:" check_it="true" assign_to="reason"/>
-    </action>
-  </recv>
-  <send>
-    <![CDATA[
-      ACK sip:${user}@[remote_ip]:[remote_port] SIP/2.0
-      [last_Via:]
-      From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      [last_To:]
-      Call-ID: [call_id]
-      CSeq: 1 ACK
-      Max-Forwards: 70
-      Content-Length: 0
+<scenario name="refused">${invite(user)}${refusal(code, reason, user)}
+  <Reference variables="reason"/>
+</scenario>
+`;
+}
 
-    ]]>
-  </send>
+/**
+ * A call the guard may refuse with `code` (its Reason matching `reason`, as above) or let through,
+ * ending cleanly either way: answered, it is ACKed and hung up along the recorded route. For a
+ * test that calls until a decision changes; the guard's log tells which way each call went. (A
+ * refused-call scenario that is answered instead abandons the call at the PBX, whose soft exit
+ * then waits for a BYE that never comes.)
+ */
+export function decidedCallScenario(code: number, reason: string, user = SERVICE): string {
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="decided">${invite(user)}
+  <recv response="200" optional="true" rtd="1" rrs="true" next="answered"/>${refusal(code, reason, user, 'done')}
+  <label id="answered"/>${inDialog('ACK', 1, user)}
+  <pause milliseconds="20"/>${inDialog('BYE', 2, user)}
+  <recv response="200" crlf="true"/>
+  <label id="done"/>
   <Reference variables="reason"/>
 </scenario>
 `;
