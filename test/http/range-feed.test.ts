@@ -85,6 +85,38 @@ describe('number ranges in the phone-number feed', () => {
     expect(indicator.id).not.toBe(bundle.objects.find((o) => o.pattern === `[x-tollwatch-phone-number:value = '${range}01']`)!.id);
   });
 
+  it('with ranges=only lists the ranges of ranges=include alone, in its order, in every format, under a tag of its own', async () => {
+    const range = await probe();
+    const included = await feed('min_score=1&ranges=include');
+    const only = await feed('min_score=1&ranges=only');
+    expect(only.status).toBe(200);
+    expect(only.headers.get('etag')).not.toBe(included.headers.get('etag'));
+    const lines = (await only.text()).trim().split('\n');
+    expect(lines).toContain(`${range}XX`);
+    expect(lines).toEqual((await included.text()).trim().split('\n').filter((line) => line.endsWith('XX')));
+
+    const csv = (await (await feed('min_score=1&ranges=only&format=csv')).text()).trim().split('\r\n');
+    expect(csv[0]).toBe('phone_number,score,seen_count,first_seen,last_seen,kind');
+    expect(csv.length).toBeGreaterThan(1);
+    expect(csv.slice(1).every((row) => row.endsWith(',range'))).toBe(true);
+    expect(csv.find((row) => row.startsWith(`${range},`))).toMatch(/,3,[^,]+,[^,]+,range$/);
+
+    const json = await entries('min_score=1&ranges=only');
+    expect(json.every((e) => 'range' in e && !('phone_number' in e))).toBe(true);
+    expect(json.map((e) => e.range)).toEqual((await entries('min_score=1&ranges=include')).filter((e) => 'range' in e).map((e) => e.range));
+    const bundle = (await (await feed('min_score=1&ranges=only&format=stix')).json()) as { objects: Json[] };
+    const indicators = bundle.objects.filter((o) => o.type === 'indicator');
+    expect(indicators.length).toBe(json.length);
+    expect(indicators.every((o) => / LIKE '/.test(String(o.pattern)))).toBe(true);
+
+    // The same rule as include: a range below min_score is not listed.
+    const score = json.find((e) => e.range === range)!.score as number;
+    expect((await entries(`min_score=${score + 1}&ranges=only`)).some((e) => e.range === range)).toBe(false);
+    // Still a phone-number feed's parameter only.
+    expect((await caller.api('/api/feeds/ip-addresses?ranges=only')).status).toBe(422);
+    expect((await feed('ranges=some')).status).toBe(422);
+  });
+
   it('lists a range whose score reaches min_score and not one below it', async () => {
     const range = await probe();
     const score = (await entries('min_score=1&ranges=include')).find((e) => e.range === range)!.score as number;

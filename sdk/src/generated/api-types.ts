@@ -333,9 +333,9 @@ export interface Operations {
        */
       format?: 'text' | 'csv' | 'json' | 'stix';
       /**
-       * include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range
+       * include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range; only: those ranges alone
        */
-      ranges?: 'exclude' | 'include';
+      ranges?: 'exclude' | 'include' | 'only';
     };
     responses: {
       '200': PhoneNumberFeed;

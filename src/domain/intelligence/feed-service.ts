@@ -35,14 +35,16 @@ export interface FeedQuery {
   since: string | undefined;
   format: FeedFormat;
   /**
-   * Phone-number feed only: also list the number ranges that reach `min_score` (`ranges=include`,
-   * docs/api.md §14). Opt-in, so a consumer that reads every line as a number never gets a prefix.
+   * Phone-number feed only: also list the number ranges that reach `min_score` (`include`), or
+   * list them alone (`only`), docs/api.md §14. Opt-in, so a consumer that reads every line as a
+   * number never gets a prefix.
    */
-  ranges: boolean;
+  ranges: FeedRanges;
 }
 
 /** The values of `ranges` (docs/api.md §14); `exclude` is the default. */
-export const FEED_RANGES = ['exclude', 'include'] as const;
+export const FEED_RANGES = ['exclude', 'include', 'only'] as const;
+export type FeedRanges = (typeof FEED_RANGES)[number];
 
 /** One entry of a feed: a number key or an address, with its score and span of sightings. */
 export interface FeedEntry {
@@ -98,7 +100,7 @@ export interface Feed {
   /** The instant scores were computed at: the start of the current hour. */
   scoredAt: Date;
   entries: AsyncIterable<FeedEntry>;
-  /** Whether range entries may be among them (`ranges=include`): the CSV format then has a `kind` column. */
+  /** Whether range entries may be among them (`ranges=include` or `only`): the CSV format then has a `kind` column. */
   ranges: boolean;
 }
 
@@ -199,10 +201,10 @@ export class FeedService {
       if ((FEED_FORMATS as readonly string[]).includes(formatText)) format = formatText as FeedFormat;
       else refuse('format', `must be one of: ${FEED_FORMATS.join(', ')}`);
     }
-    let ranges = false;
+    let ranges: FeedRanges = 'exclude';
     const rangesText = kind === 'phone-numbers' ? text('ranges') : undefined;
     if (rangesText !== undefined) {
-      if ((FEED_RANGES as readonly string[]).includes(rangesText)) ranges = rangesText === 'include';
+      if ((FEED_RANGES as readonly string[]).includes(rangesText)) ranges = rangesText as FeedRanges;
       else refuse('ranges', `must be one of: ${FEED_RANGES.join(', ')}`);
     }
     if (errors.length > 0) throw new ServiceError('validation_failed', `invalid query: ${errors.map((e) => e.field).join(', ')}`, errors);
@@ -213,7 +215,8 @@ export class FeedService {
     await this.ownWrites.ownWritesVisible(account.account_id);
     const scopes = readScopesOf(account);
     const scoredAt = scoringHour(this.now());
-    const withRanges = kind === 'phone-numbers' && query.ranges;
+    const withRanges = kind === 'phone-numbers' && query.ranges !== 'exclude';
+    const rangesOnly = withRanges && query.ranges === 'only';
     // A feed is a blocklist: what the operator allowlisted is in no one's, and what the caller
     // allowlisted is not in its own (its call guard's mirror loads it).
     const [position, operator, own] = await Promise.all([this.repo.foldPosition(), this.listOf(OPERATOR_LIST), this.listOf(account.account_id)]);
@@ -221,13 +224,14 @@ export class FeedService {
     const reported = this.reports.current() ?? (await this.reports.load());
     // What peers said, where the operator lets it be passed on (docs/federation.md).
     const peerKind: PeerValueKind = kind === 'phone-numbers' ? 'number' : 'ip';
-    const passedOn = this.peers?.passableValues(peerKind) ?? [];
+    // Peers name numbers, not ranges: a feed of ranges alone passes none on.
+    const passedOn = rangesOnly ? [] : (this.peers?.passableValues(peerKind) ?? []);
     // Keyed: every input but the fold's position is known to the caller, so an unkeyed hash
     // would give away the position, how many events every account together has sent. The
     // lists' entries are in it, so any change to either list changes the tag.
     const hmac = createHmac('sha256', this.tagKey)
-      // `ranges` only when included, so a request without it keeps the tag it had before ranges were published.
-      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(withRanges ? ['ranges'] : [])]));
+      // `ranges` only when asked for, so a request without it keeps the tag it had before ranges were published.
+      .update(JSON.stringify([kind, scopes, position, scoredAt.toISOString(), this.scoring.halfLifeDays, query.minScore, query.since ?? null, query.format, reported.fingerprint, operator.fingerprint, own.fingerprint, ...(rangesOnly ? ['ranges-only'] : withRanges ? ['ranges'] : [])]));
     // What is passed on of the peers' say, as it stands now (a say also ends at its valid_until,
     // with nothing written): in value order, so that every instance tags it alike.
     if (passedOn.length > 0) {
@@ -236,13 +240,15 @@ export class FeedService {
     }
     const tag = hmac.digest('base64url').slice(0, 32);
     const since = laterOf(query.since, oldestThatCanReach(query.minScore, scoredAt, this.scoring));
-    const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const detail = query.format === 'stix' || query.format === 'json' ? { minScore: query.minScore, versioned: query.format === 'stix' } : undefined;
+    // Range rows change only as the fold moves, so the tag's fold position covers them too.
+    const ranges = withRanges ? this.scoredRanges(scopes, since, scoredAt, query.minScore, detail, [operator, own]) : undefined;
+    if (ranges && rangesOnly) return { etag: `"${tag}"`, scoredAt, entries: capped(ranges), ranges: true };
+    const kept: AsyncIterable<KeptAggregate<NumberAggregate | IpAggregate>> = kind === 'phone-numbers' ? this.repo.recentNumbers(scopes, since) : this.repo.recentAddresses(scopes, since);
     const peersOf = passedOn.length > 0 ? (value: string) => this.peers!.passableOf(peerKind, value) : undefined;
     const local = this.scored(withoutListed(kept, kind, [operator, own]), scoredAt, query.minScore, detail, reported, peersOf);
     const values = passedOn.length > 0 ? capped(byLastSeen(local, this.peersOnly(kind, scopes, since, query, passedOn, [operator, own], detail, reported))) : local;
-    // Range rows change only as the fold moves, so the tag's fold position covers them too.
-    const entries = withRanges ? capped(byLastSeen(values, this.scoredRanges(scopes, since, scoredAt, query.minScore, detail, [operator, own]))) : values;
+    const entries = ranges ? capped(byLastSeen(values, ranges)) : values;
     return { etag: `"${tag}"`, scoredAt, entries, ranges: withRanges };
   }
 

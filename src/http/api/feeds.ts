@@ -28,7 +28,7 @@ const NumberFeedQuery = Type.Object(
       Type.Enum([...FEED_RANGES], {
         type: 'string',
         default: 'exclude',
-        description: 'include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range',
+        description: 'include: also the number ranges (blocks of 100, docs/scoring.md "Ranges") scoring at least min_score, each marked as a range; only: those ranges alone',
       }),
     ),
   },
