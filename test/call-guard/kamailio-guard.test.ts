@@ -256,6 +256,32 @@ describe.skipIf(missing !== undefined)('the Kamailio call guard', () => {
     expect(await completed(strict.kamailio, unseenInRange, 3, 10)).toMatchObject({ successful: 3, failed: 0 });
   });
 
+  it('mirror mode letting misses through still looks up a miss in a hot range: refused by the range if never seen, decided by its own score if seen', async () => {
+    // Five numbers of the block +33144700xx dialled as known numbers are, and one probed once (score 18).
+    for (let i = 1; i <= 5; i++) await makeKnown(f.fleet, `+331447000${i}`, 'high');
+    await makeKnown(f.fleet, '+3314470050', 'low');
+    await f.h.settled();
+    const mirror = { checkSource: false, mirror: true, mirrorPassesMisses: true, mirrorIntervalSeconds: 3600 };
+    const { kamailio } = await callPath({ ...mirror, rangeThreshold: 60 });
+    await eventually('the mirror to load the hot ranges', () => kamailio.lines.find((l) => / r entries at or above 60 /.test(l)), Boolean);
+    expect(await refused(kamailio, '+3314470099', 3, 10)).toMatchObject({ successful: 3, failed: 0 });
+    expect(await completed(kamailio, '+3314470050', 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    expect(await completed(kamailio, UNKNOWN, 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    expect(await refused(kamailio, '0046812118532', 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    expect(kamailio.decisions().map((d) => `${d.decision} ${d.via}`)).toEqual([
+      ...Array(3).fill('refused lookup'),
+      ...Array(2).fill('passed lookup'),
+      ...Array(2).fill('passed mirror'),
+      ...Array(2).fill('refused mirror'),
+    ]);
+    // Without a range threshold the mirror holds no ranges, and the same miss passes at once.
+    const plain = await callPath(mirror);
+    await eventually('the mirror to load', () => plain.kamailio.lines.find((l) => / n entries at or above 50 /.test(l)), Boolean);
+    expect(await completed(plain.kamailio, '+3314470099', 2, 10)).toMatchObject({ successful: 2, failed: 0 });
+    expect(plain.kamailio.decisions().map((d) => `${d.decision} ${d.via}`)).toEqual(['passed mirror', 'passed mirror']);
+    expect(plain.kamailio.lines.some((l) => / r entries /.test(l))).toBe(false);
+  });
+
   it('refuses a call whose source address is known, and checks only the number when told to', async () => {
     const { kamailio } = await callPath();
     const numberOnly = await callPath({ checkSource: false });
