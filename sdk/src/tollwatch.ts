@@ -222,10 +222,12 @@ export class Tollwatch {
 
   /**
    * The blocklist of called numbers, as ipAddressFeed (docs/api.md §14); with `ranges: true`,
-   * also the number ranges scoring `minScore`, as entries with `range` (the block's prefix).
+   * also the number ranges scoring `minScore`, as entries with `range` (the block's prefix);
+   * with `ranges: 'only'`, those ranges alone.
    */
   async phoneNumberFeed(query: PhoneNumberFeedQuery = {}, options?: CallOptions): Promise<WithRateLimit<FeedPoll<PhoneNumberFeed>>> {
-    return this.feed<PhoneNumberFeed>('phone-numbers', query, options, query.ranges === true ? { ranges: 'include' } : {});
+    const ranges: Record<string, string> = query.ranges === true ? { ranges: 'include' } : query.ranges === 'only' ? { ranges: 'only' } : {};
+    return this.feed<PhoneNumberFeed>('phone-numbers', query, options, ranges);
   }
 
   /**

@@ -42,9 +42,9 @@ export interface FeedQuery {
   ifNoneMatch?: string;
 }
 
-/** The phone-number feed's query: also number ranges (blocks of 100) scoring `minScore`, as range entries, when `ranges` is true. */
+/** The phone-number feed's query: also number ranges (blocks of 100) scoring `minScore`, as range entries, when `ranges` is true; those ranges alone when it is `'only'`. */
 export interface PhoneNumberFeedQuery extends FeedQuery {
-  ranges?: boolean;
+  ranges?: boolean | 'only';
 }
 
 /**

@@ -184,7 +184,7 @@ describe('number ranges in the phone-number feed', () => {
     expect((await caller.api('/api/feeds/ip-addresses?ranges=include')).status).toBe(422);
   });
 
-  it('is asked for through the SDK with ranges: true, and not without it', async () => {
+  it("is asked for through the SDK with ranges: true or 'only', and not without it", async () => {
     const range = await probe();
     const { client } = sdkFor(h, caller);
     const withRanges = await client.phoneNumberFeed({ minScore: 1, ranges: true });
@@ -195,5 +195,10 @@ describe('number ranges in the phone-number feed', () => {
     expect(plain.feed.entries.some((e) => 'range' in e)).toBe(false);
     // Its ETag is that of the answer with ranges: held, it polls as notModified.
     expect(await client.phoneNumberFeed({ minScore: 1, ranges: true, ifNoneMatch: withRanges.etag! })).toMatchObject({ notModified: true });
+    const only = await client.phoneNumberFeed({ minScore: 1, ranges: 'only' });
+    if (only.notModified) throw new Error('a first poll is never notModified');
+    expect(only.feed.entries.length).toBeGreaterThan(0);
+    expect(only.feed.entries.every((e) => 'range' in e)).toBe(true);
+    expect(only.feed.entries.find((e) => 'range' in e && e.range === range)).toMatchObject({ numbers_seen: 3 });
   });
 });
