@@ -19,19 +19,22 @@ export interface LookupCacheOptions {
 }
 
 interface Entry {
-  /** The scopes it was read in. */
-  scopeId: string;
+  kind: LookupKind;
+  /** The scopes it was read in (its own copy). */
+  scopes: readonly string[];
   /** Undefined is an answer too: nothing seen (a negative entry). */
   value: NumberAggregate | IpAggregate | RangeAggregate | undefined;
   expiresAt: number;
 }
 
 /**
- * Entries of one lifetime, by kind and key, oldest first: beyond maxEntries the oldest key goes,
- * used or not. Its entries would expire within the lifetime anyway, and moving a key on every
- * hit cost more (a map deletion and insertion per lookup) than reading it again once in a
- * while. Inside, one entry per set of scopes read (a key is read by few: the shared data set
- * alone, or with the caller's own; an array is lighter than a map).
+ * Entries of one lifetime, by key, oldest first: beyond maxEntries the oldest key goes, used or
+ * not. Its entries would expire within the lifetime anyway, and moving a key on every hit cost
+ * more (a map deletion and insertion per lookup) than reading it again once in a while. Inside,
+ * one entry per kind and set of scopes read (a key is read by few: the shared data set alone, or
+ * with the caller's own; an array is lighter than a map). Keyed by the key alone, with the kind in
+ * the entry, so that a hit builds no string: a `kind:key` name made per lookup cost the map a
+ * fresh string to hash, twice per number lookup (its range too).
  */
 class Shelf {
   readonly ttlMs: number;
@@ -44,42 +47,53 @@ class Shelf {
     this.maxEntries = maxEntries;
   }
 
-  /** The entries of `id`, one per set of scopes read. */
-  entriesOf(id: string): readonly Entry[] {
-    return this.keys.get(id) ?? [];
+  /** The entries of `key` of one kind, one per set of scopes read. */
+  entriesOf(kind: LookupKind, key: string): Entry[] {
+    return (this.keys.get(key) ?? []).filter((entry) => entry.kind === kind);
   }
 
-  find(id: string, scopeId: string): Entry | undefined {
-    return this.keys.get(id)?.find((entry) => entry.scopeId === scopeId);
+  find(kind: LookupKind, key: string, scopes: readonly string[]): Entry | undefined {
+    const entries = this.keys.get(key);
+    if (entries === undefined) return undefined;
+    for (const entry of entries) if (entry.kind === kind && sameScopes(entry.scopes, scopes)) return entry;
+    return undefined;
   }
 
-  keep(id: string, entry: Entry, now: number): void {
+  keep(key: string, entry: Entry, now: number): void {
     this.dropExpired(now);
-    let byScope = this.keys.get(id);
-    if (!byScope) this.keys.set(id, (byScope = []));
-    const at = byScope.findIndex((e) => e.scopeId === entry.scopeId);
+    let entries = this.keys.get(key);
+    if (!entries) this.keys.set(key, (entries = []));
+    const at = entries.findIndex((e) => e.kind === entry.kind && sameScopes(e.scopes, entry.scopes));
     if (at < 0) {
-      byScope.push(entry);
+      entries.push(entry);
       this.size++;
-    } else byScope[at] = entry;
-    while (this.size > this.maxEntries) this.drop(this.keys.keys().next().value!);
+    } else entries[at] = entry;
+    while (this.size > this.maxEntries) this.dropKey(this.keys.keys().next().value!);
   }
 
-  /** Drops the entry of one set of scopes, read again with the other kind of answer. */
-  dropEntry(id: string, scopeId: string): void {
-    const byScope = this.keys.get(id);
-    const at = byScope?.findIndex((e) => e.scopeId === scopeId) ?? -1;
+  /** Drops the entry of one kind and set of scopes, read again with the other kind of answer. */
+  dropEntry(kind: LookupKind, key: string, scopes: readonly string[]): void {
+    const entries = this.keys.get(key);
+    const at = entries?.findIndex((e) => e.kind === kind && sameScopes(e.scopes, scopes)) ?? -1;
     if (at < 0) return;
-    byScope!.splice(at, 1);
+    entries!.splice(at, 1);
     this.size--;
-    if (byScope!.length === 0) this.keys.delete(id);
+    if (entries!.length === 0) this.keys.delete(key);
   }
 
-  drop(id: string): void {
-    const byScope = this.keys.get(id);
-    if (!byScope) return;
-    this.size -= byScope.length;
-    this.keys.delete(id);
+  /** Drops every entry of `key` of one kind. */
+  drop(kind: LookupKind, key: string): void {
+    const entries = this.keys.get(key);
+    if (!entries) return;
+    const kept = entries.filter((entry) => entry.kind !== kind);
+    this.size -= entries.length - kept.length;
+    if (kept.length === 0) this.keys.delete(key);
+    else this.keys.set(key, kept);
+  }
+
+  private dropKey(key: string): void {
+    this.size -= this.keys.get(key)?.length ?? 0;
+    this.keys.delete(key);
   }
 
   clear(): void {
@@ -95,12 +109,19 @@ class Shelf {
    * be evicted, each surviving into V8's old generation first).
    */
   private dropExpired(now: number): void {
-    for (const [id, byScope] of this.keys) {
-      if (byScope.some((entry) => entry.expiresAt > now)) return;
-      this.keys.delete(id);
-      this.size -= byScope.length;
+    for (const [key, entries] of this.keys) {
+      if (entries.some((entry) => entry.expiresAt > now)) return;
+      this.keys.delete(key);
+      this.size -= entries.length;
     }
   }
+}
+
+/** Whether two reads were made in the same scopes, in the same order (readScopesOf's). */
+function sameScopes(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -136,9 +157,7 @@ export class LookupCache implements AggregateMemo {
    */
   fresh<K extends LookupKind>(kind: K, key: string, scopes: readonly string[]): { value: LookupValues[K] | undefined } | undefined {
     if (this.found.ttlMs <= 0) return undefined;
-    const id = `${kind}:${key}`;
-    const scopeId = scopeIdOf(scopes);
-    const hit = this.found.find(id, scopeId) ?? this.missing.find(id, scopeId);
+    const hit = this.found.find(kind, key, scopes) ?? this.missing.find(kind, key, scopes);
     return hit && hit.expiresAt > this.now() ? { value: hit.value as LookupValues[K] | undefined } : undefined;
   }
 
@@ -151,11 +170,9 @@ export class LookupCache implements AggregateMemo {
     const generation = this.generation;
     const value = await load();
     if (generation === this.generation) {
-      const id = `${kind}:${key}`;
-      const scopeId = scopeIdOf(scopes);
       const [shelf, other] = value === undefined ? [this.missing, this.found] : [this.found, this.missing];
-      other.dropEntry(id, scopeId);
-      shelf.keep(id, { scopeId, value, expiresAt: now + shelf.ttlMs }, now);
+      other.dropEntry(kind, key, scopes);
+      shelf.keep(key, { kind, scopes: [...scopes], value, expiresAt: now + shelf.ttlMs }, now);
     }
     return value;
   }
@@ -163,8 +180,8 @@ export class LookupCache implements AggregateMemo {
   invalidate(changes: readonly LookupChange[]): void {
     this.generation++;
     for (const { kind, key } of changes) {
-      this.found.drop(`${kind}:${key}`);
-      this.missing.drop(`${kind}:${key}`);
+      this.found.drop(kind, key);
+      this.missing.drop(kind, key);
     }
   }
 
@@ -182,17 +199,16 @@ export class LookupCache implements AggregateMemo {
     this.generation++;
     const at = this.now();
     for (const { kind, key } of changes) {
-      const id = `${kind}:${key}`;
       const writtenIn = written.scopes(kind, key);
-      for (const entry of [...this.found.entriesOf(id), ...this.missing.entriesOf(id)]) {
-        const scopes = entry.scopeId.split(SCOPE_SEPARATOR);
+      for (const entry of [...this.found.entriesOf(kind, key), ...this.missing.entriesOf(kind, key)]) {
+        const { scopes } = entry;
         const touched = scopes.filter((scope) => writtenIn.includes(scope));
         if (touched.length === 0) continue;
         const shelf = entry.value === undefined ? this.missing : this.found;
-        shelf.dropEntry(id, entry.scopeId);
+        shelf.dropEntry(kind, key, scopes);
         const [scope] = touched as [string];
         if (touched.length === 1 && (scopes.length === 1 || entry.value === undefined || entry.value.soleScope === scope)) {
-          this.found.keep(id, { scopeId: entry.scopeId, value: written.value(kind, key, scope), expiresAt: at + this.found.ttlMs }, at);
+          this.found.keep(key, { kind, scopes, value: written.value(kind, key, scope), expiresAt: at + this.found.ttlMs }, at);
         }
       }
     }
@@ -210,12 +226,4 @@ export interface FoldedValues {
   scopes(kind: LookupKind, key: string): readonly string[];
   /** What `key` holds in `scope` alone, one of `scopes(kind, key)`. */
   value(kind: LookupKind, key: string, scope: string): NumberAggregate | IpAggregate;
-}
-
-/** Between the scopes of a read in several (scopes are `shared` and account ids: no spaces). */
-const SCOPE_SEPARATOR = ' ';
-
-/** The scopes a read was made in, as one key: most reads are of one scope, kept as it is. */
-function scopeIdOf(scopes: readonly string[]): string {
-  return scopes.length === 1 ? scopes[0]! : scopes.join(SCOPE_SEPARATOR);
 }

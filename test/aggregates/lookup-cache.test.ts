@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NumberAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
+import type { NumberAggregate, RangeAggregate } from '../../src/domain/lookups/lookup-aggregates.ts';
 import { LookupCache } from '../../src/aggregates/lookup-cache.ts';
 
 const aggregate = (seenCount: number): NumberAggregate => ({
@@ -172,6 +172,23 @@ describe('LookupCache', () => {
     t.cache.invalidate([{ kind: 'ip', key: '1' }]);
     await t.lookup('1');
     expect(t.reads()).toBe(1);
+  });
+
+  it('keeps a range apart from a number written as its prefix, read, kept and dropped alone', async () => {
+    const t = setUp();
+    const prefix = '+468121185';
+    t.store.set(prefix, aggregate(3));
+    const range: RangeAggregate = { numberCount: 2, seenCount: 9, firstSeen: '2026-11-20T10:00:00Z', lastSeen: '2026-11-20T10:00:00Z', sourceIpCount: 2, nodeCount: 1, inviteCount: 9 };
+    expect(await t.cache.read('range', prefix, ['*shared*', 'a1'], async () => range)).toBe(range);
+    expect((await t.lookup(prefix))?.seenCount).toBe(3);
+    expect(t.reads()).toBe(1);
+    expect(t.cache.fresh('range', prefix, ['*shared*', 'a1'])?.value).toBe(range);
+    expect(t.cache.fresh('number', prefix, ['*shared*', 'a1'])?.value?.seenCount).toBe(3);
+    expect(t.cache.fresh('range', prefix, ['*shared*'])).toBeUndefined();
+    t.cache.invalidate([{ kind: 'range', key: prefix }]);
+    expect(t.cache.fresh('range', prefix, ['*shared*', 'a1'])).toBeUndefined();
+    expect(t.cache.fresh('number', prefix, ['*shared*', 'a1'])?.value?.seenCount).toBe(3);
+    expect(t.cache.size).toBe(1);
   });
 
   it('does not keep a read that a change overtook', async () => {
